@@ -1,0 +1,75 @@
+import Koa from 'koa';
+import type { Config } from './config';
+import { openDatabase } from './db/database';
+import { migrateToLatest } from './db/migrate';
+import { handlers } from './handlers';
+import type { Services } from './handlers/types';
+import { buildApi } from './http/api';
+import { contractFor } from './http/contract';
+import { docsRouter } from './http/docs';
+import { ApiError, notFound } from './http/errors';
+import { bodies, errors, requestId } from './http/middleware';
+import { createLogger, type Logger } from './logger';
+import { AuthService } from './services/auth';
+import { TokenService } from './services/tokens';
+import { UserService } from './services/users';
+
+export interface App {
+  koa: Koa;
+  services: Services;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+export interface AppOptions {
+  logger?: Logger;
+}
+
+/** Wires the service: database (migrated), services, contract-driven routes and docs. */
+export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
+  const logger = options.logger ?? createLogger(config);
+  const { db, kind } = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    await migrateToLatest(db);
+    const tokens = new TokenService(config);
+    const services: Services = {
+      config,
+      db,
+      auth: new AuthService(db, config, tokens),
+      users: new UserService(db, config),
+      startedAt: Date.now(),
+    };
+    if (config.adminEmail && config.adminPassword) {
+      const admin = await services.users.ensureAdmin(config.adminEmail, config.adminPassword);
+      if (admin) logger.info({ userId: admin.id }, 'created the admin account from ADMIN_EMAIL');
+    }
+
+    const document = contractFor(config);
+    const { router } = await buildApi(document, handlers, services);
+    const koa = new Koa({ proxy: false });
+    koa.silent = true;
+    koa.use(requestId);
+    koa.use(errors(logger));
+    if (config.docsEnabled) koa.use(docsRouter(document).routes());
+    koa.use(bodies('64kb'));
+    koa.use(router.routes());
+    koa.use(async (ctx) => {
+      const layers = router.match(ctx.path, ctx.method).path;
+      if (layers.length === 0) throw notFound(`No route for ${ctx.method} ${ctx.path}`);
+      const allow = [...new Set(layers.flatMap((layer) => layer.methods))].join(', ');
+      if (ctx.method === 'OPTIONS') {
+        ctx.set('Allow', allow);
+        ctx.status = 204;
+        return;
+      }
+      throw new ApiError(405, 'METHOD_NOT_ALLOWED', `Method ${ctx.method} not allowed on ${ctx.path}`, undefined, {
+        headers: { Allow: allow },
+      });
+    });
+    logger.debug({ database: kind }, 'app ready');
+    return { koa, services, logger, close: () => db.destroy() };
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+}

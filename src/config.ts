@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+
+export type Algorithm = 'HS256' | 'HS384' | 'HS512';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface Config {
+  readonly nodeEnv: string;
+  readonly host: string;
+  readonly port: number;
+  /** PostgreSQL connection string; when absent the embedded database in `dataDir` is used. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly secretKey: string;
+  /** True when no SECRET_KEY was configured and a random one was made for this process. */
+  readonly secretKeyGenerated: boolean;
+  readonly algorithm: Algorithm;
+  readonly accessTokenExpireMinutes: number;
+  readonly refreshTokenExpireDays: number;
+  readonly refreshReuseGraceSeconds: number;
+  readonly bcryptCost: number;
+  readonly defaultPageSize: number;
+  readonly maxPageSize: number;
+  readonly docsEnabled: boolean;
+  readonly appVersion: string;
+  readonly adminEmail: string | undefined;
+  readonly adminPassword: string | undefined;
+  readonly logLevel: LogLevel;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const ALGORITHMS: readonly Algorithm[] = ['HS256', 'HS384', 'HS512'];
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+const MIN_SECRET_LENGTH = 32;
+
+/**
+ * Parses the environment into a frozen Config. Every problem is collected and reported at once,
+ * so a misconfigured deployment is fixed in one round.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const read = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value === '' ? undefined : value;
+  };
+
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    if (!/^-?\d+$/.test(raw)) {
+      problems.push(`${name} must be a whole number, got "${raw}"`);
+      return fallback;
+    }
+    const value = Number(raw);
+    if (value < min || value > max) {
+      problems.push(`${name} must be between ${min} and ${max}, got ${value}`);
+      return fallback;
+    }
+    return value;
+  };
+
+  const boolean = (name: string, fallback: boolean): boolean => {
+    const raw = read(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (['true', '1', 'yes', 'on'].includes(raw)) return true;
+    if (['false', '0', 'no', 'off'].includes(raw)) return false;
+    problems.push(`${name} must be true or false, got "${raw}"`);
+    return fallback;
+  };
+
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T, normalize = (s: string) => s): T => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    const value = normalize(raw) as T;
+    if (!allowed.includes(value)) {
+      problems.push(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+      return fallback;
+    }
+    return value;
+  };
+
+  const nodeEnv = read('NODE_ENV') ?? 'development';
+  const production = nodeEnv === 'production';
+
+  let secretKey = read('SECRET_KEY');
+  let secretKeyGenerated = false;
+  if (secretKey !== undefined && secretKey.length < MIN_SECRET_LENGTH) {
+    problems.push(`SECRET_KEY must be at least ${MIN_SECRET_LENGTH} characters, got ${secretKey.length}`);
+  } else if (secretKey === undefined) {
+    if (production) {
+      problems.push(`SECRET_KEY is required when NODE_ENV=production (at least ${MIN_SECRET_LENGTH} characters)`);
+    } else {
+      secretKey = randomBytes(48).toString('base64url');
+      secretKeyGenerated = true;
+    }
+  }
+
+  const maxPageSize = integer('MAX_PAGE_SIZE', 100, 1, 1000);
+  const defaultPageSize = integer('DEFAULT_PAGE_SIZE', 20, 1, 1000);
+  if (defaultPageSize > maxPageSize) {
+    problems.push(`DEFAULT_PAGE_SIZE (${defaultPageSize}) must not exceed MAX_PAGE_SIZE (${maxPageSize})`);
+  }
+
+  const databaseUrl = read('DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push('DATABASE_URL must be a postgres:// or postgresql:// URL');
+  }
+
+  const adminEmail = read('ADMIN_EMAIL');
+  const adminPassword = env.ADMIN_PASSWORD || undefined;
+  if ((adminEmail === undefined) !== (adminPassword === undefined)) {
+    problems.push('ADMIN_EMAIL and ADMIN_PASSWORD go together: set both or neither');
+  }
+
+  const config: Config = {
+    nodeEnv,
+    host: read('HOST') ?? '127.0.0.1',
+    port: integer('PORT', 8000, 0, 65535),
+    databaseUrl,
+    dataDir: read('DATA_DIR') ?? './data',
+    secretKey: secretKey ?? '',
+    secretKeyGenerated,
+    algorithm: oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase()),
+    accessTokenExpireMinutes: integer('ACCESS_TOKEN_EXPIRE_MINUTES', 30, 1, 24 * 60),
+    refreshTokenExpireDays: integer('REFRESH_TOKEN_EXPIRE_DAYS', 7, 1, 365),
+    refreshReuseGraceSeconds: integer('REFRESH_REUSE_GRACE_SECONDS', 10, 0, 3600),
+    bcryptCost: integer('BCRYPT_COST', 12, 4, 31),
+    defaultPageSize,
+    maxPageSize,
+    docsEnabled: boolean('DOCS_ENABLED', true),
+    appVersion: read('APP_VERSION') ?? '1.0.0',
+    adminEmail,
+    adminPassword,
+    logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, production ? 'info' : 'debug', (s) => s.toLowerCase()),
+  };
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}

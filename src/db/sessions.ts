@@ -1,0 +1,88 @@
+import { sql } from 'kysely';
+import type { Executor, NewSessionRow, SessionRow, UserRow } from './types';
+
+export function insertSession(db: Executor, row: NewSessionRow): Promise<SessionRow> {
+  return db.insertInto('sessions').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/**
+ * The user behind an access token, in one round trip: the user must exist, be active and not
+ * deleted, and the session must be theirs, live and unexpired.
+ */
+export function findAuthenticatedUser(db: Executor, userId: number, sessionId: string): Promise<UserRow | undefined> {
+  return db
+    .selectFrom('users')
+    .innerJoin('sessions', 'sessions.user_id', 'users.id')
+    .selectAll('users')
+    .where('users.id', '=', userId)
+    .where('users.deleted_at', 'is', null)
+    .where('users.is_active', '=', true)
+    .where('sessions.id', '=', sessionId)
+    .where('sessions.revoked_at', 'is', null)
+    .where('sessions.expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+}
+
+export interface Rotation {
+  sessionId: string;
+  presentedHash: string;
+  newHash: string;
+  expiresAt: Date;
+  graceSeconds: number;
+}
+
+/**
+ * Swaps the session's refresh token atomically. The current token rotates; the token it replaced
+ * is accepted again only within the grace period after that rotation. Returns the session's user,
+ * or undefined when the token is not (or no longer) acceptable or the user may not sign in.
+ */
+export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<UserRow | undefined> {
+  const live = (qb: ReturnType<typeof baseRotation>) =>
+    qb
+      .where('sessions.id', '=', r.sessionId)
+      .where('sessions.revoked_at', 'is', null)
+      .where('sessions.expires_at', '>', sql<Date>`now()`)
+      .where('users.deleted_at', 'is', null)
+      .where('users.is_active', '=', true);
+  const baseRotation = () =>
+    db
+      .updateTable('sessions')
+      .from('users')
+      .whereRef('users.id', '=', 'sessions.user_id')
+      .returningAll('users');
+
+  const current = await live(baseRotation())
+    .set({
+      previous_token_hash: sql`sessions.refresh_token_hash`,
+      refresh_token_hash: r.newHash,
+      rotated_at: sql`now()`,
+      last_used_at: sql`now()`,
+      expires_at: r.expiresAt,
+    })
+    .where('sessions.refresh_token_hash', '=', r.presentedHash)
+    .executeTakeFirst();
+  if (current) return current as UserRow;
+
+  const withinGrace = await live(baseRotation())
+    .set({ refresh_token_hash: r.newHash, last_used_at: sql`now()`, expires_at: r.expiresAt })
+    .where('sessions.previous_token_hash', '=', r.presentedHash)
+    .where('sessions.rotated_at', '>', sql<Date>`now() - make_interval(secs => ${r.graceSeconds})`)
+    .executeTakeFirst();
+  return withinGrace as UserRow | undefined;
+}
+
+export async function revokeSession(db: Executor, sessionId: string): Promise<void> {
+  await db
+    .updateTable('sessions')
+    .set({ revoked_at: sql`now()` })
+    .where('id', '=', sessionId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
+/** Revokes every live session of a user, but `exceptSessionId` when given. */
+export async function revokeUserSessions(db: Executor, userId: number, exceptSessionId?: string): Promise<void> {
+  let q = db.updateTable('sessions').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null);
+  if (exceptSessionId) q = q.where('id', '!=', exceptSessionId);
+  await q.execute();
+}

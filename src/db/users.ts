@@ -1,0 +1,104 @@
+import { sql, type SelectQueryBuilder } from 'kysely';
+import type { Database, Executor, NewUserRow, UserRow, UserUpdate } from './types';
+
+export type UserStatus = 'active' | 'inactive' | 'deleted';
+export type SortField = 'id' | 'email' | 'name' | 'created_at' | 'updated_at';
+
+export interface UserFilter {
+  status?: UserStatus;
+  /** Case-insensitive substring of e-mail or name. */
+  q?: string;
+}
+
+export function findUserById(db: Executor, id: number): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function findUserByEmail(db: Executor, email: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+}
+
+/** Inserts a user; undefined when the e-mail is taken (a race included). */
+export function insertUser(db: Executor, row: NewUserRow): Promise<UserRow | undefined> {
+  return db
+    .insertInto('users')
+    .values(row)
+    .onConflict((oc) => oc.column('email').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Updates a user that is not deleted; undefined when there is none. */
+export function updateLiveUser(db: Executor, id: number, patch: UserUpdate): Promise<UserRow | undefined> {
+  return db
+    .updateTable('users')
+    .set({ ...patch, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export function softDeleteUser(db: Executor, id: number): Promise<UserRow | undefined> {
+  return db
+    .updateTable('users')
+    .set({ deleted_at: sql`now()`, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export function restoreUser(db: Executor, id: number): Promise<UserRow | undefined> {
+  return db
+    .updateTable('users')
+    .set({ deleted_at: null, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .where('deleted_at', 'is not', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+function filtered<O>(query: SelectQueryBuilder<Database, 'users', O>, filter: UserFilter) {
+  let q = query;
+  if (filter.status === 'deleted') q = q.where('deleted_at', 'is not', null);
+  else q = q.where('deleted_at', 'is', null);
+  if (filter.status === 'active') q = q.where('is_active', '=', true);
+  if (filter.status === 'inactive') q = q.where('is_active', '=', false);
+  if (filter.q) {
+    const pattern = `%${filter.q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    q = q.where((eb) => eb.or([eb('email', 'like', pattern), eb(eb.fn('lower', ['name']), 'like', pattern)]));
+  }
+  return q;
+}
+
+export interface PageQuery extends UserFilter {
+  sort: SortField;
+  descending: boolean;
+  limit: number;
+  offset: number;
+}
+
+/** One page of users and the total that match the filter. */
+export async function listUsersPage(db: Executor, query: PageQuery): Promise<{ rows: UserRow[]; total: number }> {
+  const direction = query.descending ? 'desc' : 'asc';
+  const [rows, count] = await Promise.all([
+    filtered(db.selectFrom('users').selectAll(), query)
+      .orderBy(query.sort, direction)
+      .orderBy('id', direction)
+      .limit(query.limit)
+      .offset(query.offset)
+      .execute(),
+    filtered(db.selectFrom('users').select(sql<number>`count(*)::int`.as('total')), query).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: count.total };
+}
+
+/** Up to `limit` users with an id above `after`, by id ascending. */
+export function listUsersAfter(db: Executor, filter: UserFilter, after: number, limit: number): Promise<UserRow[]> {
+  return filtered(db.selectFrom('users').selectAll(), filter)
+    .where('id', '>', after)
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .execute();
+}

@@ -1,0 +1,27 @@
+import { sql } from 'kysely';
+import { serviceUnavailable } from '../http/errors';
+import { ok } from '../http/reply';
+import type { Handler } from './types';
+
+/** How long readiness waits for the database. */
+const READY_TIMEOUT_MS = 1000;
+
+export const healthCheck: Handler<'healthCheck'> = async (_input, { config, startedAt }) =>
+  ok({ status: 'ok', version: config.appVersion, uptime_seconds: Math.floor((Date.now() - startedAt) / 1000) });
+
+export const healthLive: Handler<'healthLive'> = async () => ok({ status: 'alive' });
+
+export const healthReady: Handler<'healthReady'> = async (_input, { db }) => {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`database did not answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([sql`select 1`.execute(db), timeout]);
+  } catch (error) {
+    throw serviceUnavailable(error);
+  } finally {
+    clearTimeout(timer);
+  }
+  return ok({ status: 'ready', checks: { database: 'ok' } });
+};

@@ -1,0 +1,29 @@
+import { created, noContent, ok, signedIn } from '../http/reply';
+import type { Handler } from './types';
+import { userView } from './views';
+
+export const listUsers: Handler<'listUsers'> = async (input, { users }) => {
+  const { rows, meta } = await users.list(signedIn(input), input.query);
+  return ok(rows.map((row) => userView(row, true)), { meta });
+};
+
+export const getUser: Handler<'getUser'> = async (input, { users }) => {
+  const me = signedIn(input);
+  return ok(userView(await users.get(me, input.path.id), me.user.role === 'admin'));
+};
+
+export const createUser: Handler<'createUser'> = async (input, { users }) =>
+  created(userView(await users.create(signedIn(input), input.body), true));
+
+export const updateUser: Handler<'updateUser'> = async (input, { users }) => {
+  const me = signedIn(input);
+  return ok(userView(await users.update(me, input.path.id, input.body), me.user.role === 'admin'));
+};
+
+export const deleteUser: Handler<'deleteUser'> = async (input, { users }) => {
+  await users.delete(signedIn(input), input.path.id);
+  return noContent();
+};
+
+export const restoreUser: Handler<'restoreUser'> = async (input, { users }) =>
+  ok(userView(await users.restore(signedIn(input), input.path.id), true));

@@ -1,0 +1,22 @@
+import type { components } from '../../generated/openapi';
+import type { UserRow } from '../db/types';
+
+type User = components['schemas']['User'];
+
+const iso = (value: Date | string): string => new Date(value).toISOString();
+
+/** A user as the contract shows it: never a hash; `deleted_at` for admins only. */
+export function userView(row: UserRow, forAdmin: boolean): User {
+  const user: User = {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    role: row.role,
+    is_active: row.is_active,
+    email_verified: row.email_verified,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+  if (forAdmin) user.deleted_at = row.deleted_at === null ? null : iso(row.deleted_at);
+  return user;
+}

@@ -1,0 +1,179 @@
+import Router from '@koa/router';
+import addFormats from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
+import type { Context as KoaContext } from 'koa';
+import OpenAPIBackend, { type Context as ApiContext, type Document, type Operation, type ParsedRequest, type Request } from 'openapi-backend';
+import type { HandlerInput, HandlerMap, OperationId, Reply, Services } from '../handlers/types';
+import type { Principal } from '../services/auth';
+import type { OpenApiDocument } from './contract';
+import { ApiError, badRequest, unauthorized, validationError, type FieldError } from './errors';
+
+const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+
+/** A request as handed to openapi-backend, carrying what the Koa router already matched. */
+interface RoutedRequest extends Request {
+  operationId: string;
+}
+
+export interface ContractApi {
+  /** Koa routes for every path of the contract, built once. */
+  router: Router;
+}
+
+/**
+ * Builds the API from the contract: @koa/router matches each path once at start-up, openapi-backend
+ * validates the request (security, path, query, body) and dispatches to the handler by operationId.
+ */
+export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, services: Services): Promise<ContractApi> {
+  const api = new OpenAPIBackend({
+    definition: document as unknown as Document,
+    strict: true,
+    coerceTypes: true,
+    ajvOpts: { allErrors: true, strict: false },
+    customizeAjv: (ajv) => {
+      addFormats(ajv, ['date-time', 'uuid']);
+      // The service trims e-mails before storing them, so surrounding white space is no error.
+      ajv.addFormat('email', { type: 'string', validate: (value: string) => EMAIL.test(value.trim()) });
+      return ajv;
+    },
+  });
+
+  for (const operationId of Object.keys(handlers) as OperationId[]) {
+    const handler = handlers[operationId] as (input: HandlerInput<OperationId>, services: Services) => Promise<Reply>;
+    api.register(operationId, (c: ApiContext, ctx: KoaContext) =>
+      handler(
+        {
+          body: c.request.requestBody,
+          query: c.request.query,
+          path: c.request.params,
+          principal: ctx.state.principal,
+          client: { ip: ctx.ip || null, userAgent: ctx.get('user-agent') || null },
+        } as HandlerInput<OperationId>,
+        services,
+      ),
+    );
+  }
+  api.register({
+    validationFail: (c: ApiContext) => {
+      throw validationError((c.validation.errors ?? []).map(fieldError));
+    },
+    unauthorizedHandler: (c: ApiContext) => {
+      const failure = Object.values(c.security).find((r) => r && typeof r === 'object' && r.error instanceof ApiError);
+      throw failure?.error ?? unauthorized();
+    },
+  });
+  const authenticate = (_c: ApiContext, ctx: KoaContext) => principalOf(ctx, services);
+  for (const scheme of Object.keys((document.components as any)?.securitySchemes ?? {})) {
+    api.registerSecurityHandler(scheme, authenticate);
+  }
+
+  await api.init();
+  const operations = api.router.getOperations();
+  assertEveryOperationHandled(operations, handlers);
+  routeOnce(api, operations);
+
+  const router = new Router();
+  for (const operation of operations) {
+    router.register(koaPath(operation.path), [operation.method.toUpperCase()], dispatcher(api, operation));
+  }
+  return { router };
+}
+
+/**
+ * openapi-backend re-lists the operations and compiles a path regex on every request. The Koa
+ * router has matched the operation already, so hand it over along with the parameters it parsed.
+ */
+function routeOnce(api: OpenAPIBackend, operations: Operation[]): void {
+  const byId = new Map(operations.map((operation) => [operation.operationId, operation]));
+  const declaredQuery = new Map(
+    operations.map((op) => [op.operationId, new Set((op.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => p.name))]),
+  );
+  const router = api.router;
+  router.getOperations = () => operations;
+  router.getOperation = (operationId: string) => byId.get(operationId);
+  router.matchOperation = ((req: RoutedRequest) => byId.get(req.operationId)) as typeof router.matchOperation;
+  router.parseRequest = ((req: RoutedRequest, operation?: Operation): ParsedRequest => {
+    // Undeclared query parameters (cache busters and the like) are ignored rather than refused.
+    const known = declaredQuery.get(req.operationId);
+    const query: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries((req.query as Record<string, unknown>) ?? {})) {
+      if (known?.has(name)) query[name] = value;
+    }
+    return {
+      method: req.method.toLowerCase(),
+      path: req.path,
+      headers: req.headers,
+      query,
+      params: operation ? (req.params ?? {}) : {},
+      cookies: {},
+      requestBody: req.body,
+      body: req.body,
+    };
+  }) as typeof router.parseRequest;
+}
+
+function dispatcher(api: OpenAPIBackend, operation: Operation) {
+  const requestBody = operation.requestBody && 'content' in operation.requestBody ? operation.requestBody : undefined;
+  const mediaTypes = Object.keys(requestBody?.content ?? {});
+  return async (ctx: KoaContext) => {
+    const withBody = hasBody(ctx);
+    if (withBody && mediaTypes.length > 0 && !ctx.request.is(mediaTypes)) {
+      throw badRequest(`Unsupported content type; send ${mediaTypes.join(' or ')}`);
+    }
+    const request: RoutedRequest = {
+      operationId: operation.operationId!,
+      method: ctx.method,
+      path: ctx.path,
+      headers: ctx.headers as RoutedRequest['headers'],
+      query: ctx.query as RoutedRequest['query'],
+      params: ctx.params,
+      // A required body that was not sent validates as an empty one, so each missing field is named.
+      body: withBody ? ctx.request.body : requestBody?.required ? {} : undefined,
+    };
+    const reply: Reply = await api.handleRequest(request, ctx);
+    ctx.status = reply.status;
+    ctx.body = reply.body ?? null;
+  };
+}
+
+function hasBody(ctx: KoaContext): boolean {
+  return (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
+}
+
+async function principalOf(ctx: KoaContext, services: Services): Promise<Principal> {
+  // Both security schemes of an operation land here: authenticate once per request.
+  ctx.state.authentication ??= (async () => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
+    if (!match) throw unauthorized();
+    const principal = await services.auth.authenticate(match[1]);
+    ctx.state.principal = principal;
+    return principal;
+  })();
+  return ctx.state.authentication;
+}
+
+/** An ajv error as the envelope's `details` entry: `body.email`, `query.page`, `path.id`. */
+function fieldError(error: ErrorObject): FieldError {
+  const segments = error.instancePath.split('/').slice(1);
+  if (segments[0] === 'requestBody') segments[0] = 'body';
+  const params = error.params as Record<string, unknown>;
+  if (error.keyword === 'required') {
+    const missing = String(params.missingProperty);
+    return { field: missing === 'requestBody' ? 'body' : [...segments, missing].join('.'), message: 'is required' };
+  }
+  if (error.keyword === 'additionalProperties') {
+    return { field: [...segments, String(params.additionalProperty)].join('.'), message: 'is not allowed' };
+  }
+  return { field: segments.join('.') || 'body', message: error.message ?? 'is invalid' };
+}
+
+function assertEveryOperationHandled(operations: Operation[], handlers: HandlerMap): void {
+  const missing = operations.map((op) => op.operationId!).filter((id) => !(id in handlers));
+  if (missing.length > 0) throw new Error(`No handler for operations: ${missing.join(', ')}`);
+}
+
+/** `/api/users/{id}` → `/api/users/:id`; a trailing slash is optional, as openapi-backend treats it. */
+function koaPath(path: string): string {
+  const trimmed = path.length > 1 ? path.replace(/\/+$/, '') : path;
+  return trimmed.replace(/\{([^}]+)\}/g, ':$1');
+}

@@ -1,0 +1,43 @@
+import type { components } from '../../generated/openapi';
+
+export type ErrorCode = components['schemas']['ErrorCode'];
+export type FieldError = components['schemas']['FieldError'];
+
+/**
+ * The one error type the HTTP layer renders. `message` and `details` go to the client; `cause`
+ * is logged and never sent.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: FieldError[],
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
+    super(message, { cause: options?.cause });
+    this.name = 'ApiError';
+    this.headers = options?.headers ?? {};
+  }
+
+  readonly headers: Record<string, string>;
+}
+
+export const badRequest = (message = 'Malformed request body') => new ApiError(400, 'BAD_REQUEST', message);
+export const unauthorized = () =>
+  new ApiError(401, 'UNAUTHORIZED', 'Not authenticated', undefined, { headers: { 'WWW-Authenticate': 'Bearer' } });
+export const tokenExpired = () =>
+  new ApiError(401, 'TOKEN_EXPIRED', 'Token has expired', undefined, {
+    headers: { 'WWW-Authenticate': 'Bearer error="invalid_token", error_description="Token has expired"' },
+  });
+export const invalidCredentials = () =>
+  new ApiError(401, 'INVALID_CREDENTIALS', 'Invalid email or password', undefined, {
+    headers: { 'WWW-Authenticate': 'Bearer' },
+  });
+export const forbidden = (message = 'Not allowed') => new ApiError(403, 'FORBIDDEN', message);
+export const notFound = (message = 'Not found') => new ApiError(404, 'NOT_FOUND', message);
+export const conflict = (message: string) => new ApiError(409, 'CONFLICT', message);
+export const validationError = (details: FieldError[]) =>
+  new ApiError(422, 'VALIDATION_ERROR', 'Request validation failed', details);
+export const serviceUnavailable = (cause?: unknown) =>
+  new ApiError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', undefined, { cause });

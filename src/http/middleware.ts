@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import bodyParser from 'koa-bodyparser';
+import type { Logger } from '../logger';
+import { ApiError, badRequest } from './errors';
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Takes a sane X-Request-Id from the client or makes one, and echoes it back. */
+export async function requestId(ctx: Context, next: Next): Promise<void> {
+  const sent = ctx.get('x-request-id');
+  ctx.state.requestId = REQUEST_ID.test(sent) ? sent : randomUUID();
+  ctx.set('X-Request-Id', ctx.state.requestId);
+  await next();
+}
+
+/** The one place an error becomes a response: the envelope for clients, the cause for the log. */
+export function errors(logger: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    try {
+      await next();
+    } catch (thrown) {
+      const error = toApiError(thrown);
+      if (error.status >= 500) {
+        logger.error({ err: error.cause ?? thrown, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, error.message);
+      }
+      ctx.status = error.status;
+      ctx.set(error.headers);
+      ctx.body = {
+        success: false,
+        error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
+      };
+    }
+  };
+}
+
+function toApiError(thrown: unknown): ApiError {
+  if (thrown instanceof ApiError) return thrown;
+  const status = (thrown as { status?: unknown })?.status;
+  const type = (thrown as { type?: unknown })?.type;
+  // Errors raised by the body parser (raw-body, co-body) carry an HTTP status and a type.
+  if (status === 413 || type === 'entity.too.large') {
+    return new ApiError(413, 'PAYLOAD_TOO_LARGE', 'Request body too large', undefined, { cause: thrown });
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new ApiError(400, 'BAD_REQUEST', status === 415 ? 'Unsupported content type' : 'Malformed request body', undefined, {
+      cause: thrown,
+    });
+  }
+  if (isDatabaseUnavailable(thrown)) {
+    return new ApiError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', undefined, { cause: thrown });
+  }
+  return new ApiError(500, 'INTERNAL_ERROR', 'Internal server error', undefined, { cause: thrown });
+}
+
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+
+function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /timeout exceeded when trying to connect|Connection terminated/i.test(message);
+}
+
+/** JSON and form bodies up to `limit`; anything malformed is a 400 in the envelope. */
+export function bodies(limit: string) {
+  return bodyParser({
+    enableTypes: ['json', 'form'],
+    jsonLimit: limit,
+    formLimit: limit,
+    strict: true,
+    onerror: (error) => {
+      throw (error as { status?: number }).status === 413 ? error : badRequest();
+    },
+  });
+}

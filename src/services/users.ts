@@ -1,0 +1,176 @@
+import type { Kysely } from 'kysely';
+import type { Config } from '../config';
+import { conflict, forbidden, notFound, validationError } from '../http/errors';
+import { isUniqueViolation } from '../db/errors';
+import { revokeUserSessions } from '../db/sessions';
+import type { Database, UserRow, UserUpdate } from '../db/types';
+import * as users from '../db/users';
+import type { Principal } from './auth';
+import { normalizeEmail } from './auth';
+import { assertPasswordFits, hashPassword } from './passwords';
+
+const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
+
+export interface ListInput {
+  page?: number;
+  per_page?: number;
+  cursor?: number;
+  limit?: number;
+  sort?: string;
+  order?: string;
+  status?: users.UserStatus;
+  q?: string;
+}
+
+export type UserList =
+  | { shape: 'page'; rows: UserRow[]; meta: { page: number; per_page: number; total: number; pages: number; has_next: boolean; has_prev: boolean } }
+  | { shape: 'cursor'; rows: UserRow[]; meta: { next_cursor: number | null; has_more: boolean } };
+
+export interface UserFields {
+  name?: string;
+  email?: string;
+  password?: string;
+  role?: 'user' | 'admin';
+  is_active?: boolean;
+}
+
+const isAdmin = (p: Principal) => p.user.role === 'admin';
+
+function requireAdmin(principal: Principal): void {
+  if (!isAdmin(principal)) throw forbidden('Admin role required');
+}
+
+/** Admins may act on anyone; a user only on themselves. */
+function requireSelfOrAdmin(principal: Principal, id: number): void {
+  if (!isAdmin(principal) && principal.user.id !== id) throw forbidden('Not allowed to act on another user');
+}
+
+export class UserService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly config: Config,
+  ) {}
+
+  async list(principal: Principal, input: ListInput): Promise<UserList> {
+    requireAdmin(principal);
+    const filter = { status: input.status, q: input.q };
+    const pageShape = input.page !== undefined || input.per_page !== undefined;
+    const cursorShape = input.cursor !== undefined || input.limit !== undefined;
+    if (pageShape && cursorShape) {
+      const mixed = (['page', 'per_page', 'cursor', 'limit'] as const)
+        .filter((name) => input[name] !== undefined)
+        .map((name) => ({ field: `query.${name}`, message: 'page/per_page and cursor/limit cannot be combined' }));
+      throw validationError(mixed);
+    }
+    if (cursorShape) {
+      const limit = input.limit ?? this.config.defaultPageSize;
+      const rows = await users.listUsersAfter(this.db, filter, input.cursor ?? 0, limit + 1);
+      const has_more = rows.length > limit;
+      const page = has_more ? rows.slice(0, limit) : rows;
+      return { shape: 'cursor', rows: page, meta: { next_cursor: has_more ? page[page.length - 1].id : null, has_more } };
+    }
+    const page = input.page ?? 1;
+    const perPage = input.per_page ?? this.config.defaultPageSize;
+    const sort = SORT_FIELDS.find((field) => field === input.sort) ?? 'created_at';
+    const { rows, total } = await users.listUsersPage(this.db, {
+      ...filter,
+      sort,
+      descending: (input.order ?? 'desc') === 'desc',
+      limit: perPage,
+      offset: (page - 1) * perPage,
+    });
+    const pages = Math.ceil(total / perPage);
+    return {
+      shape: 'page',
+      rows,
+      meta: { page, per_page: perPage, total, pages, has_next: page < pages, has_prev: page > 1 },
+    };
+  }
+
+  async get(principal: Principal, id: number): Promise<UserRow> {
+    requireSelfOrAdmin(principal, id);
+    return this.live(await users.findUserById(this.db, id));
+  }
+
+  async create(principal: Principal, input: Required<Pick<UserFields, 'name' | 'email' | 'password'>> & UserFields): Promise<UserRow> {
+    requireAdmin(principal);
+    assertPasswordFits(input.password, 'body.password');
+    const created = await users.insertUser(this.db, {
+      name: input.name.trim(),
+      email: normalizeEmail(input.email),
+      password_hash: await hashPassword(input.password, this.config.bcryptCost),
+      role: input.role ?? 'user',
+      is_active: input.is_active ?? true,
+    });
+    if (!created) throw conflict('Email already registered');
+    return created;
+  }
+
+  async update(principal: Principal, id: number, input: UserFields): Promise<UserRow> {
+    requireSelfOrAdmin(principal, id);
+    if (!isAdmin(principal) && (input.role !== undefined || input.is_active !== undefined)) {
+      throw forbidden('Only an admin may change role or is_active');
+    }
+    assertPasswordFits(input.password, 'body.password');
+    const current = this.live(await users.findUserById(this.db, id));
+    const patch: UserUpdate = {};
+    if (input.name !== undefined) patch.name = input.name.trim();
+    if (input.email !== undefined) {
+      const email = normalizeEmail(input.email);
+      if (email !== current.email) {
+        patch.email = email;
+        patch.email_verified = false;
+      }
+    }
+    if (input.password !== undefined) patch.password_hash = await hashPassword(input.password, this.config.bcryptCost);
+    if (input.role !== undefined) patch.role = input.role;
+    if (input.is_active !== undefined) patch.is_active = input.is_active;
+
+    try {
+      return await this.db.transaction().execute(async (trx) => {
+        const updated = this.live(await users.updateLiveUser(trx, id, patch));
+        if (patch.password_hash !== undefined) {
+          await revokeUserSessions(trx, id, principal.user.id === id ? principal.sessionId : undefined);
+        }
+        return updated;
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict('Email already registered');
+      throw error;
+    }
+  }
+
+  async delete(principal: Principal, id: number): Promise<void> {
+    requireSelfOrAdmin(principal, id);
+    await this.db.transaction().execute(async (trx) => {
+      this.live(await users.softDeleteUser(trx, id));
+      await revokeUserSessions(trx, id);
+    });
+  }
+
+  async restore(principal: Principal, id: number): Promise<UserRow> {
+    requireAdmin(principal);
+    const restored = await users.restoreUser(this.db, id);
+    if (restored) return restored;
+    if (await users.findUserById(this.db, id)) throw conflict('User is not deleted');
+    throw notFound('User not found');
+  }
+
+  /** Creates the configured admin if no user has its e-mail; an existing account is left as it is. */
+  async ensureAdmin(email: string, password: string): Promise<UserRow | undefined> {
+    const normalized = normalizeEmail(email);
+    if (await users.findUserByEmail(this.db, normalized)) return undefined;
+    return users.insertUser(this.db, {
+      email: normalized,
+      name: 'Administrator',
+      password_hash: await hashPassword(password, this.config.bcryptCost),
+      role: 'admin',
+      email_verified: true,
+    });
+  }
+
+  private live(user: UserRow | undefined): UserRow {
+    if (!user || user.deleted_at !== null) throw notFound('User not found');
+    return user;
+  }
+}
