@@ -1,0 +1,145 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { Client } from 'pg';
+import request from 'supertest';
+import { createApp, type App } from '../../src/app';
+import { loadConfig, type Config } from '../../src/config';
+import type { Database } from '../../src/db/types';
+import { createLogger } from '../../src/logger';
+import { assertMatchesContract } from './contract';
+
+export const TEST_SECRET = 'test-secret-key-that-is-long-enough-for-hs256';
+export const ADMIN = { email: 'admin@example.com', password: 'admin-password-1' };
+
+export interface Response {
+  status: number;
+  headers: Record<string, string>;
+  body: any;
+}
+
+export interface Options {
+  token?: string;
+  headers?: Record<string, string>;
+  /** Send the body as application/x-www-form-urlencoded. */
+  form?: boolean;
+  /** Send this string as the raw body, with the content type in `headers`. */
+  raw?: string;
+}
+
+export interface TestContext {
+  app: App;
+  config: Config;
+  db: Kysely<Database>;
+  kind: 'embedded' | 'postgres';
+  get(path: string, options?: Options): Promise<Response>;
+  post(path: string, body?: unknown, options?: Options): Promise<Response>;
+  put(path: string, body?: unknown, options?: Options): Promise<Response>;
+  delete(path: string, options?: Options): Promise<Response>;
+  send(method: string, path: string, body?: unknown, options?: Options): Promise<Response>;
+  /** Registers a user and returns its tokens and record. */
+  register(overrides?: Partial<{ email: string; password: string; name: string }>): Promise<RegisteredUser>;
+  /** Logs in as the configured admin. */
+  adminToken(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface RegisteredUser {
+  id: number;
+  email: string;
+  password: string;
+  name: string;
+  access: string;
+  refresh: string;
+}
+
+let counter = 0;
+export const uniqueEmail = (prefix = 'user') => `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}-${randomBytes(3).toString('hex')}@example.com`;
+
+/** The database a suite runs on: a fresh in-memory PGlite, or a fresh PostgreSQL database. */
+async function suiteDatabase(): Promise<{ env: Record<string, string>; drop: () => Promise<void>; kind: 'embedded' | 'postgres' }> {
+  if (process.env.TEST_DATABASE_KIND !== 'postgres') {
+    return { env: { DATA_DIR: 'memory://' }, drop: async () => {}, kind: 'embedded' };
+  }
+  const serverUrl = process.env.TEST_DATABASE_URL;
+  if (!serverUrl) throw new Error('TEST_DATABASE_URL is required for the postgres project');
+  const name = `account_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    env: { DATABASE_URL: url.toString() },
+    kind: 'postgres',
+    drop: async () => {
+      const client = new Client({ connectionString: serverUrl });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
+  };
+}
+
+/** One app per suite, on its own database, with bcrypt at cost 4 and a known secret. */
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestContext> {
+  const database = await suiteDatabase();
+  const config = loadConfig({
+    SECRET_KEY: TEST_SECRET,
+    BCRYPT_COST: '4',
+    ADMIN_EMAIL: ADMIN.email,
+    ADMIN_PASSWORD: ADMIN.password,
+    LOG_LEVEL: 'silent',
+    ...database.env,
+    ...env,
+  });
+  const app = await createApp(config, { logger: createLogger({ logLevel: 'silent' }) });
+  const server = app.koa.callback();
+
+  const send = async (method: string, path: string, body?: unknown, options: Options = {}): Promise<Response> => {
+    let req = request(server)[method.toLowerCase() as 'get'](path);
+    if (options.token) req = req.set('Authorization', `Bearer ${options.token}`);
+    for (const [name, value] of Object.entries(options.headers ?? {})) req = req.set(name, value);
+    if (options.raw !== undefined) req = req.send(options.raw);
+    else if (body !== undefined) req = options.form ? req.type('form').send(body as Record<string, string>) : req.send(body as object);
+    const res = await req;
+    const response = { status: res.status, headers: res.headers as Record<string, string>, body: res.body };
+    assertMatchesContract(method, path, res.status, res.headers, res.status === 204 ? undefined : res.body);
+    return response;
+  };
+
+  const ctx: TestContext = {
+    app,
+    config,
+    db: app.services.db,
+    kind: database.kind,
+    send,
+    get: (path, options) => send('GET', path, undefined, options),
+    post: (path, body, options) => send('POST', path, body, options),
+    put: (path, body, options) => send('PUT', path, body, options),
+    delete: (path, options) => send('DELETE', path, undefined, options),
+    async register(overrides = {}) {
+      const input = { email: uniqueEmail(), password: 'password-123', name: 'Test User', ...overrides };
+      const res = await send('POST', '/api/auth/register', input);
+      if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return {
+        id: res.body.data.user.id,
+        email: res.body.data.user.email,
+        password: input.password,
+        name: input.name,
+        access: res.body.data.access_token,
+        refresh: res.body.data.refresh_token,
+      };
+    },
+    async adminToken() {
+      const res = await send('POST', '/api/auth/login/json', ADMIN);
+      if (res.status !== 200) throw new Error(`admin login failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body.data.access_token;
+    },
+    async close() {
+      await app.close();
+      await database.drop();
+    },
+  };
+  return ctx;
+}

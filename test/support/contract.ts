@@ -1,0 +1,99 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import yaml from 'js-yaml';
+
+type Json = Record<string, any>;
+
+const document = yaml.load(readFileSync(join(__dirname, '..', '..', 'api', 'openapi.yaml'), 'utf8')) as Json;
+const ajv = new Ajv({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addSchema({ components: document.components }, 'contract');
+
+const validators = new Map<string, ValidateFunction>();
+
+/** Rewrites local refs so ajv resolves them inside the registered contract. */
+function rebase(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(rebase);
+  if (schema && typeof schema === 'object') {
+    const out: Json = {};
+    for (const [key, value] of Object.entries(schema)) {
+      out[key] = key === '$ref' && typeof value === 'string' && value.startsWith('#/') ? `contract${value}` : rebase(value);
+    }
+    return out;
+  }
+  return schema;
+}
+
+function resolve(node: Json): Json {
+  let current = node;
+  while (current && typeof current.$ref === 'string') {
+    current = current.$ref
+      .slice(2)
+      .split('/')
+      .reduce((acc: Json, key: string) => acc[key], document);
+  }
+  return current;
+}
+
+const operations: { method: string; pattern: RegExp; operation: Json; template: string }[] = [];
+for (const [template, item] of Object.entries<Json>(document.paths)) {
+  for (const [method, operation] of Object.entries<Json>(item)) {
+    if (method === 'parameters') continue;
+    const body = template.replace(/\/+$/, '').replace(/\{[^}]+\}/g, '[^/]+');
+    operations.push({ method, operation, template, pattern: new RegExp(`^${body}/?$`) });
+  }
+}
+
+function validatorFor(key: string, schema: Json): ValidateFunction {
+  let validate = validators.get(key);
+  if (!validate) {
+    validate = ajv.compile(rebase(schema) as Json);
+    validators.set(key, validate);
+  }
+  return validate;
+}
+
+const errorResponse = { $ref: '#/components/schemas/ErrorResponse' };
+
+/**
+ * Asserts that a response is one the contract allows for that request: a documented status,
+ * JSON with the documented schema, and the envelope for unknown routes and methods.
+ */
+export function assertMatchesContract(method: string, url: string, status: number, headers: Json, body: unknown): void {
+  const path = url.split('?')[0];
+  const verb = method.toLowerCase();
+  const onPath = operations.filter((op) => op.pattern.test(path));
+  const match = onPath.find((op) => op.method === verb || (verb === 'head' && op.method === 'get'));
+  const where = `${method} ${url} → ${status}`;
+
+  if (!match) {
+    if (onPath.length === 0 && status !== 404) throw new Error(`${where}: no such route in the contract, expected 404`);
+    if (onPath.length > 0 && ![405, 204].includes(status)) throw new Error(`${where}: method not in the contract, expected 405`);
+    if (status === 204) return;
+    check(`${where}`, validatorFor('ErrorResponse', errorResponse), body);
+    return;
+  }
+  const responses = match.operation.responses as Json;
+  const documented = responses[String(status)];
+  if (!documented) throw new Error(`${where}: status ${status} is not documented for ${match.operation.operationId}`);
+  const response = resolve(documented);
+  const schema = response.content?.['application/json']?.schema;
+  if (!schema) {
+    if (verb !== 'head' && body !== undefined && body !== '' && !(typeof body === 'object' && body && Object.keys(body).length === 0)) {
+      throw new Error(`${where}: the contract documents no body, got ${JSON.stringify(body)}`);
+    }
+    return;
+  }
+  if (verb === 'head') return;
+  const type = String(headers['content-type'] ?? '');
+  if (!type.startsWith('application/json')) throw new Error(`${where}: content type ${type}, expected application/json`);
+  check(where, validatorFor(`${match.operation.operationId}:${status}`, schema), body);
+}
+
+function check(where: string, validate: ValidateFunction, body: unknown): void {
+  if (!validate(body)) {
+    throw new Error(`${where}: body does not match the contract: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body, null, 2)}`);
+  }
+}
