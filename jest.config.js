@@ -12,4 +12,9 @@ if (process.env.TEST_DATABASE_URL) {
   projects.push({ ...common, displayName: 'postgres', setupFiles: ['<rootDir>/test/support/use-postgres.js'] });
 }
 
-module.exports = { projects, testTimeout: 30000 };
+module.exports = {
+  projects,
+  testTimeout: 30000,
+  maxWorkers: '100%',
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+};

@@ -118,6 +118,12 @@ export function loadConfig(env: Env = process.env): Config {
   if ((adminEmail === undefined) !== (adminPassword === undefined)) {
     problems.push('ADMIN_EMAIL and ADMIN_PASSWORD go together: set both or neither');
   }
+  if (adminEmail !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(adminEmail)) {
+    problems.push(`ADMIN_EMAIL must be an e-mail address, got "${adminEmail}"`);
+  }
+  if (adminPassword !== undefined && (adminPassword.length < 8 || Buffer.byteLength(adminPassword, 'utf8') > 72)) {
+    problems.push('ADMIN_PASSWORD must be at least 8 characters and at most 72 bytes');
+  }
 
   const config: Config = {
     nodeEnv,
