@@ -543,9 +543,15 @@ export interface components {
             is_active?: boolean;
         };
         TokenPair: {
-            /** @description JWT with sub, email, type "access", exp, iat, jti and sid. */
+            /**
+             * @description JWT with sub, email, type "access", exp, iat, jti and sid.
+             * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl
+             */
             access_token: string;
-            /** @description JWT with sub, type "refresh", exp, iat, jti and sid. */
+            /**
+             * @description JWT with sub, type "refresh", exp, iat, jti and sid.
+             * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl
+             */
             refresh_token: string;
             /** @enum {string} */
             token_type: "bearer";
@@ -557,7 +563,9 @@ export interface components {
         };
         TokenPairWithUser: {
             user: components["schemas"]["User"];
+            /** @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl */
             access_token: string;
+            /** @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl */
             refresh_token: string;
             /** @enum {string} */
             token_type: "bearer";
@@ -565,12 +573,17 @@ export interface components {
             expires_in: number;
         };
         Session: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b7f5c3e-8d1a-4f5e-9c2b-6a4d3e2f1a0b
+             */
             id: string;
             created_at: components["schemas"]["Timestamp"];
             last_used_at: components["schemas"]["Timestamp"];
             expires_at: components["schemas"]["Timestamp"];
+            /** @example 203.0.113.7 */
             ip: string | null;
+            /** @example Mozilla/5.0 */
             user_agent: string | null;
             /** @description The session of the token making this request. */
             current: boolean;
@@ -608,7 +621,9 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             data: components["schemas"]["TokenPair"];
+            /** @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl */
             access_token: string;
+            /** @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl */
             refresh_token: string;
             /** @enum {string} */
             token_type: "bearer";
