@@ -36,7 +36,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('id', 'uuid', (col) => col.primaryKey())
     .addColumn('user_id', 'integer', (col) => col.notNull().references('users.id').onDelete('cascade'))
     .addColumn('refresh_token_hash', 'text', (col) => col.notNull())
+    // The token the current one replaced, accepted again only within the reuse grace period.
     .addColumn('previous_token_hash', 'text')
+    // A token handed out for such a grace-period reuse: valid beside the current one until the next rotation.
+    .addColumn('grace_token_hash', 'text')
     .addColumn('rotated_at', 'timestamptz')
     .addColumn('ip', 'text')
     .addColumn('user_agent', 'text')

@@ -32,39 +32,43 @@ export interface Rotation {
 }
 
 /**
- * Swaps the session's refresh token atomically. The current token rotates; the token it replaced
- * is accepted again only within the grace period after that rotation. Returns the session's user,
- * or undefined when the token is not (or no longer) acceptable or the user may not sign in.
+ * Swaps the session's refresh token atomically and returns the session's user, or undefined when
+ * the token is not (or no longer) acceptable or the user may not sign in.
+ *
+ * The current token (or a grace token, below) rotates: it becomes the previous one and the new
+ * token becomes current. The previous token is accepted again only within the grace period after
+ * that rotation, as when several tabs refresh at once; the token it gets is kept as the grace
+ * token, valid beside the current one, so whichever of the two a client keeps still works until
+ * the next rotation.
  */
 export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<UserRow | undefined> {
-  const live = (qb: ReturnType<typeof baseRotation>) =>
-    qb
-      .where('sessions.id', '=', r.sessionId)
-      .where('sessions.revoked_at', 'is', null)
-      .where('sessions.expires_at', '>', sql<Date>`now()`)
-      .where('users.deleted_at', 'is', null)
-      .where('users.is_active', '=', true);
-  const baseRotation = () =>
+  const liveSession = () =>
     db
       .updateTable('sessions')
       .from('users')
       .whereRef('users.id', '=', 'sessions.user_id')
+      .where('sessions.id', '=', r.sessionId)
+      .where('sessions.revoked_at', 'is', null)
+      .where('sessions.expires_at', '>', sql<Date>`now()`)
+      .where('users.deleted_at', 'is', null)
+      .where('users.is_active', '=', true)
       .returningAll('users');
 
-  const current = await live(baseRotation())
+  const rotated = await liveSession()
     .set({
-      previous_token_hash: sql`sessions.refresh_token_hash`,
+      previous_token_hash: r.presentedHash,
       refresh_token_hash: r.newHash,
+      grace_token_hash: null,
       rotated_at: sql`now()`,
       last_used_at: sql`now()`,
       expires_at: r.expiresAt,
     })
-    .where('sessions.refresh_token_hash', '=', r.presentedHash)
+    .where((eb) => eb.or([eb('sessions.refresh_token_hash', '=', r.presentedHash), eb('sessions.grace_token_hash', '=', r.presentedHash)]))
     .executeTakeFirst();
-  if (current) return current as UserRow;
+  if (rotated) return rotated as UserRow;
 
-  const withinGrace = await live(baseRotation())
-    .set({ refresh_token_hash: r.newHash, last_used_at: sql`now()`, expires_at: r.expiresAt })
+  const withinGrace = await liveSession()
+    .set({ grace_token_hash: r.newHash, last_used_at: sql`now()`, expires_at: r.expiresAt })
     .where('sessions.previous_token_hash', '=', r.presentedHash)
     .where('sessions.rotated_at', '>', sql<Date>`now() - make_interval(secs => ${r.graceSeconds})`)
     .executeTakeFirst();

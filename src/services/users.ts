@@ -143,7 +143,8 @@ export class UserService {
   async delete(principal: Principal, id: number): Promise<void> {
     requireSelfOrAdmin(principal, id);
     await this.db.transaction().execute(async (trx) => {
-      this.live(await users.softDeleteUser(trx, id));
+      // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
+      if (!(await users.softDeleteUser(trx, id))) throw notFound('User not found');
       await revokeUserSessions(trx, id);
     });
   }
