@@ -83,8 +83,11 @@ export interface paths {
          * @description Rotates the session's refresh token: the answer carries a new access token and a new
          *     refresh token. The refresh token just replaced may be presented again for
          *     `REFRESH_REUSE_GRACE_SECONDS` (10) after its rotation, for clients with several tabs
-         *     refreshing at once; presented later, it is treated as stolen, the whole session is revoked,
-         *     and the answer is 401 `UNAUTHORIZED`. An expired refresh token answers 401 `TOKEN_EXPIRED`.
+         *     refreshing at once: the token that answer carries stays valid beside the current one until
+         *     the next rotation, so whichever a client keeps goes on working. Presented after the grace
+         *     period, a replaced token is treated as stolen: the whole session is revoked and the answer
+         *     is 401 `UNAUTHORIZED`. Each refresh renews the session for `REFRESH_TOKEN_EXPIRE_DAYS`. An
+         *     expired refresh token answers 401 `TOKEN_EXPIRED`.
          */
         post: operations["refreshToken"];
         delete?: never;
