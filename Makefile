@@ -3,8 +3,10 @@ NPM ?= npm
 
 .PHONY: install generate check-generated build run migrate test typecheck clean
 
+# npm install rather than npm ci: the lock file holds the versions, and npm ci refuses a lock file
+# that lists only this platform's optional native packages.
 node_modules: package.json package-lock.json
-	$(NPM) ci --no-audit --no-fund
+	$(NPM) install --no-audit --no-fund
 	@touch node_modules
 
 install: node_modules
