@@ -6,7 +6,7 @@ import OpenAPIBackend, { type Context as ApiContext, type Document, type Operati
 import type { HandlerInput, HandlerMap, OperationId, Reply, Services } from '../handlers/types';
 import type { Principal } from '../services/auth';
 import type { OpenApiDocument } from './contract';
-import { ApiError, badRequest, unauthorized, validationError, type FieldError } from './errors';
+import { badRequest, unauthorized, validationError, type FieldError } from './errors';
 
 const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
@@ -58,7 +58,8 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
       throw validationError((c.validation.errors ?? []).map(fieldError));
     },
     unauthorizedHandler: (c: ApiContext) => {
-      const failure = Object.values(c.security).find((r) => r && typeof r === 'object' && r.error instanceof ApiError);
+      // The security handler's own error: a 401 that says why, or a failure (the database, say) to pass on.
+      const failure = Object.values(c.security).find((r) => r && typeof r === 'object' && r.error);
       throw failure?.error ?? unauthorized();
     },
   });

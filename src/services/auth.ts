@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config';
 import { conflict, forbidden, invalidCredentials, tokenExpired, unauthorized } from '../http/errors';
 import { findAuthenticatedUser, insertSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
-import type { Database, UserRow } from '../db/types';
+import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import { assertPasswordFits, hashPassword, verifyPassword } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
@@ -102,7 +102,7 @@ export class AuthService {
     else await revokeSession(this.db, principal.sessionId);
   }
 
-  private async openSession(db: Parameters<typeof insertSession>[0], user: UserRow, client: ClientInfo): Promise<TokenPair> {
+  private async openSession(db: Executor, user: UserRow, client: ClientInfo): Promise<TokenPair> {
     const sessionId = randomUUID();
     const issued = this.tokens.issuePair(user, sessionId);
     await insertSession(db, {
