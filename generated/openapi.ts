@@ -16,7 +16,8 @@ export interface paths {
         /**
          * Register a new account
          * @description Creates a user with the role `user` and opens a session for it. The e-mail is trimmed and
-         *     lower-cased; an e-mail already taken, by a deleted account too, is a 409.
+         *     lower-cased; an e-mail already taken, by a deleted account too, is a 409. A verification
+         *     link is e-mailed to the address (see verify-email).
          */
         post: operations["register"];
         delete?: never;
@@ -169,9 +170,10 @@ export interface paths {
         put?: never;
         /**
          * Ask for a password-reset e-mail
-         * @description Answers the same body whether or not an account has the e-mail; an existing account is sent
-         *     a link to `{APP_URL}/reset-password?token=...`, valid `PASSWORD_RESET_EXPIRE_MINUTES` (30).
-         *     A new request voids the earlier links.
+         * @description Answers the same body whether or not an account has the e-mail; an existing account that
+         *     can sign in (not deleted, not disabled) is sent a link to
+         *     `{APP_URL}/reset-password?token=...`, valid `PASSWORD_RESET_EXPIRE_MINUTES` (30). A new
+         *     request voids the earlier links. The mail is queued, never sent within the request.
          */
         post: operations["forgotPassword"];
         delete?: never;
@@ -214,7 +216,10 @@ export interface paths {
         /**
          * Verify an e-mail address with a verification token
          * @description Consumes a verification token (single use, valid `EMAIL_VERIFY_EXPIRE_HOURS`, 24) and marks
-         *     the e-mail verified. An unknown, expired or used token answers 400 `INVALID_TOKEN`.
+         *     the e-mail verified. Links come by e-mail as `{APP_URL}/verify-email?token=...` on
+         *     registration, on a change of e-mail and on resend; a new link voids the earlier ones, and a
+         *     link for an address the account no longer has is void. An unknown, expired or used token
+         *     answers 400 `INVALID_TOKEN`.
          */
         post: operations["verifyEmail"];
         delete?: never;
@@ -234,7 +239,7 @@ export interface paths {
         put?: never;
         /**
          * Send the verification e-mail again
-         * @description Sends a new verification link to the current user's e-mail; 409 if it is already verified.
+         * @description Sends a new verification link to the current user's e-mail, voiding the earlier ones; 409 if it is already verified.
          */
         post: operations["resendVerification"];
         delete?: never;
@@ -330,7 +335,7 @@ export interface paths {
         /**
          * Update a user (admin, or the user)
          * @description Partial update: send at least one field. `role` and `is_active` need an admin (403). A new
-         *     e-mail clears `email_verified`; a taken one is a 409. A new password revokes every other
+         *     e-mail clears `email_verified` and is sent a verification link; a taken one is a 409. A new password revokes every other
          *     session of the user. Disabling a user (`is_active: false`) ends its sessions' access.
          */
         put: operations["updateUser"];
@@ -687,7 +692,7 @@ export interface components {
             };
         };
         /** @enum {string} */
-        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         FieldError: {
             /**
              * @description `body.<name>`, `query.<name>` or `path.<name>`.
@@ -890,24 +895,6 @@ export interface components {
                  *       "error": {
                  *         "code": "RATE_LIMITED",
                  *         "message": "Too many requests"
-                 *       }
-                 *     }
-                 */
-                "application/json": components["schemas"]["ErrorResponse"];
-            };
-        };
-        /** @description The operation is part of the contract but not available in this version. */
-        NotImplemented: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "success": false,
-                 *       "error": {
-                 *         "code": "NOT_IMPLEMENTED",
-                 *         "message": "Not implemented"
                  *       }
                  *     }
                  */
@@ -1221,7 +1208,6 @@ export interface operations {
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1265,7 +1251,6 @@ export interface operations {
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1310,7 +1295,6 @@ export interface operations {
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1346,7 +1330,6 @@ export interface operations {
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1380,7 +1363,6 @@ export interface operations {
             409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1405,7 +1387,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1433,7 +1414,6 @@ export interface operations {
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -1,7 +1,9 @@
 import type { Migration } from 'kysely';
 import * as initial from './20261121000000_initial';
+import * as accountTokensAndOutbox from './20261121010000_account_tokens_and_outbox';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
   '20261121000000_initial': initial,
+  '20261121010000_account_tokens_and_outbox': accountTokensAndOutbox,
 };

@@ -10,7 +10,10 @@ import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
 import { bodies, errors, requestId } from './http/middleware';
 import { createLogger, type Logger } from './logger';
+import { AccountService } from './services/account';
+import { AccountMail } from './services/account-mail';
 import { AuthService } from './services/auth';
+import { createTransport, Outbox } from './services/outbox';
 import { TokenService } from './services/tokens';
 import { UserService } from './services/users';
 
@@ -32,11 +35,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   try {
     await migrateToLatest(db);
     const tokens = new TokenService(config);
+    const outbox = new Outbox(db, config, createTransport(config, logger), logger);
+    const mail = new AccountMail(config, outbox);
     const services: Services = {
       config,
       db,
-      auth: new AuthService(db, config, tokens),
-      users: new UserService(db, config),
+      auth: new AuthService(db, config, tokens, mail),
+      account: new AccountService(db, config, mail),
+      users: new UserService(db, config, mail),
       startedAt: Date.now(),
     };
     if (config.adminEmail && config.adminPassword) {
@@ -66,8 +72,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         headers: { Allow: allow },
       });
     });
+    outbox.start();
     logger.debug({ database: kind }, 'app ready');
-    return { koa, services, logger, close: () => db.destroy() };
+    return {
+      koa,
+      services,
+      logger,
+      async close() {
+        await outbox.stop();
+        await db.destroy();
+      },
+    };
   } catch (error) {
     await db.destroy();
     throw error;

@@ -25,6 +25,16 @@ export interface Config {
   readonly adminEmail: string | undefined;
   readonly adminPassword: string | undefined;
   readonly logLevel: LogLevel;
+  /** smtp:// or smtps:// URL; undefined writes messages to the log instead. */
+  readonly smtpUrl: string | undefined;
+  readonly mailFrom: string;
+  /** Base of the links in e-mails, without a trailing slash. */
+  readonly appUrl: string;
+  readonly passwordResetExpireMinutes: number;
+  readonly emailVerifyExpireHours: number;
+  readonly mailPollIntervalMs: number;
+  readonly mailRetryBaseMs: number;
+  readonly mailMaxAttempts: number;
 }
 
 export class ConfigError extends Error {
@@ -125,10 +135,19 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push('ADMIN_PASSWORD must be at least 8 characters and at most 72 bytes');
   }
 
+  const smtpUrl = read('SMTP_URL');
+  if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl)) {
+    problems.push('SMTP_URL must be an smtp:// or smtps:// URL');
+  }
+  const host = read('HOST') ?? '127.0.0.1';
+  const port = integer('PORT', 8000, 0, 65535);
+  const appUrl = (read('APP_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]/.test(appUrl)) problems.push(`APP_URL must be an http:// or https:// URL, got "${appUrl}"`);
+
   const config: Config = {
     nodeEnv,
-    host: read('HOST') ?? '127.0.0.1',
-    port: integer('PORT', 8000, 0, 65535),
+    host,
+    port,
     databaseUrl,
     dataDir: read('DATA_DIR') ?? './data',
     secretKey: secretKey ?? '',
@@ -145,6 +164,14 @@ export function loadConfig(env: Env = process.env): Config {
     adminEmail,
     adminPassword,
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, production ? 'info' : 'debug', (s) => s.toLowerCase()),
+    smtpUrl,
+    mailFrom: read('MAIL_FROM') ?? 'Account Service <no-reply@localhost>',
+    appUrl,
+    passwordResetExpireMinutes: integer('PASSWORD_RESET_EXPIRE_MINUTES', 30, 1, 24 * 60),
+    emailVerifyExpireHours: integer('EMAIL_VERIFY_EXPIRE_HOURS', 24, 1, 24 * 30),
+    mailPollIntervalMs: integer('MAIL_POLL_INTERVAL_MS', 2000, 50, 3_600_000),
+    mailRetryBaseMs: integer('MAIL_RETRY_BASE_MS', 5000, 10, 3_600_000),
+    mailMaxAttempts: integer('MAIL_MAX_ATTEMPTS', 10, 1, 100),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

@@ -23,7 +23,6 @@ const b64url = (value: object) => Buffer.from(JSON.stringify(value)).toString('b
 const UNAUTHORIZED_BODY = { success: false, error: { code: 'UNAUTHORIZED', message: 'Not authenticated' } };
 const EXPIRED_BODY = { success: false, error: { code: 'TOKEN_EXPIRED', message: 'Token has expired' } };
 const INVALID_CREDENTIALS_BODY = { success: false, error: { code: 'INVALID_CREDENTIALS', message: 'Invalid email or password' } };
-const NOT_IMPLEMENTED_BODY = { success: false, error: { code: 'NOT_IMPLEMENTED', message: 'Not implemented' } };
 
 const USER_SHAPE = {
   id: expect.any(Number),
@@ -886,60 +885,62 @@ describe('POST /api/auth/logout', () => {
   });
 });
 
-describe('operations of the next phase', () => {
+describe('account operations: authentication and validation come first', () => {
   let u: Awaited<ReturnType<TestContext['register']>>;
   beforeAll(async () => {
     u = await t.register();
   });
 
-  function expectNotImplemented(res: Response): void {
-    expect(res.status).toBe(501);
-    expect(res.body).toEqual(NOT_IMPLEMENTED_BODY);
-    expectJson(res);
-  }
-
-  it('POST /api/auth/change-password: 401 without a token, 422 for a bad body, then 501', async () => {
+  it('POST /api/auth/change-password: 401 without a token, 422 for a bad body', async () => {
     const body = { current_password: u.password, new_password: 'another-password-1' };
     expectUnauthorized(await t.post('/api/auth/change-password', body));
     expectValidation(await t.post('/api/auth/change-password', {}, { token: u.access }), ['body.current_password', 'body.new_password']);
     expectValidation(await t.post('/api/auth/change-password', { current_password: u.password, new_password: 'short' }, { token: u.access }), [
       'body.new_password',
     ]);
-    expectNotImplemented(await t.post('/api/auth/change-password', body, { token: u.access }));
+    const res = await t.post('/api/auth/change-password', body, { token: u.access });
+    expect(res.status).toBe(200);
+    expectJson(res);
   });
 
-  it('POST /api/auth/forgot-password: 422 for a bad body, then 501', async () => {
+  it('POST /api/auth/forgot-password: 422 for a bad body', async () => {
     expectValidation(await t.post('/api/auth/forgot-password', {}), ['body.email']);
     expectValidation(await t.post('/api/auth/forgot-password', { email: 'nope' }), ['body.email']);
-    expectNotImplemented(await t.post('/api/auth/forgot-password', { email: u.email }));
+    expect((await t.post('/api/auth/forgot-password', { email: u.email })).status).toBe(200);
   });
 
-  it('POST /api/auth/reset-password: 422 for a bad body, then 501', async () => {
+  it('POST /api/auth/reset-password: 422 for a bad body, 400 INVALID_TOKEN for an unknown token', async () => {
     expectValidation(await t.post('/api/auth/reset-password', {}), ['body.token', 'body.new_password']);
-    expectNotImplemented(await t.post('/api/auth/reset-password', { token: 'abcdefghijklmnop', new_password: 'another-password-1' }));
+    const res = await t.post('/api/auth/reset-password', { token: 'abcdefghijklmnop', new_password: 'another-password-1' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('INVALID_TOKEN');
   });
 
-  it('POST /api/auth/verify-email: 422 for a bad body, then 501', async () => {
+  it('POST /api/auth/verify-email: 422 for a bad body, 400 INVALID_TOKEN for an unknown token', async () => {
     expectValidation(await t.post('/api/auth/verify-email', {}), ['body.token']);
-    expectNotImplemented(await t.post('/api/auth/verify-email', { token: 'abcdefghijklmnop' }));
+    const res = await t.post('/api/auth/verify-email', { token: 'abcdefghijklmnop' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('INVALID_TOKEN');
   });
 
-  it('POST /api/auth/verify-email/resend: 401 without a token, then 501', async () => {
+  it('POST /api/auth/verify-email/resend: 401 without a token', async () => {
     expectUnauthorized(await t.post('/api/auth/verify-email/resend'));
-    expectNotImplemented(await t.post('/api/auth/verify-email/resend', undefined, { token: u.access }));
+    expect((await t.post('/api/auth/verify-email/resend', undefined, { token: u.access })).status).toBe(200);
   });
 
-  it('GET /api/auth/sessions: 401 without a token, then 501', async () => {
+  it('GET /api/auth/sessions: 401 without a token or with a refresh token', async () => {
     expectUnauthorized(await t.get('/api/auth/sessions'));
     expectUnauthorized(await t.get('/api/auth/sessions', { token: u.refresh }));
-    expectNotImplemented(await t.get('/api/auth/sessions', { token: u.access }));
+    expect((await t.get('/api/auth/sessions', { token: u.access })).status).toBe(200);
   });
 
-  it('DELETE /api/auth/sessions/{id}: 401 without a token, 422 for a non-uuid id, then 501', async () => {
+  it('DELETE /api/auth/sessions/{id}: 401 without a token, 422 for a non-uuid id, 404 for an unknown one', async () => {
     const sid = claimsOf(u.access).sid;
     expectUnauthorized(await t.delete(`/api/auth/sessions/${sid}`));
     expectValidation(await t.delete('/api/auth/sessions/not-a-uuid', { token: u.access }), ['path.id']);
-    expectNotImplemented(await t.delete(`/api/auth/sessions/${randomUUID()}`, { token: u.access }));
+    const res = await t.delete(`/api/auth/sessions/${randomUUID()}`, { token: u.access });
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('NOT_FOUND');
     expect((await sessionById(sid)).revoked_at).toBeNull();
   });
 });

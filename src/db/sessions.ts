@@ -90,3 +90,30 @@ export async function revokeUserSessions(db: Executor, userId: number, exceptSes
   if (exceptSessionId) q = q.where('id', '!=', exceptSessionId);
   await q.execute();
 }
+
+/** The user's sessions that are neither revoked nor expired, newest first. */
+export function listLiveSessions(db: Executor, userId: number): Promise<SessionRow[]> {
+  return db
+    .selectFrom('sessions')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .execute();
+}
+
+/** Revokes one live session of the user; false when the user has no such session. */
+export async function revokeOwnSession(db: Executor, userId: number, sessionId: string): Promise<boolean> {
+  const revoked = await db
+    .updateTable('sessions')
+    .set({ revoked_at: sql`now()` })
+    .where('id', '=', sessionId)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .returning('id')
+    .executeTakeFirst();
+  return revoked !== undefined;
+}

@@ -31,9 +31,39 @@ export interface SessionTable {
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
+export type TokenPurpose = 'password_reset' | 'email_verification';
+
+export interface AccountTokenTable {
+  id: Generated<number>;
+  user_id: number;
+  purpose: TokenPurpose;
+  token_hash: string;
+  email: string;
+  created_at: Timestamp;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface MailOutboxTable {
+  id: Generated<number>;
+  recipient: string;
+  subject: string;
+  /** The encrypted message; null once sent. */
+  payload: string | null;
+  created_at: Timestamp;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp;
+  locked_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  sent_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  failed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  last_error: string | null;
+}
+
 export interface Database {
   users: UserTable;
   sessions: SessionTable;
+  account_tokens: AccountTokenTable;
+  mail_outbox: MailOutboxTable;
 }
 
 export type UserRow = Selectable<UserTable>;
@@ -41,6 +71,9 @@ export type NewUserRow = Insertable<UserTable>;
 export type UserUpdate = Updateable<UserTable>;
 export type SessionRow = Selectable<SessionTable>;
 export type NewSessionRow = Insertable<SessionTable>;
+export type AccountTokenRow = Selectable<AccountTokenTable>;
+export type OutboxRow = Selectable<MailOutboxTable>;
+export type NewOutboxRow = Insertable<MailOutboxTable>;
 
 /** What a repository runs its queries on: the database or a transaction the service opened. */
 export type Executor = Kysely<Database> | Transaction<Database>;

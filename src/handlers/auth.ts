@@ -1,6 +1,6 @@
-import { created, notImplemented, ok, signedIn } from '../http/reply';
+import { created, noContent, ok, signedIn } from '../http/reply';
 import type { Handler } from './types';
-import { userView } from './views';
+import { sessionView, userView } from './views';
 
 export const register: Handler<'register'> = async ({ body, client }, { auth }) => {
   const { user, tokens } = await auth.register(body, client);
@@ -31,10 +31,38 @@ export const logout: Handler<'logout'> = async (input, { auth }) => {
   return ok({ message: all ? 'Logged out of every session' : 'Logged out' });
 };
 
-export const changePassword: Handler<'changePassword'> = notImplemented;
-export const forgotPassword: Handler<'forgotPassword'> = notImplemented;
-export const resetPassword: Handler<'resetPassword'> = notImplemented;
-export const verifyEmail: Handler<'verifyEmail'> = notImplemented;
-export const resendVerification: Handler<'resendVerification'> = notImplemented;
-export const listSessions: Handler<'listSessions'> = notImplemented;
-export const revokeSession: Handler<'revokeSession'> = notImplemented;
+export const changePassword: Handler<'changePassword'> = async (input, { account }) => {
+  await account.changePassword(signedIn(input), input.body.current_password, input.body.new_password);
+  return ok({ message: 'Password changed; every other session has been signed out' });
+};
+
+export const forgotPassword: Handler<'forgotPassword'> = async ({ body }, { account }) => {
+  await account.forgotPassword(body.email);
+  return ok({ message: 'If the account exists, a reset link has been sent' });
+};
+
+export const resetPassword: Handler<'resetPassword'> = async ({ body }, { account }) => {
+  await account.resetPassword(body.token, body.new_password);
+  return ok({ message: 'Password has been reset; sign in with the new password' });
+};
+
+export const verifyEmail: Handler<'verifyEmail'> = async ({ body }, { account }) => {
+  const user = await account.verifyEmail(body.token);
+  return ok(userView(user, user.role === 'admin'));
+};
+
+export const resendVerification: Handler<'resendVerification'> = async (input, { account }) => {
+  await account.resendVerification(signedIn(input));
+  return ok({ message: 'Verification e-mail sent' });
+};
+
+export const listSessions: Handler<'listSessions'> = async (input, { account }) => {
+  const me = signedIn(input);
+  const sessions = await account.listSessions(me);
+  return ok(sessions.map((session) => sessionView(session, me.sessionId)));
+};
+
+export const revokeSession: Handler<'revokeSession'> = async (input, { account }) => {
+  await account.revokeSession(signedIn(input), input.path.id);
+  return noContent();
+};

@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types';
 import type { AuthService, ClientInfo, Principal } from '../services/auth';
+import type { AccountService } from '../services/account';
 import type { UserService } from '../services/users';
 
 export type OperationId = keyof operations;
@@ -39,6 +40,7 @@ export interface Services {
   config: Config;
   db: Kysely<Database>;
   auth: AuthService;
+  account: AccountService;
   users: UserService;
   startedAt: number;
 }

@@ -1,7 +1,8 @@
 import type { components } from '../../generated/openapi';
-import type { UserRow } from '../db/types';
+import type { SessionRow, UserRow } from '../db/types';
 
 type User = components['schemas']['User'];
+type Session = components['schemas']['Session'];
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
 
@@ -19,4 +20,17 @@ export function userView(row: UserRow, forAdmin: boolean): User {
   };
   if (forAdmin) user.deleted_at = row.deleted_at === null ? null : iso(row.deleted_at);
   return user;
+}
+
+/** A session as its owner sees it; `current` marks the one of the token in use. */
+export function sessionView(row: SessionRow, currentSessionId: string): Session {
+  return {
+    id: row.id,
+    created_at: iso(row.created_at),
+    last_used_at: iso(row.last_used_at),
+    expires_at: iso(row.expires_at),
+    ip: row.ip,
+    user_agent: row.user_agent,
+    current: row.id === currentSessionId,
+  };
 }

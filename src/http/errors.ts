@@ -41,3 +41,5 @@ export const validationError = (details: FieldError[]) =>
   new ApiError(422, 'VALIDATION_ERROR', 'Request validation failed', details);
 export const serviceUnavailable = (cause?: unknown) =>
   new ApiError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', undefined, { cause });
+export const invalidToken = () => new ApiError(400, 'INVALID_TOKEN', 'Invalid or expired token');
+export const invalidPassword = () => new ApiError(400, 'INVALID_PASSWORD', 'Current password is incorrect');

@@ -1,5 +1,5 @@
 import type { Reply } from '../handlers/types';
-import { ApiError, unauthorized } from './errors';
+import { unauthorized } from './errors';
 import type { Principal } from '../services/auth';
 
 export const ok = (data: unknown, extra?: Record<string, unknown>): Reply => ({ status: 200, body: { success: true, data, ...extra } });
@@ -11,7 +11,3 @@ export function signedIn(input: { principal: Principal | undefined }): Principal
   if (!input.principal) throw unauthorized();
   return input.principal;
 }
-
-export const notImplemented = async (): Promise<Reply> => {
-  throw new ApiError(501, 'NOT_IMPLEMENTED', 'Not implemented');
-};

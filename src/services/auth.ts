@@ -5,6 +5,7 @@ import { conflict, forbidden, invalidCredentials, tokenExpired, unauthorized } f
 import { findAuthenticatedUser, insertSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
+import type { AccountMail } from './account-mail';
 import { assertPasswordFits, hashPassword, verifyPassword } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
 
@@ -31,12 +32,13 @@ export class AuthService {
     private readonly db: Kysely<Database>,
     private readonly config: Config,
     private readonly tokens: TokenService,
+    private readonly mail: AccountMail,
   ) {}
 
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     assertPasswordFits(input.password, 'body.password');
     const passwordHash = await hashPassword(input.password, this.config.bcryptCost);
-    return this.db.transaction().execute(async (trx) => {
+    const registered = await this.db.transaction().execute(async (trx) => {
       const user = await insertUser(trx, {
         email: normalizeEmail(input.email),
         name: input.name.trim(),
@@ -45,8 +47,11 @@ export class AuthService {
       });
       if (!user) throw conflict('Email already registered');
       const tokens = await this.openSession(trx, user, client);
+      await this.mail.sendVerification(trx, user);
       return { user, tokens };
     });
+    this.mail.flush();
+    return registered;
   }
 
   /** Checks credentials; never says which half was wrong. */

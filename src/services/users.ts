@@ -7,6 +7,7 @@ import type { Database, UserRow, UserUpdate } from '../db/types';
 import * as users from '../db/users';
 import type { Principal } from './auth';
 import { normalizeEmail } from './auth';
+import type { AccountMail } from './account-mail';
 import { assertPasswordFits, hashPassword } from './passwords';
 
 const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
@@ -49,6 +50,7 @@ export class UserService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly config: Config,
+    private readonly mail: AccountMail,
   ) {}
 
   async list(principal: Principal, input: ListInput): Promise<UserList> {
@@ -126,18 +128,22 @@ export class UserService {
     if (input.role !== undefined) patch.role = input.role;
     if (input.is_active !== undefined) patch.is_active = input.is_active;
 
+    let updated: UserRow;
     try {
-      return await this.db.transaction().execute(async (trx) => {
-        const updated = this.live(await users.updateLiveUser(trx, id, patch));
+      updated = await this.db.transaction().execute(async (trx) => {
+        const user = this.live(await users.updateLiveUser(trx, id, patch));
         if (patch.password_hash !== undefined) {
           await revokeUserSessions(trx, id, principal.user.id === id ? principal.sessionId : undefined);
         }
-        return updated;
+        if (patch.email !== undefined) await this.mail.sendVerification(trx, user);
+        return user;
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict('Email already registered');
       throw error;
     }
+    if (patch.email !== undefined) this.mail.flush();
+    return updated;
   }
 
   async delete(principal: Principal, id: number): Promise<void> {

@@ -1,0 +1,48 @@
+import { sql } from 'kysely';
+import type { Executor, TokenPurpose } from './types';
+
+export interface NewAccountToken {
+  userId: number;
+  purpose: TokenPurpose;
+  tokenHash: string;
+  email: string;
+  expiresAt: Date;
+}
+
+export async function insertAccountToken(db: Executor, token: NewAccountToken): Promise<void> {
+  await db
+    .insertInto('account_tokens')
+    .values({ user_id: token.userId, purpose: token.purpose, token_hash: token.tokenHash, email: token.email, expires_at: token.expiresAt })
+    .execute();
+}
+
+/** Voids every unused token of a purpose for a user, so only the newest one works. */
+export async function voidAccountTokens(db: Executor, userId: number, purpose: TokenPurpose): Promise<void> {
+  await db
+    .updateTable('account_tokens')
+    .set({ used_at: sql`now()` })
+    .where('user_id', '=', userId)
+    .where('purpose', '=', purpose)
+    .where('used_at', 'is', null)
+    .execute();
+}
+
+/**
+ * Marks a token used, atomically, if it is unused and unexpired; returns whom it was for. Two
+ * requests with one token cannot both succeed.
+ */
+export function consumeAccountToken(
+  db: Executor,
+  tokenHash: string,
+  purpose: TokenPurpose,
+): Promise<{ user_id: number; email: string } | undefined> {
+  return db
+    .updateTable('account_tokens')
+    .set({ used_at: sql`now()` })
+    .where('token_hash', '=', tokenHash)
+    .where('purpose', '=', purpose)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .returning(['user_id', 'email'])
+    .executeTakeFirst();
+}

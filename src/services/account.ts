@@ -1,0 +1,88 @@
+import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { Config } from '../config';
+import { consumeAccountToken } from '../db/account-tokens';
+import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../db/sessions';
+import type { Database, SessionRow, UserRow } from '../db/types';
+import { findUserByEmail, updateLiveUser } from '../db/users';
+import { conflict, invalidPassword, invalidToken, notFound } from '../http/errors';
+import type { AccountMail } from './account-mail';
+import { normalizeEmail, type Principal } from './auth';
+import { assertPasswordFits, hashPassword, verifyPassword } from './passwords';
+import { sha256 } from './tokens';
+
+/** Password change and reset, e-mail verification, and the user's own sessions. */
+export class AccountService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly config: Config,
+    private readonly mail: AccountMail,
+  ) {}
+
+  /** Keeps the current session and revokes every other one of the user. */
+  async changePassword(principal: Principal, currentPassword: string, newPassword: string): Promise<void> {
+    assertPasswordFits(newPassword, 'body.new_password');
+    if (!(await verifyPassword(currentPassword, principal.user.password_hash))) throw invalidPassword();
+    const passwordHash = await hashPassword(newPassword, this.config.bcryptCost);
+    await this.db.transaction().execute(async (trx) => {
+      if (!(await updateLiveUser(trx, principal.user.id, { password_hash: passwordHash }))) throw notFound('User not found');
+      await revokeUserSessions(trx, principal.user.id, principal.sessionId);
+    });
+  }
+
+  /**
+   * Queues a reset link for an account that can sign in, and does nothing otherwise: the caller
+   * answers the same either way, and no mail is sent within the request.
+   */
+  async forgotPassword(email: string): Promise<void> {
+    const user = await findUserByEmail(this.db, normalizeEmail(email));
+    if (!user || user.deleted_at !== null || !user.is_active) return;
+    await this.db.transaction().execute((trx) => this.mail.sendPasswordReset(trx, user));
+    this.mail.flush();
+  }
+
+  /** Sets a new password with a reset token; every session ends and the e-mail counts as verified. */
+  async resetPassword(token: string, newPassword: string): Promise<void> {
+    assertPasswordFits(newPassword, 'body.new_password');
+    const passwordHash = await hashPassword(newPassword, this.config.bcryptCost);
+    await this.db.transaction().execute(async (trx) => {
+      const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
+      if (!owner) throw invalidToken();
+      const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
+      if (!user || user.email !== owner.email) throw invalidToken();
+      await revokeUserSessions(trx, user.id);
+    });
+  }
+
+  /** Marks the address verified; a token for an address the user no longer has is void. */
+  async verifyEmail(token: string): Promise<UserRow> {
+    return this.db.transaction().execute(async (trx) => {
+      const owner = await consumeAccountToken(trx, sha256(token), 'email_verification');
+      if (!owner) throw invalidToken();
+      const user = await trx
+        .updateTable('users')
+        .set({ email_verified: true, updated_at: sql`now()` })
+        .where('id', '=', owner.user_id)
+        .where('email', '=', owner.email)
+        .where('deleted_at', 'is', null)
+        .returningAll()
+        .executeTakeFirst();
+      if (!user) throw invalidToken();
+      return user;
+    });
+  }
+
+  async resendVerification(principal: Principal): Promise<void> {
+    if (principal.user.email_verified) throw conflict('Email is already verified');
+    await this.db.transaction().execute((trx) => this.mail.sendVerification(trx, principal.user));
+    this.mail.flush();
+  }
+
+  listSessions(principal: Principal): Promise<SessionRow[]> {
+    return listLiveSessions(this.db, principal.user.id);
+  }
+
+  async revokeSession(principal: Principal, sessionId: string): Promise<void> {
+    if (!(await revokeOwnSession(this.db, principal.user.id, sessionId))) throw notFound('Session not found');
+  }
+}

@@ -1,0 +1,138 @@
+import type { Kysely } from 'kysely';
+import nodemailer from 'nodemailer';
+import type { Config } from '../config';
+import { claimDueMail, enqueueMail, markMailFailed, markMailSent } from '../db/outbox';
+import type { Database, Executor, OutboxRow } from '../db/types';
+import type { Logger } from '../logger';
+import type { Mail } from './mail-templates';
+import { deriveKey, seal, unseal } from './sealed';
+
+/** Delivers one message or throws. */
+export interface MailTransport {
+  send(mail: Mail): Promise<void>;
+  close(): void;
+}
+
+/** SMTP through nodemailer when SMTP_URL is set; otherwise each message goes to the log. */
+export function createTransport(config: Config, logger: Logger): MailTransport {
+  if (!config.smtpUrl) {
+    return {
+      async send(mail) {
+        logger.info({ mail: { to: mail.to, subject: mail.subject, link: mail.link } }, 'mail not sent (no SMTP_URL): here is its link');
+      },
+      close() {},
+    };
+  }
+  // Short timeouts, so that a server that hangs delays the queue a little, not for minutes.
+  const smtp = nodemailer.createTransport({ url: config.smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 });
+  return {
+    async send(mail) {
+      await smtp.sendMail({ from: config.mailFrom, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
+    },
+    close: () => smtp.close(),
+  };
+}
+
+const BATCH = 10;
+const LEASE_MS = 60_000;
+const MAX_BACKOFF_MS = 60 * 60 * 1000;
+
+/**
+ * The mail outbox. A message is written in the transaction that creates what it announces, then a
+ * background loop delivers it with retries and exponential backoff. Rows are claimed with
+ * SKIP LOCKED and a lease, so several processes on one database never send a message twice at
+ * once; a message is marked sent (and its content erased) once the transport accepts it.
+ */
+export class Outbox {
+  private readonly key: Buffer;
+  private timer: NodeJS.Timeout | undefined;
+  private draining: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly config: Config,
+    private readonly transport: MailTransport,
+    private readonly logger: Logger,
+  ) {
+    this.key = deriveKey(config.secretKey, 'mail-outbox');
+  }
+
+  /** Queues a message in the caller's transaction; call `wake()` once it commits. */
+  async enqueue(db: Executor, mail: Mail): Promise<void> {
+    await enqueueMail(db, { recipient: mail.to, subject: mail.subject, payload: seal(this.key, JSON.stringify(mail)) });
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    const tick = () => {
+      this.timer = setTimeout(() => {
+        this.wake();
+        tick();
+      }, this.config.mailPollIntervalMs);
+      this.timer.unref();
+    };
+    tick();
+    this.wake();
+  }
+
+  /** Delivers what is due now, without waiting for the next poll. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.draining) {
+      this.again = true;
+      return;
+    }
+    this.draining = this.drain()
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'mail outbox: could not read the queue'))
+      .finally(() => {
+        this.draining = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Stops polling and waits for the batch in hand. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.draining;
+    this.transport.close();
+  }
+
+  private async drain(): Promise<void> {
+    for (;;) {
+      const batch = await claimDueMail(this.db, BATCH, LEASE_MS);
+      for (const row of batch) {
+        if (this.stopped) return;
+        await this.deliver(row);
+      }
+      if (batch.length < BATCH || this.stopped) return;
+    }
+  }
+
+  private async deliver(row: OutboxRow): Promise<void> {
+    const plain = row.payload === null ? undefined : unseal(this.key, row.payload);
+    if (plain === undefined) {
+      await markMailFailed(this.db, row.id, 'the message cannot be read with the current SECRET_KEY', null);
+      this.logger.error({ mailId: row.id }, 'mail outbox: message sealed with another SECRET_KEY, dropped');
+      return;
+    }
+    try {
+      await this.transport.send(JSON.parse(plain) as Mail);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const giveUp = row.attempts >= this.config.mailMaxAttempts;
+      const retryInMs = giveUp ? null : Math.min(this.config.mailRetryBaseMs * 2 ** (row.attempts - 1), MAX_BACKOFF_MS);
+      await markMailFailed(this.db, row.id, message.slice(0, 500), retryInMs);
+      this.logger.warn({ mailId: row.id, attempts: row.attempts, retryInMs, err: message }, 'mail outbox: delivery failed');
+      return;
+    }
+    await markMailSent(this.db, row.id);
+    this.logger.debug({ mailId: row.id }, 'mail outbox: delivered');
+  }
+}
