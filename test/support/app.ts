@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { Client } from 'pg';
 import request from 'supertest';
@@ -31,6 +34,7 @@ export interface TestContext {
   config: Config;
   db: Kysely<Database>;
   kind: 'embedded' | 'postgres';
+  database: SuiteDatabase;
   get(path: string, options?: Options): Promise<Response>;
   post(path: string, body?: unknown, options?: Options): Promise<Response>;
   put(path: string, body?: unknown, options?: Options): Promise<Response>;
@@ -40,6 +44,9 @@ export interface TestContext {
   register(overrides?: Partial<{ email: string; password: string; name: string }>): Promise<RegisteredUser>;
   /** Logs in as the configured admin. */
   adminToken(): Promise<string>;
+  /** Stops the app but keeps its database, for another app to open (a restart). */
+  stop(): Promise<void>;
+  /** Stops the app and drops its database. */
   close(): Promise<void>;
 }
 
@@ -55,10 +62,25 @@ export interface RegisteredUser {
 let counter = 0;
 export const uniqueEmail = (prefix = 'user') => `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}-${randomBytes(3).toString('hex')}@example.com`;
 
-/** The database a suite runs on: a fresh in-memory PGlite, or a fresh PostgreSQL database. */
-async function suiteDatabase(): Promise<{ env: Record<string, string>; drop: () => Promise<void>; kind: 'embedded' | 'postgres' }> {
+export interface SuiteDatabase {
+  env: Record<string, string>;
+  drop: () => Promise<void>;
+  kind: 'embedded' | 'postgres';
+}
+
+export interface StartOptions {
+  /** Keep the embedded database in a folder rather than in memory, so a later app can reopen it. */
+  persistent?: boolean;
+  /** Run on the database of another app (a restart, or a second process); the owner drops it. */
+  sameDatabaseAs?: TestContext;
+}
+
+/** The database a suite runs on: a fresh PGlite (in memory, or in a temporary folder), or a fresh PostgreSQL database. */
+async function suiteDatabase(persistent = false): Promise<SuiteDatabase> {
   if (process.env.TEST_DATABASE_KIND !== 'postgres') {
-    return { env: { DATA_DIR: 'memory://' }, drop: async () => {}, kind: 'embedded' };
+    if (!persistent) return { env: { DATA_DIR: 'memory://' }, drop: async () => {}, kind: 'embedded' };
+    const dir = await mkdtemp(join(tmpdir(), 'account-test-'));
+    return { env: { DATA_DIR: dir }, drop: () => rm(dir, { recursive: true, force: true }), kind: 'embedded' };
   }
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) throw new Error('TEST_DATABASE_URL is required for the postgres project');
@@ -82,8 +104,9 @@ async function suiteDatabase(): Promise<{ env: Record<string, string>; drop: () 
 }
 
 /** One app per suite, on its own database, with bcrypt at cost 4 and a known secret. */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestContext> {
-  const database = await suiteDatabase();
+export async function startTestApp(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestContext> {
+  const shared = options.sameDatabaseAs?.database;
+  const database: SuiteDatabase = shared ? { ...shared, drop: async () => {} } : await suiteDatabase(options.persistent);
   const config = loadConfig({
     SECRET_KEY: TEST_SECRET,
     BCRYPT_COST: '4',
@@ -108,11 +131,13 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     return response;
   };
 
+  let stopped = false;
   const ctx: TestContext = {
     app,
     config,
     db: app.services.db,
     kind: database.kind,
+    database,
     send,
     get: (path, options) => send('GET', path, undefined, options),
     post: (path, body, options) => send('POST', path, body, options),
@@ -136,8 +161,13 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       if (res.status !== 200) throw new Error(`admin login failed: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body.data.access_token;
     },
+    async stop() {
+      if (!stopped) await app.close();
+      stopped = true;
+    },
     async close() {
-      await app.close();
+      if (!stopped) await app.close();
+      stopped = true;
       await database.drop();
     },
   };
