@@ -52,12 +52,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
     const document = contractFor(config);
     const { router } = await buildApi(document, handlers, services);
-    const koa = new Koa({ proxy: false });
+    const koa = new Koa({ proxy: config.trustProxy });
     koa.silent = true;
     koa.use(requestId);
     koa.use(errors(logger));
     if (config.docsEnabled) koa.use(docsRouter(document).routes());
-    koa.use(bodies('64kb'));
+    koa.use(bodies(config.maxBodyBytes));
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;

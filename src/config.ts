@@ -35,6 +35,20 @@ export interface Config {
   readonly mailPollIntervalMs: number;
   readonly mailRetryBaseMs: number;
   readonly mailMaxAttempts: number;
+  readonly rateLimitEnabled: boolean;
+  /** Per client IP, on the operations that take credentials or tokens. */
+  readonly authRateLimitPerMinute: number;
+  /** Per client IP, on every other API operation (health, docs and metrics are never limited). */
+  readonly rateLimitPerMinute: number;
+  readonly loginMaxFailures: number;
+  readonly loginLockoutMinutes: number;
+  /** Where the counters live: this process's memory, or the service's PostgreSQL database. */
+  readonly rateLimitStore: 'memory' | 'postgres';
+  /** Take the client IP from X-Forwarded-For (only behind a proxy that sets it). */
+  readonly trustProxy: boolean;
+  readonly maxBodyBytes: number;
+  /** Origins allowed to call the API from a browser; empty means CORS is off. */
+  readonly corsOrigins: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -144,6 +158,18 @@ export function loadConfig(env: Env = process.env): Config {
   const appUrl = (read('APP_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]/.test(appUrl)) problems.push(`APP_URL must be an http:// or https:// URL, got "${appUrl}"`);
 
+  const rateLimitStore = oneOf('RATE_LIMIT_STORE', ['memory', 'postgres'] as const, 'memory', (s) => s.toLowerCase());
+  if (rateLimitStore === 'postgres' && databaseUrl === undefined) {
+    problems.push('RATE_LIMIT_STORE=postgres needs DATABASE_URL (the embedded database serves one process only)');
+  }
+  const corsOrigins = (read('CORS_ORIGINS') ?? '')
+    .split(',')
+    .map((origin) => origin.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
+  for (const origin of corsOrigins) {
+    if (origin !== '*' && !/^https?:\/\/[^/]+$/.test(origin)) problems.push(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+  }
+
   const config: Config = {
     nodeEnv,
     host,
@@ -172,6 +198,15 @@ export function loadConfig(env: Env = process.env): Config {
     mailPollIntervalMs: integer('MAIL_POLL_INTERVAL_MS', 2000, 50, 3_600_000),
     mailRetryBaseMs: integer('MAIL_RETRY_BASE_MS', 5000, 10, 3_600_000),
     mailMaxAttempts: integer('MAIL_MAX_ATTEMPTS', 10, 1, 100),
+    rateLimitEnabled: boolean('RATE_LIMIT_ENABLED', true),
+    authRateLimitPerMinute: integer('AUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 1_000_000),
+    rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
+    loginMaxFailures: integer('LOGIN_MAX_FAILURES', 5, 1, 1000),
+    loginLockoutMinutes: integer('LOGIN_LOCKOUT_MINUTES', 15, 1, 24 * 60),
+    rateLimitStore,
+    trustProxy: boolean('TRUST_PROXY', false),
+    maxBodyBytes: integer('MAX_BODY_BYTES', 64 * 1024, 1024, 50 * 1024 * 1024),
+    corsOrigins,
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

@@ -64,11 +64,11 @@ function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /** JSON and form bodies up to `limit`; anything malformed is a 400 in the envelope. */
-export function bodies(limit: string) {
+export function bodies(limitBytes: number) {
   return bodyParser({
     enableTypes: ['json', 'form'],
-    jsonLimit: limit,
-    formLimit: limit,
+    jsonLimit: `${limitBytes}b`,
+    formLimit: `${limitBytes}b`,
     strict: true,
     onerror: (error) => {
       throw (error as { status?: number }).status === 413 ? error : badRequest();

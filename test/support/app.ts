@@ -113,6 +113,8 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     ADMIN_EMAIL: ADMIN.email,
     ADMIN_PASSWORD: ADMIN.password,
     LOG_LEVEL: 'silent',
+    // Suites make many requests from one address; the rate-limit suite turns limits on.
+    RATE_LIMIT_ENABLED: 'false',
     ...database.env,
     ...env,
   });
