@@ -8,7 +8,7 @@ import { buildApi } from './http/api';
 import { contractFor } from './http/contract';
 import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
-import { bodies, errors, requestId } from './http/middleware';
+import { accessLog, bodies, errors, requestId } from './http/middleware';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
 import { AccountMail } from './services/account-mail';
@@ -55,6 +55,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const koa = new Koa({ proxy: config.trustProxy });
     koa.silent = true;
     koa.use(requestId);
+    koa.use(accessLog(logger));
     koa.use(errors(logger));
     if (config.docsEnabled) koa.use(docsRouter(document).routes());
     koa.use(bodies(config.maxBodyBytes));

@@ -117,6 +117,7 @@ function dispatcher(api: OpenAPIBackend, operation: Operation) {
   const requestBody = operation.requestBody && 'content' in operation.requestBody ? operation.requestBody : undefined;
   const mediaTypes = Object.keys(requestBody?.content ?? {});
   return async (ctx: KoaContext) => {
+    ctx.state.operationId = operation.operationId;
     const withBody = hasBody(ctx);
     if (withBody && mediaTypes.length > 0 && !ctx.request.is(mediaTypes)) {
       throw badRequest(`Unsupported content type; send ${mediaTypes.join(' or ')}`);

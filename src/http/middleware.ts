@@ -14,6 +14,28 @@ export async function requestId(ctx: Context, next: Next): Promise<void> {
   await next();
 }
 
+/** One line per request: id, operation, status and duration; never headers or bodies. */
+export function accessLog(logger: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      logger.info(
+        {
+          requestId: ctx.state.requestId,
+          method: ctx.method,
+          path: ctx.path,
+          operationId: ctx.state.operationId,
+          status: ctx.status,
+          durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        },
+        'request',
+      );
+    }
+  };
+}
+
 /** The one place an error becomes a response: the envelope for clients, the cause for the log. */
 export function errors(logger: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {

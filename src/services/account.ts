@@ -22,7 +22,7 @@ export class AccountService {
   /** Keeps the current session and revokes every other one of the user. */
   async changePassword(principal: Principal, currentPassword: string, newPassword: string): Promise<void> {
     assertPasswordFits(newPassword, 'body.new_password');
-    if (!(await verifyPassword(currentPassword, principal.user.password_hash))) throw invalidPassword();
+    if (!(await verifyPassword(currentPassword, principal.user.password_hash, this.config.bcryptCost))) throw invalidPassword();
     const passwordHash = await hashPassword(newPassword, this.config.bcryptCost);
     await this.db.transaction().execute(async (trx) => {
       if (!(await updateLiveUser(trx, principal.user.id, { password_hash: passwordHash }))) throw notFound('User not found');

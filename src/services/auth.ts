@@ -6,7 +6,7 @@ import { findAuthenticatedUser, insertSession, revokeSession, revokeUserSessions
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
-import { assertPasswordFits, hashPassword, verifyPassword } from './passwords';
+import { assertPasswordFits, dummyHash, hashPassword, verifyPassword } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
 
 /** Who is calling: the user and the session their access token belongs to. */
@@ -33,7 +33,9 @@ export class AuthService {
     private readonly config: Config,
     private readonly tokens: TokenService,
     private readonly mail: AccountMail,
-  ) {}
+  ) {
+    void dummyHash(config.bcryptCost);
+  }
 
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     assertPasswordFits(input.password, 'body.password');
@@ -57,7 +59,8 @@ export class AuthService {
   /** Checks credentials; never says which half was wrong. */
   async login(email: string, password: string, client: ClientInfo) {
     const user = await findUserByEmail(this.db, normalizeEmail(email));
-    const valid = user !== undefined && (await verifyPassword(password, user.password_hash));
+    // An unknown e-mail costs the same bcrypt work as a wrong password.
+    const valid = await verifyPassword(password, user?.password_hash, this.config.bcryptCost);
     if (!user || !valid || user.deleted_at !== null) throw invalidCredentials();
     if (!user.is_active) throw forbidden('Account is disabled');
     const tokens = await this.openSession(this.db, user, client);

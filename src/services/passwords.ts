@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/bcrypt';
 import { validationError } from '../http/errors';
 
@@ -9,10 +10,30 @@ export function hashPassword(password: string, cost: number): Promise<string> {
   return hash(password, { cost });
 }
 
-/** False for a wrong password, and for one bcrypt could never have hashed. */
-export async function verifyPassword(password: string, passwordHash: string): Promise<boolean> {
-  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) return false;
-  return verify(password, passwordHash);
+const dummyHashes = new Map<number, Promise<string>>();
+
+/**
+ * A hash of a random password at `cost`, made once: checking a password against it costs what a
+ * real check costs, so a login for an unknown account takes as long as one with a wrong password.
+ */
+export function dummyHash(cost: number): Promise<string> {
+  let dummy = dummyHashes.get(cost);
+  if (!dummy) {
+    dummy = hash(randomBytes(18).toString('base64url'), { cost });
+    dummyHashes.set(cost, dummy);
+  }
+  return dummy;
+}
+
+/**
+ * True only for the right password. Without a hash (no such account), or for a password bcrypt
+ * could never have hashed, it does the same work against a dummy hash and says false.
+ */
+export async function verifyPassword(password: string, passwordHash: string | undefined, cost: number): Promise<boolean> {
+  const bytes = Buffer.from(password, 'utf8');
+  if (passwordHash !== undefined && bytes.length <= MAX_PASSWORD_BYTES) return verify(bytes, passwordHash);
+  await verify(bytes.subarray(0, MAX_PASSWORD_BYTES), await dummyHash(cost));
+  return false;
 }
 
 /** Refuses, as a validation error on `field`, a password over bcrypt's input limit. */
