@@ -55,3 +55,14 @@ export async function markMailFailed(db: Executor, id: number, error: string, re
     .where('id', '=', id)
     .execute();
 }
+
+/** Gives back claimed messages that were not tried, so they are due again at once. */
+export async function releaseMail(db: Executor, ids: number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('mail_outbox')
+    .set({ locked_until: null, attempts: sql`attempts - 1` })
+    .where('id', 'in', ids)
+    .where('sent_at', 'is', null)
+    .execute();
+}

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import nodemailer from 'nodemailer';
 import type { Config } from '../config';
-import { claimDueMail, enqueueMail, markMailFailed, markMailSent } from '../db/outbox';
+import { claimDueMail, enqueueMail, markMailFailed, markMailSent, releaseMail } from '../db/outbox';
 import type { Database, Executor, OutboxRow } from '../db/types';
 import type { Logger } from '../logger';
 import type { Mail } from './mail-templates';
@@ -107,8 +107,12 @@ export class Outbox {
   private async drain(): Promise<void> {
     for (;;) {
       const batch = await claimDueMail(this.db, BATCH, LEASE_MS);
-      for (const row of batch) {
-        if (this.stopped) return;
+      for (const [index, row] of batch.entries()) {
+        if (this.stopped) {
+          // Stopping: what was claimed but not tried goes back to the queue for the next process.
+          await releaseMail(this.db, batch.slice(index).map((r) => r.id));
+          return;
+        }
         await this.deliver(row);
       }
       if (batch.length < BATCH || this.stopped) return;
