@@ -14,7 +14,7 @@ if (process.env.TEST_DATABASE_URL) {
 
 module.exports = {
   projects,
-  testTimeout: 30000,
+  testTimeout: 60000,
   maxWorkers: '100%',
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };

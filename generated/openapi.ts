@@ -40,7 +40,10 @@ export interface paths {
          * @description OAuth2 password-style login: `username` holds the e-mail. `grant_type`, `scope`, `client_id`
          *     and `client_secret` are accepted and ignored. The token fields are returned inside `data` and
          *     also at the top level (RFC 6749 §5.1), so OAuth2 clients and the Authorize dialog of /docs
-         *     work unchanged.
+         *     work unchanged. After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail within
+         *     `LOGIN_LOCKOUT_MINUTES` (15), logins for that e-mail answer 429 `RATE_LIMITED`, even with
+         *     the right password, for `LOGIN_LOCKOUT_MINUTES`; an unknown e-mail is locked the same way,
+         *     and a successful login clears the count.
          */
         post: operations["login"];
         delete?: never;
@@ -62,6 +65,10 @@ export interface paths {
          * Log in with JSON
          * @description Checks the e-mail and password and opens a session. A wrong password, an unknown e-mail and
          *     a deleted account all answer 401 `INVALID_CREDENTIALS`; a disabled account answers 403.
+         *     After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail within
+         *     `LOGIN_LOCKOUT_MINUTES` (15), logins for that e-mail answer 429 `RATE_LIMITED`, even with
+         *     the right password, for `LOGIN_LOCKOUT_MINUTES`; an unknown e-mail is locked the same way,
+         *     and a successful login clears the count.
          */
         post: operations["loginJson"];
         delete?: never;
@@ -447,7 +454,10 @@ export interface components {
         Email: string;
         /**
          * Format: password
-         * @description At least 8 characters and at most 72 bytes of UTF-8 (bcrypt's limit; never truncated).
+         * @description At least 8 characters and at most 72 bytes of UTF-8 (bcrypt's limit; never truncated). Not
+         *     one of the about 18,000 common passwords of 8 or more characters the service knows (compared
+         *     case-insensitively), and not the account's e-mail address: either is a 422 with the message
+         *     `is too common` or `must not be the same as the e-mail address`.
          * @example correct-horse-battery
          */
         Password: string;
@@ -882,10 +892,17 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Too many requests; `Retry-After` says how many seconds to wait. */
+        /**
+         * @description Too many requests; `Retry-After` says how many seconds to wait. Every response of a limited
+         *     operation also carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
+         *     (seconds until the window resets).
+         */
         RateLimited: {
             headers: {
                 "Retry-After"?: number;
+                "RateLimit-Limit"?: number;
+                "RateLimit-Remaining"?: number;
+                "RateLimit-Reset"?: number;
                 [name: string]: unknown;
             };
             content: {

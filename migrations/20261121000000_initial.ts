@@ -38,8 +38,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('refresh_token_hash', 'text', (col) => col.notNull())
     // The token the current one replaced, accepted again only within the reuse grace period.
     .addColumn('previous_token_hash', 'text')
-    // A token handed out for such a grace-period reuse: valid beside the current one until the next rotation.
-    .addColumn('grace_token_hash', 'text')
+    // Tokens handed out for such grace-period reuses: valid beside the current one until the next rotation.
+    .addColumn('grace_token_hashes', sql`text[]`, (col) => col.notNull().defaultTo(sql`'{}'`))
     .addColumn('rotated_at', 'timestamptz')
     .addColumn('ip', 'text')
     .addColumn('user_agent', 'text')

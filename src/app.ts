@@ -9,11 +9,15 @@ import { contractFor } from './http/contract';
 import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
 import { accessLog, bodies, errors, requestId } from './http/middleware';
+import { corsFor, securityHeaders } from './http/security';
+import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
 import { AccountMail } from './services/account-mail';
 import { AuthService } from './services/auth';
+import { LoginGuard } from './services/login-guard';
 import { createTransport, Outbox } from './services/outbox';
+import { limiterFactory } from './services/rate-limiter';
 import { TokenService } from './services/tokens';
 import { UserService } from './services/users';
 
@@ -31,16 +35,18 @@ export interface AppOptions {
 /** Wires the service: database (migrated), services, contract-driven routes and docs. */
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config);
-  const { db, kind } = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const { db, kind, pool } = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
   try {
     await migrateToLatest(db);
+    // Rate limits and the login lockout; counters in memory or, shared, in this database.
+    const limiter = config.rateLimitEnabled ? limiterFactory(config, pool) : undefined;
     const tokens = new TokenService(config);
     const outbox = new Outbox(db, config, createTransport(config, logger), logger);
     const mail = new AccountMail(config, outbox);
     const services: Services = {
       config,
       db,
-      auth: new AuthService(db, config, tokens, mail),
+      auth: new AuthService(db, config, tokens, mail, limiter && (await LoginGuard.create(config, limiter))),
       account: new AccountService(db, config, mail),
       users: new UserService(db, config, mail),
       startedAt: Date.now(),
@@ -51,14 +57,18 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
 
     const document = contractFor(config);
-    const { router } = await buildApi(document, handlers, services);
+    const { router } = await buildApi(document, handlers, services, {
+      guard: limiter && (await rateLimitGuard(config, limiter)),
+      parseBody: bodies(config.maxBodyBytes),
+    });
     const koa = new Koa({ proxy: config.trustProxy });
     koa.silent = true;
+    koa.use(securityHeaders());
     koa.use(requestId);
     koa.use(accessLog(logger));
+    if (config.corsOrigins.length > 0) koa.use(corsFor(config.corsOrigins));
     koa.use(errors(logger));
     if (config.docsEnabled) koa.use(docsRouter(document).routes());
-    koa.use(bodies(config.maxBodyBytes));
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;

@@ -1,20 +1,48 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config';
 
 export type { Logger };
 
-/** JSON lines on stdout; fields that could carry a secret are redacted wherever they appear. */
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({
+const CENSOR = '[redacted]';
+
+/**
+ * Properties of an error that can echo what was sent or stored: PGlite puts a query's parameters
+ * on its errors (`params`), PostgreSQL's `detail` can quote a whole row ("Failing row contains
+ * (...)", with its password hash), and body parsers attach the raw request body (`body`).
+ */
+const ERROR_FIELDS_WITH_DATA = ['params', 'parameters', 'queryOptions', 'detail', 'body', 'rawBody', 'headers'];
+
+/** pino's error serializer (message, stack and causes), minus the fields that can carry data. */
+function serializeError(error: unknown): unknown {
+  const serialized = pino.stdSerializers.err(error as Error) as unknown;
+  if (typeof serialized !== 'object' || serialized === null) return serialized;
+  const record = serialized as Record<string, unknown>;
+  for (const field of ERROR_FIELDS_WITH_DATA) {
+    if (record[field] !== undefined) record[field] = CENSOR;
+  }
+  if (Array.isArray(record.aggregateErrors)) record.aggregateErrors = record.aggregateErrors.map(serializeError);
+  return serialized;
+}
+
+/**
+ * JSON lines on stdout (or `destination`); fields that could carry a secret are redacted wherever
+ * they appear, and errors are logged without the data they may carry.
+ */
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level: config.logLevel,
     base: undefined,
+    serializers: { err: serializeError },
     redact: {
       paths: [
         'password', '*.password', 'new_password', '*.new_password', 'current_password', '*.current_password',
         'password_hash', '*.password_hash', 'access_token', '*.access_token', 'refresh_token', '*.refresh_token',
+        'refresh_token_hash', '*.refresh_token_hash', 'previous_token_hash', '*.previous_token_hash',
+        'grace_token_hashes', '*.grace_token_hashes', 'token_hash', '*.token_hash',
         'token', '*.token', 'authorization', '*.authorization', 'req.headers.authorization', 'req.headers.cookie',
       ],
-      censor: '[redacted]',
+      censor: CENSOR,
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -701,11 +701,11 @@ describe('POST /api/auth/refresh', () => {
     expect([tabA.status, tabB.status]).toEqual([200, 200]);
     const session = await sessionById(sid);
     expect(session.refresh_token_hash).toBe(sha256(tabA.body.data.refresh_token));
-    expect(session.grace_token_hash).toBe(sha256(tabB.body.data.refresh_token));
+    expect(session.grace_token_hashes).toEqual([sha256(tabB.body.data.refresh_token)]);
 
     const later = await refresh(tabA.body.data.refresh_token);
     expect(later.status).toBe(200);
-    expect((await sessionById(sid)).grace_token_hash).toBeNull();
+    expect((await sessionById(sid)).grace_token_hashes).toEqual([]);
     // Only one of the two may rotate: the other is now a replaced token past its use.
     await t.db.updateTable('sessions').set({ rotated_at: new Date(Date.now() - 3600_000) }).where('id', '=', sid).execute();
     expectUnauthorized(await refresh(tabB.body.data.refresh_token));

@@ -15,6 +15,8 @@ export interface DatabaseOptions {
 export interface DatabaseHandle {
   db: Kysely<Database>;
   kind: 'postgres' | 'embedded';
+  /** The pg pool under `db` (PostgreSQL only), for other clients of the same database. */
+  pool?: Pool;
 }
 
 /** Opens Kysely over pg when a URL is given, otherwise over an embedded PGlite. */
@@ -25,11 +27,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       max: 10,
       // Fail fast instead of queueing forever when the server is gone.
       connectionTimeoutMillis: 2000,
+      // A server that stops answering fails the query rather than holding the request open.
+      query_timeout: 10_000,
       idleTimeoutMillis: 30_000,
     });
     // An idle client losing its connection must not crash the process; the next query reconnects.
     pool.on('error', () => {});
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), kind: 'postgres' };
+    // A client in use losing its connection fails its query (and the pool drops it on release); without a
+    // listener of its own it would also emit an unhandled 'error' event that takes the process down.
+    pool.on('connect', (client) => client.on('error', () => {}));
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), kind: 'postgres', pool };
   }
   const inMemory = options.dataDir.startsWith('memory://');
   if (!inMemory) mkdirSync(options.dataDir, { recursive: true });

@@ -23,6 +23,9 @@ export function findAuthenticatedUser(db: Executor, userId: number, sessionId: s
     .executeTakeFirst();
 }
 
+/** Grace answers kept per rotation; one more within the grace period is taken for a stolen token. */
+const MAX_GRACE_TOKENS = 16;
+
 export interface Rotation {
   sessionId: string;
   presentedHash: string;
@@ -37,9 +40,9 @@ export interface Rotation {
  *
  * The current token (or a grace token, below) rotates: it becomes the previous one and the new
  * token becomes current. The previous token is accepted again only within the grace period after
- * that rotation, as when several tabs refresh at once; the token it gets is kept as the grace
- * token, valid beside the current one, so whichever of the two a client keeps still works until
- * the next rotation.
+ * that rotation, as when several tabs refresh at once; the token it gets is kept as a grace
+ * token, valid beside the current one, so whichever answer a client keeps still works until the
+ * next rotation.
  */
 export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<UserRow | undefined> {
   const liveSession = () =>
@@ -58,18 +61,23 @@ export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<Use
     .set({
       previous_token_hash: r.presentedHash,
       refresh_token_hash: r.newHash,
-      grace_token_hash: null,
+      grace_token_hashes: sql`'{}'`,
       rotated_at: sql`now()`,
       last_used_at: sql`now()`,
       expires_at: r.expiresAt,
     })
-    .where((eb) => eb.or([eb('sessions.refresh_token_hash', '=', r.presentedHash), eb('sessions.grace_token_hash', '=', r.presentedHash)]))
+    .where((eb) =>
+      eb.or([eb('sessions.refresh_token_hash', '=', r.presentedHash), sql<boolean>`${r.presentedHash} = any(sessions.grace_token_hashes)`]),
+    )
     .executeTakeFirst();
   if (rotated) return rotated as UserRow;
 
+  // Every grace answer's token is kept: with several tabs reusing the token at once, each answer's
+  // token must stay valid, not only the last one written. Bounded, so a stolen token cannot grow it.
   const withinGrace = await liveSession()
-    .set({ grace_token_hash: r.newHash, last_used_at: sql`now()`, expires_at: r.expiresAt })
+    .set({ grace_token_hashes: sql`array_append(sessions.grace_token_hashes, ${r.newHash}::text)`, last_used_at: sql`now()`, expires_at: r.expiresAt })
     .where('sessions.previous_token_hash', '=', r.presentedHash)
+    .where(sql<number>`cardinality(sessions.grace_token_hashes)`, '<', MAX_GRACE_TOKENS)
     .where('sessions.rotated_at', '>', sql<Date>`now() - make_interval(secs => ${r.graceSeconds})`)
     .executeTakeFirst();
   return withinGrace as UserRow | undefined;

@@ -21,7 +21,7 @@ export interface SessionTable {
   user_id: number;
   refresh_token_hash: string;
   previous_token_hash: string | null;
-  grace_token_hash: string | null;
+  grace_token_hashes: ColumnType<string[], string[] | undefined, string[]>;
   rotated_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   ip: string | null;
   user_agent: string | null;

@@ -20,11 +20,18 @@ export interface ContractApi {
   router: Router;
 }
 
+export interface ApiOptions {
+  /** Runs once the operation is known (`ctx.state.operationId`) and before anything else; may throw. */
+  guard?: (ctx: KoaContext) => Promise<void>;
+  /** Reads the body, for the operations whose contract has one; other operations never read it. */
+  parseBody?: (ctx: KoaContext, next: () => Promise<void>) => Promise<void>;
+}
+
 /**
  * Builds the API from the contract: @koa/router matches each path once at start-up, openapi-backend
  * validates the request (security, path, query, body) and dispatches to the handler by operationId.
  */
-export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, services: Services): Promise<ContractApi> {
+export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, services: Services, options: ApiOptions = {}): Promise<ContractApi> {
   const api = new OpenAPIBackend({
     definition: document as unknown as Document,
     strict: true,
@@ -40,8 +47,9 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
 
   for (const operationId of Object.keys(handlers) as OperationId[]) {
     const handler = handlers[operationId] as (input: HandlerInput<OperationId>, services: Services) => Promise<Reply>;
-    api.register(operationId, (c: ApiContext, ctx: KoaContext) =>
-      handler(
+    api.register(operationId, (c: ApiContext, ctx: KoaContext) => {
+      rejectNulCharacters(c.request);
+      return handler(
         {
           body: c.request.requestBody,
           query: c.request.query,
@@ -50,8 +58,8 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
           client: { ip: ctx.ip || null, userAgent: ctx.get('user-agent') || null },
         } as HandlerInput<OperationId>,
         services,
-      ),
-    );
+      );
+    });
   }
   api.register({
     validationFail: (c: ApiContext) => {
@@ -75,7 +83,7 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
 
   const router = new Router();
   for (const operation of operations) {
-    router.register(koaPath(operation.path), [operation.method.toUpperCase()], dispatcher(api, operation));
+    router.register(koaPath(operation.path), [operation.method.toUpperCase()], dispatcher(api, operation, options));
   }
   return { router };
 }
@@ -113,14 +121,16 @@ function routeOnce(api: OpenAPIBackend, operations: Operation[]): void {
   }) as typeof router.parseRequest;
 }
 
-function dispatcher(api: OpenAPIBackend, operation: Operation) {
+function dispatcher(api: OpenAPIBackend, operation: Operation, { guard, parseBody }: ApiOptions) {
   const requestBody = operation.requestBody && 'content' in operation.requestBody ? operation.requestBody : undefined;
   const mediaTypes = Object.keys(requestBody?.content ?? {});
   return async (ctx: KoaContext) => {
     ctx.state.operationId = operation.operationId;
+    if (guard) await guard(ctx);
     const withBody = hasBody(ctx);
-    if (withBody && mediaTypes.length > 0 && !ctx.request.is(mediaTypes)) {
-      throw badRequest(`Unsupported content type; send ${mediaTypes.join(' or ')}`);
+    if (mediaTypes.length > 0) {
+      if (withBody && !ctx.request.is(mediaTypes)) throw badRequest(`Unsupported content type; send ${mediaTypes.join(' or ')}`);
+      await parseBody?.(ctx, async () => {});
     }
     const request: RoutedRequest = {
       operationId: operation.operationId!,
@@ -152,6 +162,25 @@ async function principalOf(ctx: KoaContext, services: Services): Promise<Princip
     return principal;
   })();
   return ctx.state.authentication;
+}
+
+/**
+ * PostgreSQL text cannot hold U+0000, so a valid-looking string with one would fail in the database
+ * (a 500). It is refused like any other invalid value: a 422 naming each field.
+ */
+function rejectNulCharacters(request: ParsedRequest): void {
+  const fields: FieldError[] = [];
+  const visit = (value: unknown, field: string): void => {
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) fields.push({ field, message: 'must not contain NUL characters' });
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) visit(item, `${field}.${key}`);
+    }
+  };
+  visit(request.requestBody, 'body');
+  visit(request.query, 'query');
+  visit(request.params, 'path');
+  if (fields.length > 0) throw validationError(fields);
 }
 
 /** An ajv error as the envelope's `details` entry: `body.email`, `query.page`, `path.id`. */

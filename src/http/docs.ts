@@ -69,9 +69,9 @@ export function docsRouter(document: OpenApiDocument): Router {
   });
   router.get('/redoc', (ctx) => {
     ctx.type = 'text/html';
-    // ReDoc's bundle always renders its sidebar logo from cdn.redoc.ly; images are limited to this
-    // origin so the page loads nothing from elsewhere (the blocked logo is then left out).
-    ctx.set('Content-Security-Policy', "img-src 'self' data: blob:");
+    // ReDoc's bundle always renders its sidebar logo from cdn.redoc.ly; the service-wide
+    // Content-Security-Policy (src/http/security.ts) limits images to this origin, so the page
+    // loads nothing from elsewhere (the blocked logo is then left out).
     ctx.body = page(
       `${title} – ReDoc`,
       '<style>body { margin: 0; padding: 0; }</style>',

@@ -43,3 +43,8 @@ export const serviceUnavailable = (cause?: unknown) =>
   new ApiError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', undefined, { cause });
 export const invalidToken = () => new ApiError(400, 'INVALID_TOKEN', 'Invalid or expired token');
 export const invalidPassword = () => new ApiError(400, 'INVALID_PASSWORD', 'Current password is incorrect');
+/** 429 with `Retry-After` in whole seconds (at least 1), plus any rate-limit headers to send. */
+export const rateLimited = (retryAfterMs: number, message = 'Too many requests', headers: Record<string, string> = {}) =>
+  new ApiError(429, 'RATE_LIMITED', message, undefined, {
+    headers: { ...headers, 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
+  });

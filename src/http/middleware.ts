@@ -81,8 +81,9 @@ function isDatabaseUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
   if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
-  // The last two: a pool already closed, as while the service shuts down.
-  return /timeout exceeded when trying to connect|Connection terminated|driver has already been destroyed|Cannot use a pool after calling end/i.test(message);
+  // "not queryable": a transaction's rollback on a connection the server just closed, which replaces the
+  // original error. The last two: a pool already closed, as while the service shuts down.
+  return /timeout exceeded when trying to connect|Query read timeout|Connection terminated|is not queryable|driver has already been destroyed|Cannot use a pool after calling end/i.test(message);
 }
 
 /** JSON and form bodies up to `limit`; anything malformed is a 400 in the envelope. */

@@ -8,7 +8,7 @@ import { findUserByEmail, updateLiveUser } from '../db/users';
 import { conflict, invalidPassword, invalidToken, notFound } from '../http/errors';
 import type { AccountMail } from './account-mail';
 import { normalizeEmail, type Principal } from './auth';
-import { assertPasswordFits, hashPassword, verifyPassword } from './passwords';
+import { checkNewPassword, hashPassword, verifyPassword } from './passwords';
 import { sha256 } from './tokens';
 
 /** Password change and reset, e-mail verification, and the user's own sessions. */
@@ -21,7 +21,7 @@ export class AccountService {
 
   /** Keeps the current session and revokes every other one of the user. */
   async changePassword(principal: Principal, currentPassword: string, newPassword: string): Promise<void> {
-    assertPasswordFits(newPassword, 'body.new_password');
+    checkNewPassword(newPassword, 'body.new_password', principal.user.email);
     if (!(await verifyPassword(currentPassword, principal.user.password_hash, this.config.bcryptCost))) throw invalidPassword();
     const passwordHash = await hashPassword(newPassword, this.config.bcryptCost);
     await this.db.transaction().execute(async (trx) => {
@@ -43,11 +43,13 @@ export class AccountService {
 
   /** Sets a new password with a reset token; every session ends and the e-mail counts as verified. */
   async resetPassword(token: string, newPassword: string): Promise<void> {
-    assertPasswordFits(newPassword, 'body.new_password');
+    checkNewPassword(newPassword, 'body.new_password');
     const passwordHash = await hashPassword(newPassword, this.config.bcryptCost);
     await this.db.transaction().execute(async (trx) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
       if (!owner) throw invalidToken();
+      // Refused before anything is written: the transaction rolls back and the token stays usable.
+      checkNewPassword(newPassword, 'body.new_password', owner.email);
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
       if (!user || user.email !== owner.email) throw invalidToken();
       await revokeUserSessions(trx, user.id);

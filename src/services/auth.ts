@@ -6,7 +6,8 @@ import { findAuthenticatedUser, insertSession, revokeSession, revokeUserSessions
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
-import { assertPasswordFits, dummyHash, hashPassword, verifyPassword } from './passwords';
+import type { LoginGuard } from './login-guard';
+import { checkNewPassword, dummyHash, hashPassword, verifyPassword } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
 
 /** Who is calling: the user and the session their access token belongs to. */
@@ -33,12 +34,14 @@ export class AuthService {
     private readonly config: Config,
     private readonly tokens: TokenService,
     private readonly mail: AccountMail,
+    /** Per-account lockout after repeated failed logins; absent when rate limiting is off. */
+    private readonly loginGuard?: LoginGuard,
   ) {
     void dummyHash(config.bcryptCost);
   }
 
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
-    assertPasswordFits(input.password, 'body.password');
+    checkNewPassword(input.password, 'body.password', input.email);
     const passwordHash = await hashPassword(input.password, this.config.bcryptCost);
     const registered = await this.db.transaction().execute(async (trx) => {
       const user = await insertUser(trx, {
@@ -58,10 +61,15 @@ export class AuthService {
 
   /** Checks credentials; never says which half was wrong. */
   async login(email: string, password: string, client: ClientInfo) {
+    await this.loginGuard?.check(email);
     const user = await findUserByEmail(this.db, normalizeEmail(email));
     // An unknown e-mail costs the same bcrypt work as a wrong password.
     const valid = await verifyPassword(password, user?.password_hash, this.config.bcryptCost);
-    if (!user || !valid || user.deleted_at !== null) throw invalidCredentials();
+    if (!user || !valid || user.deleted_at !== null) {
+      await this.loginGuard?.failed(email);
+      throw invalidCredentials();
+    }
+    await this.loginGuard?.succeeded(email);
     if (!user.is_active) throw forbidden('Account is disabled');
     const tokens = await this.openSession(this.db, user, client);
     return { user, tokens };

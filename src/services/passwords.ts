@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/bcrypt';
+import { dictionary } from '@zxcvbn-ts/language-common';
 import { validationError } from '../http/errors';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
@@ -36,8 +37,39 @@ export async function verifyPassword(password: string, passwordHash: string | un
   return false;
 }
 
+/** Shorter passwords fail the contract's schema before they get here. */
+export const MIN_PASSWORD_LENGTH = 8;
+
+/**
+ * Common passwords, lower-cased: the entries of at least MIN_PASSWORD_LENGTH characters of the
+ * list of about 49,000 most used passwords that ships with @zxcvbn-ts/language-common. Built once,
+ * when the service starts.
+ */
+export const COMMON_PASSWORDS: ReadonlySet<string> = new Set(
+  dictionary['passwords-common'].filter((entry) => entry.length >= MIN_PASSWORD_LENGTH).map((entry) => entry.toLowerCase()),
+);
+
+/** True for a password on the common list, whatever its case and surrounding spaces. */
+export function isCommonPassword(password: string): boolean {
+  const lower = password.toLowerCase();
+  return COMMON_PASSWORDS.has(lower) || COMMON_PASSWORDS.has(lower.trim());
+}
+
 /** Refuses, as a validation error on `field`, a password over bcrypt's input limit. */
 export function assertPasswordFits(password: string | undefined, field: string): void {
   if (password === undefined || Buffer.byteLength(password, 'utf8') <= MAX_PASSWORD_BYTES) return;
   throw validationError([{ field, message: `must NOT be longer than ${MAX_PASSWORD_BYTES} bytes of UTF-8` }]);
+}
+
+/**
+ * Every rule a new password must meet beyond the schema, as a validation error on `field`: at most
+ * 72 bytes, not a common password, and not the account's e-mail address (`email`, when known).
+ */
+export function checkNewPassword(password: string | undefined, field: string, email?: string): void {
+  if (password === undefined) return;
+  assertPasswordFits(password, field);
+  if (isCommonPassword(password)) throw validationError([{ field, message: 'is too common' }]);
+  if (email !== undefined && password.trim().toLowerCase() === email.trim().toLowerCase()) {
+    throw validationError([{ field, message: 'must not be the same as the e-mail address' }]);
+  }
 }

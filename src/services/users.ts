@@ -8,7 +8,7 @@ import * as users from '../db/users';
 import type { Principal } from './auth';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
-import { assertPasswordFits, hashPassword } from './passwords';
+import { checkNewPassword, hashPassword } from './passwords';
 
 const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
 
@@ -96,7 +96,7 @@ export class UserService {
 
   async create(principal: Principal, input: Required<Pick<UserFields, 'name' | 'email' | 'password'>> & UserFields): Promise<UserRow> {
     requireAdmin(principal);
-    assertPasswordFits(input.password, 'body.password');
+    checkNewPassword(input.password, 'body.password', input.email);
     const created = await users.insertUser(this.db, {
       name: input.name.trim(),
       email: normalizeEmail(input.email),
@@ -113,8 +113,9 @@ export class UserService {
     if (!isAdmin(principal) && (input.role !== undefined || input.is_active !== undefined)) {
       throw forbidden('Only an admin may change role or is_active');
     }
-    assertPasswordFits(input.password, 'body.password');
+    checkNewPassword(input.password, 'body.password', input.email);
     const current = this.live(await users.findUserById(this.db, id));
+    checkNewPassword(input.password, 'body.password', input.email ?? current.email);
     const patch: UserUpdate = {};
     if (input.name !== undefined) patch.name = input.name.trim();
     if (input.email !== undefined) {

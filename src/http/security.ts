@@ -1,0 +1,75 @@
+import cors from '@koa/cors';
+import type { Context, Middleware } from 'koa';
+import helmet from 'koa-helmet';
+
+/**
+ * The Content-Security-Policy of every response. JSON responses need none of it; it is there for
+ * the documentation pages, which load everything from this origin:
+ * - Swagger UI (/docs): its bundle and init script, its stylesheet plus inline style attributes,
+ *   data: icons, and fetch() to this origin for Authorize and "Try it out";
+ * - ReDoc (/redoc): its standalone bundle, the <style> elements it injects, and a worker it starts
+ *   from a blob: URL. Its bundle always shows a sidebar logo from cdn.redoc.ly; images are limited
+ *   to this origin (and data:/blob:), so the logo is blocked and the page loads nothing from
+ *   elsewhere.
+ * No `upgrade-insecure-requests`: the service may be reached over plain HTTP (locally, or behind
+ * a proxy that terminates TLS elsewhere), where upgrading its own asset URLs would break the pages.
+ */
+export const CONTENT_SECURITY_POLICY = {
+  'default-src': ["'self'"],
+  'base-uri': ["'self'"],
+  'connect-src': ["'self'"],
+  'font-src': ["'self'", 'data:'],
+  'form-action': ["'self'"],
+  'frame-ancestors': ["'none'"],
+  'img-src': ["'self'", 'data:', 'blob:'],
+  'object-src': ["'none'"],
+  'script-src': ["'self'"],
+  'script-src-attr': ["'none'"],
+  'style-src': ["'self'", "'unsafe-inline'"],
+  'worker-src': ["'self'", 'blob:'],
+  'upgrade-insecure-requests': null,
+} as const;
+
+/**
+ * Helmet's defaults (nosniff, Referrer-Policy: no-referrer, HSTS, no X-Powered-By, and so on) with
+ * the policy above and framing refused outright.
+ */
+export function securityHeaders(): Middleware {
+  return helmet({
+    contentSecurityPolicy: { useDefaults: false, directives: CONTENT_SECURITY_POLICY },
+    frameguard: { action: 'deny' },
+    referrerPolicy: { policy: 'no-referrer' },
+  });
+}
+
+/** Headers a browser client may read: request id, rate-limit state and the bearer challenge. */
+export const CORS_EXPOSED_HEADERS = [
+  'X-Request-Id',
+  'Retry-After',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'WWW-Authenticate',
+];
+
+/**
+ * CORS for the listed origins (`*` for any): an allowed origin is echoed back, any other gets no
+ * Access-Control-Allow-Origin at all. No credentials: clients send bearer tokens, not cookies.
+ * Preflight requests from an allowed origin are answered here with 204.
+ */
+export function corsFor(origins: readonly string[]): Middleware {
+  const anyOrigin = origins.includes('*');
+  const allowed = new Set(origins.map((origin) => origin.toLowerCase()));
+  return cors({
+    origin: (ctx: Context) => {
+      const origin = ctx.get('Origin');
+      if (!origin) return '';
+      return anyOrigin || allowed.has(origin.toLowerCase()) ? origin : '';
+    },
+    credentials: false,
+    allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
+    allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+    exposeHeaders: CORS_EXPOSED_HEADERS,
+    maxAge: 600,
+  });
+}
