@@ -1,8 +1,8 @@
 import { startTestApp, type TestContext } from './support/app';
 
 // A real bcrypt cost, so that the hashing dominates and a missing dummy check would show.
-const COST = '10';
-const ROUNDS = 9;
+const COST = '11';
+const ROUNDS = 11;
 
 let t: TestContext;
 beforeAll(async () => {
