@@ -61,7 +61,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       guard: limiter && (await rateLimitGuard(config, limiter)),
       parseBody: bodies(config.maxBodyBytes),
     });
-    const koa = new Koa({ proxy: config.trustProxy });
+    // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
+    // entries come from the client and could be anything.
+    const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1 });
     koa.silent = true;
     koa.use(securityHeaders());
     koa.use(requestId);

@@ -214,8 +214,9 @@ describe('rate limits behind a trusted proxy', () => {
       const other = await t.post('/api/auth/forgot-password', { email: uniqueEmail() }, from(b));
       expect(other.status).toBe(200);
       expectBudget(other, AUTH_LIMIT, AUTH_LIMIT - 1);
-      // The client is the first address of the chain the proxies built.
-      const chained = await t.post('/api/auth/forgot-password', { email: uniqueEmail() }, from(`${a}, 192.0.2.1`));
+      // The client is the address the proxy appended last; what the client itself sent before it
+      // (here a made-up address) does not buy a fresh budget.
+      const chained = await t.post('/api/auth/forgot-password', { email: uniqueEmail() }, from(`192.0.2.1, ${a}`));
       expectIpLimited(chained, AUTH_LIMIT);
     });
   });
