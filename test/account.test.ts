@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
+import { expectError, expectJson } from './support/expect';
 import { freePort, linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
 
 const APP_URL = 'https://app.example.test';
@@ -52,19 +53,6 @@ const mailsTo = (server: TestSmtpServer, address: string, subject: string) => se
 /** The n-th (1-based) message with this subject to this address, waiting for it to arrive. */
 function nthMail(server: TestSmtpServer, address: string, subject: string, n = 1, timeoutMs = 10_000): Promise<ReceivedMail> {
   return until(() => mailsTo(server, address, subject)[n - 1], `mail #${n} "${subject}" to ${address}`, timeoutMs);
-}
-
-function expectJson(res: Response): void {
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-}
-
-function expectError(res: Response, status: number, code: string): void {
-  expect(res.status).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.error.code).toBe(code);
-  expect(typeof res.body.error.message).toBe('string');
-  expectJson(res);
-  if (code !== 'VALIDATION_ERROR') expect(res.body.error).not.toHaveProperty('details');
 }
 
 function expectInvalidToken(res: Response): void {

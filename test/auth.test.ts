@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { verify as bcryptVerify } from '@node-rs/bcrypt';
 import jwt from 'jsonwebtoken';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
+import { expectError, expectJson } from './support/expect';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -35,10 +36,6 @@ const USER_SHAPE = {
   updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/),
 };
 
-function expectJson(res: Response): void {
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-}
-
 /** A 401 in the envelope with the bearer challenge. */
 function expectUnauthorized(res: Response): void {
   expect(res.status).toBe(401);
@@ -57,15 +54,6 @@ function expectInvalidCredentials(res: Response): void {
   expect(res.status).toBe(401);
   expect(res.body).toEqual(INVALID_CREDENTIALS_BODY);
   expect(res.headers['www-authenticate']).toMatch(/^Bearer(\s|$)/);
-}
-
-function expectError(res: Response, status: number, code: string): void {
-  expect(res.status).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.error.code).toBe(code);
-  expect(typeof res.body.error.message).toBe('string');
-  expectJson(res);
-  if (code !== 'VALIDATION_ERROR') expect(res.body.error).not.toHaveProperty('details');
 }
 
 /** A 422 whose `details` name exactly these fields. */

@@ -11,6 +11,7 @@ import { COMMON_PASSWORDS, isCommonPassword } from '../src/services/passwords';
 import { deriveKey, unseal } from '../src/services/sealed';
 import { sha256 } from '../src/services/tokens';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
+import { expectError, expectJson } from './support/expect';
 
 // Security hardening: common and e-mail-equal passwords, response headers and the CSP, CORS,
 // body limits, secrets kept out of the log, and JWTs that try to choose their own key or algorithm.
@@ -30,18 +31,6 @@ const claimsOf = (token: string) => jwt.decode(token) as Claims;
 const b64url = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const me = (token: string) => t.get('/api/auth/me', { token });
 const strongPassword = () => `pw-${randomBytes(9).toString('base64url')}`;
-
-function expectJson(res: Response): void {
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-}
-
-function expectError(res: Response, status: number, code: string): void {
-  expect(res.status).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.error.code).toBe(code);
-  expect(typeof res.body.error.message).toBe('string');
-  expectJson(res);
-}
 
 /** A 422 with exactly one detail, on `field`, whose message matches `message`. */
 function expectRefused(res: Response, field: string, message: RegExp): void {

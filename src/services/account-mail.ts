@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config';
 import { insertAccountToken, voidAccountTokens } from '../db/account-tokens';
-import type { Executor, UserRow } from '../db/types';
-import { passwordResetMail, verificationMail } from './mail-templates';
+import type { Executor, TokenPurpose, UserRow } from '../db/types';
+import { passwordResetMail, verificationMail, type Mail } from './mail-templates';
 import type { Outbox } from './outbox';
 import { sha256 } from './tokens';
+
+type Recipient = Pick<UserRow, 'id' | 'email' | 'name'>;
 
 /** An opaque token: 32 random bytes, base64url. Only its SHA-256 is stored. */
 function newToken(): { token: string; hash: string } {
@@ -23,36 +25,29 @@ export class AccountMail {
     private readonly outbox: Outbox,
   ) {}
 
-  async sendVerification(db: Executor, user: Pick<UserRow, 'id' | 'email' | 'name'>): Promise<void> {
-    const { token, hash } = newToken();
+  sendVerification(db: Executor, user: Recipient): Promise<void> {
     const hours = this.config.emailVerifyExpireHours;
-    await voidAccountTokens(db, user.id, 'email_verification');
-    await insertAccountToken(db, {
-      userId: user.id,
-      purpose: 'email_verification',
-      tokenHash: hash,
-      email: user.email,
-      expiresAt: new Date(Date.now() + hours * 3600_000),
-    });
-    await this.outbox.enqueue(db, verificationMail(this.config.appUrl, user.email, user.name, token, hours));
+    return this.send(db, user, 'email_verification', hours * 3600_000, (token) =>
+      verificationMail(this.config.appUrl, user.email, user.name, token, hours),
+    );
   }
 
-  async sendPasswordReset(db: Executor, user: Pick<UserRow, 'id' | 'email' | 'name'>): Promise<void> {
-    const { token, hash } = newToken();
+  sendPasswordReset(db: Executor, user: Recipient): Promise<void> {
     const minutes = this.config.passwordResetExpireMinutes;
-    await voidAccountTokens(db, user.id, 'password_reset');
-    await insertAccountToken(db, {
-      userId: user.id,
-      purpose: 'password_reset',
-      tokenHash: hash,
-      email: user.email,
-      expiresAt: new Date(Date.now() + minutes * 60_000),
-    });
-    await this.outbox.enqueue(db, passwordResetMail(this.config.appUrl, user.email, user.name, token, minutes));
+    return this.send(db, user, 'password_reset', minutes * 60_000, (token) =>
+      passwordResetMail(this.config.appUrl, user.email, user.name, token, minutes),
+    );
   }
 
   /** Call once the transaction that queued mail has committed. */
   flush(): void {
     this.outbox.wake();
+  }
+
+  private async send(db: Executor, user: Recipient, purpose: TokenPurpose, lifetimeMs: number, compose: (token: string) => Mail): Promise<void> {
+    const { token, hash } = newToken();
+    await voidAccountTokens(db, user.id, purpose);
+    await insertAccountToken(db, { userId: user.id, purpose, tokenHash: hash, email: user.email, expiresAt: new Date(Date.now() + lifetimeMs) });
+    await this.outbox.enqueue(db, compose(token));
   }
 }
