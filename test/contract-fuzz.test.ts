@@ -1,10 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import fc from 'fast-check';
-import yaml from 'js-yaml';
 import jwt from 'jsonwebtoken';
 import { ADMIN, startTestApp, TEST_SECRET, type Options, type Response, type TestContext } from './support/app';
+import { document, resolve } from './support/contract';
 
 /*
  * Contract fuzzing: every operation of api/openapi.yaml gets invalid and boundary input in its
@@ -19,24 +17,12 @@ import { ADMIN, startTestApp, TEST_SECRET, type Options, type Response, type Tes
 
 type Json = Record<string, any>;
 
-const document = yaml.load(readFileSync(join(__dirname, '..', 'api', 'openapi.yaml'), 'utf8')) as Json;
 const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
 const FOREIGN_SECRET = 'another-secret-that-is-long-enough-for-hs256!';
 
 // ---------------------------------------------------------------------------------------------
 // The contract, read as data
-
-function resolve<T = Json>(node: Json | undefined): T {
-  let current = node;
-  while (current && typeof current.$ref === 'string') {
-    current = current.$ref
-      .slice(2)
-      .split('/')
-      .reduce((acc: Json, key: string) => acc[key], document);
-  }
-  return current as T;
-}
 
 /** A schema with every `$ref` replaced by what it names (the contract has no cycles). */
 function deref(schema: Json | undefined): Json {

@@ -6,7 +6,8 @@ import yaml from 'js-yaml';
 
 type Json = Record<string, any>;
 
-const document = yaml.load(readFileSync(join(__dirname, '..', '..', 'api', 'openapi.yaml'), 'utf8')) as Json;
+/** api/openapi.yaml, as data. */
+export const document = yaml.load(readFileSync(join(__dirname, '..', '..', 'api', 'openapi.yaml'), 'utf8')) as Json;
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 ajv.addSchema({ components: document.components }, 'contract');
@@ -26,7 +27,8 @@ function rebase(schema: unknown): unknown {
   return schema;
 }
 
-function resolve(node: Json): Json {
+/** What a `$ref` (or a chain of them) names in the contract; anything else as it is. */
+export function resolve<T = Json>(node: Json | undefined): T {
   let current = node;
   while (current && typeof current.$ref === 'string') {
     current = current.$ref
@@ -34,7 +36,7 @@ function resolve(node: Json): Json {
       .split('/')
       .reduce((acc: Json, key: string) => acc[key], document);
   }
-  return current;
+  return current as T;
 }
 
 const operations: { method: string; pattern: RegExp; operation: Json; template: string }[] = [];
