@@ -8,7 +8,7 @@ import { findUserByEmail, updateLiveUser } from '../db/users';
 import { conflict, invalidPassword, invalidToken, notFound } from '../http/errors';
 import type { AccountMail } from './account-mail';
 import { normalizeEmail, type Principal } from './auth';
-import { checkNewPassword, hashPassword, verifyPassword } from './passwords';
+import { checkNewPassword, checkNotEmail, hashPassword, verifyPassword } from './passwords';
 import { sha256 } from './tokens';
 
 /** Password change and reset, e-mail verification, and the user's own sessions. */
@@ -49,7 +49,7 @@ export class AccountService {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
       if (!owner) throw invalidToken();
       // Refused before anything is written: the transaction rolls back and the token stays usable.
-      checkNewPassword(newPassword, 'body.new_password', owner.email);
+      checkNotEmail(newPassword, owner.email, 'body.new_password');
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
       if (!user || user.email !== owner.email) throw invalidToken();
       await revokeUserSessions(trx, user.id);

@@ -69,7 +69,12 @@ export function checkNewPassword(password: string | undefined, field: string, em
   if (password === undefined) return;
   assertPasswordFits(password, field);
   if (isCommonPassword(password)) throw validationError([{ field, message: 'is too common' }]);
-  if (email !== undefined && password.trim().toLowerCase() === email.trim().toLowerCase()) {
+  if (email !== undefined) checkNotEmail(password, email, field);
+}
+
+/** The e-mail rule alone, for callers that learn the account's address after the other checks. */
+export function checkNotEmail(password: string | undefined, email: string, field: string): void {
+  if (password !== undefined && password.trim().toLowerCase() === email.trim().toLowerCase()) {
     throw validationError([{ field, message: 'must not be the same as the e-mail address' }]);
   }
 }

@@ -8,7 +8,7 @@ import * as users from '../db/users';
 import type { Principal } from './auth';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
-import { checkNewPassword, hashPassword } from './passwords';
+import { checkNewPassword, checkNotEmail, hashPassword } from './passwords';
 
 const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
 
@@ -115,7 +115,7 @@ export class UserService {
     }
     checkNewPassword(input.password, 'body.password', input.email);
     const current = this.live(await users.findUserById(this.db, id));
-    checkNewPassword(input.password, 'body.password', input.email ?? current.email);
+    if (input.email === undefined) checkNotEmail(input.password, current.email, 'body.password');
     const patch: UserUpdate = {};
     if (input.name !== undefined) patch.name = input.name.trim();
     if (input.email !== undefined) {
