@@ -86,7 +86,7 @@ function isDatabaseUnavailable(error: unknown): boolean {
   return /timeout exceeded when trying to connect|Query read timeout|Connection terminated|is not queryable|driver has already been destroyed|Cannot use a pool after calling end/i.test(message);
 }
 
-/** JSON and form bodies up to `limit`; anything malformed is a 400 in the envelope. */
+/** JSON and form bodies up to `limitBytes`; anything malformed is a 400 in the envelope. */
 export function bodies(limitBytes: number) {
   return bodyParser({
     enableTypes: ['json', 'form'],
