@@ -936,9 +936,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The database cannot be reached. */
+        /** @description The database cannot be reached, or (on operations that check or set a password) more password hashes are already waiting than `PASSWORD_HASH_QUEUE_MAX`. The second case carries `Retry-After` in seconds; a refused request changed nothing. */
         ServiceUnavailable: {
             headers: {
+                /** @description Seconds to wait before trying again, when the service knows. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {

@@ -17,6 +17,7 @@ import { AccountMail } from './services/account-mail';
 import { AuthService } from './services/auth';
 import { LoginGuard } from './services/login-guard';
 import { createTransport, Outbox } from './services/outbox';
+import { PasswordHasher } from './services/passwords';
 import { limiterFactory } from './services/rate-limiter';
 import { TokenService } from './services/tokens';
 import { UserService } from './services/users';
@@ -43,12 +44,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const tokens = new TokenService(config);
     const outbox = new Outbox(db, config, createTransport(config, logger), logger);
     const mail = new AccountMail(config, outbox);
+    const passwords = new PasswordHasher({
+      cost: config.bcryptCost,
+      concurrency: config.passwordHashConcurrency,
+      maxWaiting: config.passwordHashQueueMax,
+    });
     const services: Services = {
       config,
       db,
-      auth: new AuthService(db, config, tokens, mail, limiter && (await LoginGuard.create(config, limiter))),
-      account: new AccountService(db, config, mail),
-      users: new UserService(db, config, mail),
+      auth: new AuthService(db, config, tokens, mail, passwords, limiter && (await LoginGuard.create(config, limiter))),
+      account: new AccountService(db, config, mail, passwords),
+      users: new UserService(db, config, mail, passwords),
       startedAt: Date.now(),
     };
     if (config.adminEmail && config.adminPassword) {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 
 export type Algorithm = 'HS256' | 'HS384' | 'HS512';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -18,6 +19,10 @@ export interface Config {
   readonly refreshTokenExpireDays: number;
   readonly refreshReuseGraceSeconds: number;
   readonly bcryptCost: number;
+  /** Password hashes run at once; by default the cores, up to libuv's thread pool size. */
+  readonly passwordHashConcurrency: number;
+  /** Hashes that may wait for a slot before more are refused with 503. */
+  readonly passwordHashQueueMax: number;
   readonly defaultPageSize: number;
   readonly maxPageSize: number;
   readonly docsEnabled: boolean;
@@ -183,6 +188,8 @@ export function loadConfig(env: Env = process.env): Config {
     refreshTokenExpireDays: integer('REFRESH_TOKEN_EXPIRE_DAYS', 7, 1, 365),
     refreshReuseGraceSeconds: integer('REFRESH_REUSE_GRACE_SECONDS', 10, 0, 3600),
     bcryptCost: integer('BCRYPT_COST', 12, 4, 31),
+    passwordHashConcurrency: integer('PASSWORD_HASH_CONCURRENCY', defaultHashConcurrency(env), 1, 1024),
+    passwordHashQueueMax: integer('PASSWORD_HASH_QUEUE_MAX', 16, 0, 100_000),
     defaultPageSize,
     maxPageSize,
     docsEnabled: boolean('DOCS_ENABLED', true),
@@ -211,4 +218,10 @@ export function loadConfig(env: Env = process.env): Config {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** One hash per core, but no more than libuv's thread pool (UV_THREADPOOL_SIZE, 4 by default) runs at once. */
+function defaultHashConcurrency(env: Env): number {
+  const pool = Number(env.UV_THREADPOOL_SIZE) || 4;
+  return Math.max(1, Math.min(availableParallelism(), pool));
 }

@@ -8,7 +8,7 @@ import { findUserByEmail, updateLiveUser } from '../db/users';
 import { conflict, invalidPassword, invalidToken, notFound } from '../http/errors';
 import type { AccountMail } from './account-mail';
 import { normalizeEmail, type Principal } from './auth';
-import { checkNewPassword, checkNotEmail, hashPassword, verifyPassword } from './passwords';
+import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 import { sha256 } from './tokens';
 
 /** Password change and reset, e-mail verification, and the user's own sessions. */
@@ -17,13 +17,14 @@ export class AccountService {
     private readonly db: Kysely<Database>,
     private readonly config: Config,
     private readonly mail: AccountMail,
+    private readonly passwords: PasswordHasher,
   ) {}
 
   /** Keeps the current session and revokes every other one of the user. */
   async changePassword(principal: Principal, currentPassword: string, newPassword: string): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password', principal.user.email);
-    if (!(await verifyPassword(currentPassword, principal.user.password_hash, this.config.bcryptCost))) throw invalidPassword();
-    const passwordHash = await hashPassword(newPassword, this.config.bcryptCost);
+    if (!(await this.passwords.verify(currentPassword, principal.user.password_hash))) throw invalidPassword();
+    const passwordHash = await this.passwords.hash(newPassword);
     await this.db.transaction().execute(async (trx) => {
       if (!(await updateLiveUser(trx, principal.user.id, { password_hash: passwordHash }))) throw notFound('User not found');
       await revokeUserSessions(trx, principal.user.id, principal.sessionId);
@@ -44,7 +45,7 @@ export class AccountService {
   /** Sets a new password with a reset token; every session ends and the e-mail counts as verified. */
   async resetPassword(token: string, newPassword: string): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password');
-    const passwordHash = await hashPassword(newPassword, this.config.bcryptCost);
+    const passwordHash = await this.passwords.hash(newPassword);
     await this.db.transaction().execute(async (trx) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
       if (!owner) throw invalidToken();

@@ -7,7 +7,7 @@ import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
 import type { LoginGuard } from './login-guard';
-import { checkNewPassword, dummyHash, hashPassword, verifyPassword } from './passwords';
+import { checkNewPassword, type PasswordHasher } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
 
 /** Who is calling: the user and the session their access token belongs to. */
@@ -34,15 +34,16 @@ export class AuthService {
     private readonly config: Config,
     private readonly tokens: TokenService,
     private readonly mail: AccountMail,
+    private readonly passwords: PasswordHasher,
     /** Per-account lockout after repeated failed logins; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
   ) {
-    void dummyHash(config.bcryptCost);
+    void passwords.dummyHash();
   }
 
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     checkNewPassword(input.password, 'body.password', input.email);
-    const passwordHash = await hashPassword(input.password, this.config.bcryptCost);
+    const passwordHash = await this.passwords.hash(input.password);
     const registered = await this.db.transaction().execute(async (trx) => {
       const user = await insertUser(trx, {
         email: normalizeEmail(input.email),
@@ -64,7 +65,7 @@ export class AuthService {
     await this.loginGuard?.check(email);
     const user = await findUserByEmail(this.db, normalizeEmail(email));
     // An unknown e-mail costs the same bcrypt work as a wrong password.
-    const valid = await verifyPassword(password, user?.password_hash, this.config.bcryptCost);
+    const valid = await this.passwords.verify(password, user?.password_hash);
     if (!user || !valid || user.deleted_at !== null) {
       await this.loginGuard?.failed(email);
       throw invalidCredentials();

@@ -1,40 +1,88 @@
 import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/bcrypt';
 import { dictionary } from '@zxcvbn-ts/language-common';
-import { validationError } from '../http/errors';
+import { ApiError, validationError } from '../http/errors';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
 export const MAX_PASSWORD_BYTES = 72;
 
-/** Hashes on libuv's thread pool, off the event loop. */
-export function hashPassword(password: string, cost: number): Promise<string> {
-  return hash(password, { cost });
+/** Says why a password could not be hashed now: too many are already waiting. */
+export const hashingBusy = (retryAfterSeconds: number) =>
+  new ApiError(503, 'SERVICE_UNAVAILABLE', 'Too many password checks in progress; try again shortly', undefined, {
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  });
+
+export interface HasherOptions {
+  cost: number;
+  /** Hashes run at once; more only share the same cores (and libuv's four threads) more thinly. */
+  concurrency: number;
+  /** Hashes that may wait for a free slot; one more is refused at once with 503. */
+  maxWaiting: number;
 }
 
-const dummyHashes = new Map<number, Promise<string>>();
-
 /**
- * A hash of a random password at `cost`, made once: checking a password against it costs what a
- * real check costs, so a login for an unknown account takes as long as one with a wrong password.
+ * bcrypt on libuv's thread pool, off the event loop, at most `concurrency` at a time. bcrypt is the
+ * one thing here that costs CPU by design, so it is rationed: past `maxWaiting` queued hashes, a
+ * caller is told to come back (503 with Retry-After) rather than wait for seconds behind the others.
  */
-export function dummyHash(cost: number): Promise<string> {
-  let dummy = dummyHashes.get(cost);
-  if (!dummy) {
-    dummy = hash(randomBytes(18).toString('base64url'), { cost });
-    dummyHashes.set(cost, dummy);
+export class PasswordHasher {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  private dummy: Promise<string> | undefined;
+  /** Seconds per hash, as last measured; sizes Retry-After. */
+  private secondsPerHash = 0.2;
+
+  constructor(private readonly options: HasherOptions) {}
+
+  /** Hashes and checks waiting for a slot, for metrics and tests. */
+  get queued(): number {
+    return this.waiting.length;
   }
-  return dummy;
-}
 
-/**
- * True only for the right password. Without a hash (no such account), or for a password bcrypt
- * could never have hashed, it does the same work against a dummy hash and says false.
- */
-export async function verifyPassword(password: string, passwordHash: string | undefined, cost: number): Promise<boolean> {
-  const bytes = Buffer.from(password, 'utf8');
-  if (passwordHash !== undefined && bytes.length <= MAX_PASSWORD_BYTES) return verify(bytes, passwordHash);
-  await verify(bytes.subarray(0, MAX_PASSWORD_BYTES), await dummyHash(cost));
-  return false;
+  hash(password: string): Promise<string> {
+    return this.rationed(() => hash(password, { cost: this.options.cost }));
+  }
+
+  /**
+   * True only for the right password. Without a hash (no such account), or for a password bcrypt
+   * could never have hashed, it does the same work against a dummy hash and says false, so a login
+   * for an unknown account takes as long as one with a wrong password.
+   */
+  async verify(password: string, passwordHash: string | undefined): Promise<boolean> {
+    const bytes = Buffer.from(password, 'utf8');
+    if (passwordHash !== undefined && bytes.length <= MAX_PASSWORD_BYTES) return this.rationed(() => verify(bytes, passwordHash));
+    const dummy = await this.dummyHash();
+    await this.rationed(() => verify(bytes.subarray(0, MAX_PASSWORD_BYTES), dummy));
+    return false;
+  }
+
+  /** A hash of a random password at the configured cost, made once (outside the ration). */
+  dummyHash(): Promise<string> {
+    this.dummy ??= hash(randomBytes(18).toString('base64url'), { cost: this.options.cost });
+    return this.dummy;
+  }
+
+  private async rationed<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running >= this.options.concurrency) {
+      if (this.waiting.length >= this.options.maxWaiting) {
+        const rounds = Math.ceil((this.waiting.length + 1) / this.options.concurrency);
+        throw hashingBusy(Math.max(1, Math.ceil(rounds * this.secondsPerHash)));
+      }
+      // The slot is handed over by the finishing hash, so `running` already counts this one.
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else {
+      this.running++;
+    }
+    const started = performance.now();
+    try {
+      return await work();
+    } finally {
+      this.secondsPerHash = (performance.now() - started) / 1000;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
 }
 
 /** Shorter passwords fail the contract's schema before they get here. */

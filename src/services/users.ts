@@ -8,7 +8,7 @@ import * as users from '../db/users';
 import type { Principal } from './auth';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
-import { checkNewPassword, checkNotEmail, hashPassword } from './passwords';
+import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 
 const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
 
@@ -51,6 +51,7 @@ export class UserService {
     private readonly db: Kysely<Database>,
     private readonly config: Config,
     private readonly mail: AccountMail,
+    private readonly passwords: PasswordHasher,
   ) {}
 
   async list(principal: Principal, input: ListInput): Promise<UserList> {
@@ -100,7 +101,7 @@ export class UserService {
     const created = await users.insertUser(this.db, {
       name: input.name.trim(),
       email: normalizeEmail(input.email),
-      password_hash: await hashPassword(input.password, this.config.bcryptCost),
+      password_hash: await this.passwords.hash(input.password),
       role: input.role ?? 'user',
       is_active: input.is_active ?? true,
     });
@@ -125,7 +126,7 @@ export class UserService {
         patch.email_verified = false;
       }
     }
-    if (input.password !== undefined) patch.password_hash = await hashPassword(input.password, this.config.bcryptCost);
+    if (input.password !== undefined) patch.password_hash = await this.passwords.hash(input.password);
     if (input.role !== undefined) patch.role = input.role;
     if (input.is_active !== undefined) patch.is_active = input.is_active;
 
@@ -171,7 +172,7 @@ export class UserService {
     return users.insertUser(this.db, {
       email: normalized,
       name: 'Administrator',
-      password_hash: await hashPassword(password, this.config.bcryptCost),
+      password_hash: await this.passwords.hash(password),
       role: 'admin',
       email_verified: true,
     });
