@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { verify } from '@node-rs/bcrypt';
+import { sql } from 'kysely';
 import { createApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { UserRow } from '../src/db/types';
@@ -939,5 +940,54 @@ describe('with MAX_PAGE_SIZE=5 and DEFAULT_PAGE_SIZE=2', () => {
     const limit = await get(`q=${mark}&limit=5`);
     expect(limit.status).toBe(200);
     expect(limit.body.meta).toEqual({ next_cursor: null, has_more: false });
+  });
+});
+
+describe('meta.total at any size', () => {
+  // Totals without a search come from counters the database keeps per state; they must agree with
+  // the rows through every kind of change, made through the API or straight in SQL.
+  const STATUS_SQL: Record<string, string> = {
+    '': 'deleted_at is null',
+    active: 'deleted_at is null and is_active',
+    inactive: 'deleted_at is null and not is_active',
+    deleted: 'deleted_at is not null',
+  };
+
+  async function expectExactTotals(): Promise<void> {
+    for (const [status, where] of Object.entries(STATUS_SQL)) {
+      const { rows } = await sql.raw<{ n: number }>(`select count(*)::int as n from users where ${where}`).execute(t.db);
+      const res = await t.get(`/api/users${status ? `?status=${status}` : ''}`, { token: admin });
+      expect(res.status).toBe(200);
+      expect({ status, total: res.body.meta.total }).toEqual({ status, total: rows[0].n });
+    }
+  }
+
+  it('follows creation, deactivation, deletion, restoration and rows changed outside the API', async () => {
+    await expectExactTotals();
+    const users = await Promise.all(Array.from({ length: 4 }, () => t.register()));
+    await expectExactTotals();
+    expect((await t.put(`/api/users/${users[0].id}`, { is_active: false }, { token: admin })).status).toBe(200);
+    await expectExactTotals();
+    expect((await t.delete(`/api/users/${users[0].id}`, { token: admin })).status).toBe(204);
+    expect((await t.delete(`/api/users/${users[1].id}`, { token: admin })).status).toBe(204);
+    await expectExactTotals();
+    expect((await t.post(`/api/users/${users[0].id}/restore`, undefined, { token: admin })).status).toBe(200);
+    await expectExactTotals();
+    // A change that leaves the state as it was moves no counter.
+    expect((await t.put(`/api/users/${users[2].id}`, { name: 'Renamed' }, { token: admin })).status).toBe(200);
+    await expectExactTotals();
+    await sql`update users set is_active = false where id = ${users[2].id}`.execute(t.db);
+    await sql`delete from users where id = ${users[3].id}`.execute(t.db);
+    await expectExactTotals();
+  });
+
+  it('is not changed by a creation that failed', async () => {
+    const before = await t.get('/api/users', { token: admin });
+    const taken = await t.register();
+    const again = await t.post('/api/users', { email: taken.email, password: 'another-password-1', name: 'Again' }, { token: admin });
+    expect(again.status).toBe(409);
+    const after = await t.get('/api/users', { token: admin });
+    expect(after.body.meta.total).toBe(before.body.meta.total + 1);
+    await expectExactTotals();
   });
 });

@@ -1,9 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type Extension } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import { Pool } from 'pg';
 import type { Database } from './types';
+
+// Trigram indexes for the user search. PGlite's extensions declare ESM types only, though they ship
+// CommonJS builds, so this one is required with its type spelled out.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { pg_trgm } = require('@electric-sql/pglite/contrib/pg_trgm') as { pg_trgm: Extension };
 
 export interface DatabaseOptions {
   /** A postgres:// URL, or undefined for the embedded database. */
@@ -40,6 +45,6 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   }
   const inMemory = options.dataDir.startsWith('memory://');
   if (!inMemory) mkdirSync(options.dataDir, { recursive: true });
-  const pglite = await PGlite.create(inMemory ? undefined : options.dataDir);
+  const pglite = await PGlite.create({ dataDir: inMemory ? undefined : options.dataDir, extensions: { pg_trgm } });
   return { db: new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), kind: 'embedded' };
 }

@@ -59,11 +59,18 @@ export interface MailOutboxTable {
   last_error: string | null;
 }
 
+/** How many users are in each state; kept by a trigger on users. */
+export interface UserCountTable {
+  state: 'active' | 'inactive' | 'deleted';
+  n: ColumnType<number, never, never>;
+}
+
 export interface Database {
   users: UserTable;
   sessions: SessionTable;
   account_tokens: AccountTokenTable;
   mail_outbox: MailOutboxTable;
+  user_counts: UserCountTable;
 }
 
 export type UserRow = Selectable<UserTable>;
