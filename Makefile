@@ -1,7 +1,7 @@
 SHELL := /bin/bash
 NPM ?= npm
 
-.PHONY: install generate check-generated build run migrate test typecheck clean
+.PHONY: install generate check-generated build run migrate test typecheck clean bench bench-scale
 
 # npm install rather than npm ci: the lock file holds the versions, and npm ci refuses a lock file
 # that lists only this platform's optional native packages.
@@ -21,6 +21,11 @@ check-generated: node_modules
 	  if ! diff -q $$tmp/openapi.ts generated/openapi.ts >/dev/null; then \
 	    echo "generated/ is stale: run 'make generate' and commit the result"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 
+## lint-contract: lint api/openapi.yaml with the rules in redocly.yaml (errors fail the build)
+.PHONY: lint-contract
+lint-contract: node_modules
+	REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx redocly lint --config redocly.yaml api/openapi.yaml
+
 build: node_modules
 	$(NPM) run build
 
@@ -38,11 +43,20 @@ typecheck: node_modules
 ## test: contract freshness, type check, then the whole suite; the timing tests run last, alone,
 ## so that no other test competes with them for the CPU
 SUMMARY := $(shell mktemp -u /tmp/jest-summary.XXXXXX)
-test: node_modules check-generated typecheck
+test: node_modules lint-contract check-generated typecheck
 	@rm -f $(SUMMARY)
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --testPathIgnorePatterns '\.timing\.test\.ts$$'
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --runInBand --testPathPatterns '\.timing\.test\.ts$$'
 	@rm -f $(SUMMARY)
+
+## bench: the service against a baseline server on the local PostgreSQL (or BENCH_DATABASE_URL, recreated);
+## prints a table and writes bench/results/<time>.json
+bench: build
+	node -r ./test/support/ts-register.js bench/run.ts
+
+## bench-scale: lists and searches at 10,000, 100,000 and 1,000,000 users, with their query plans
+bench-scale: build
+	node -r ./test/support/ts-register.js bench/scale.ts
 
 clean:
 	rm -rf dist

@@ -382,6 +382,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the audit trail (admin)
+         * @description Authentication and administration events, oldest first: items come by id ascending after
+         *     `cursor` (default 0), at most `limit` of them, with `meta` `{next_cursor, has_more}`, the
+         *     cursor shape of the user list. To read the latest events, narrow the range with `since`.
+         *     An event is written in the same transaction as the change it records, so it exists exactly
+         *     when the change does; a failed login, which changes nothing, is written on its own.
+         *
+         *     A client that follows the trail as it grows should ask again from the last id it saw and
+         *     also re-read a few seconds back with `since`: an id is taken when its transaction starts,
+         *     so a slow transaction can commit an event with a lower id after a faster one with a higher id.
+         *
+         *     Event types: `user.registered`, `login.succeeded`, `login.failed` (`details.reason`:
+         *     `invalid_credentials` or `account_disabled`; the e-mail that was tried is not kept),
+         *     `login.locked` (the failure that started a lockout), `session.refreshed`,
+         *     `session.refresh_reuse_detected` (a replaced refresh token presented after the grace
+         *     period; the session is revoked), `session.logged_out` (`details.all`), `session.revoked`
+         *     (`details.session_id`), `password.changed`, `password.reset_requested` (only when a link is
+         *     sent), `password.reset_completed`, `email.verified`, `user.created`, `user.updated`
+         *     (`details.fields` names what changed, `role` and `is_active` their new values),
+         *     `user.deleted`, `user.restored`.
+         *
+         *     `actor_user_id` is who acted: the signed-in user, or the account whose password, refresh,
+         *     reset or verification token was presented; null when no one was identified (a failed login,
+         *     a reset request, the admin account made at start-up). `subject_user_id` is the account the
+         *     event is about. Neither is a foreign key: events outlive the rows they name. `details`
+         *     never holds a password, a token or a hash.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/": {
         parameters: {
             query?: never;
@@ -434,6 +478,38 @@ export interface paths {
          * @description The database answers within a second; otherwise 503 `SERVICE_UNAVAILABLE`.
          */
         get: operations["healthReady"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Public keys that verify access tokens (JWK Set)
+         * @description The JWK Set (RFC 7517) other services use to verify this service's tokens themselves. With
+         *     `ALGORITHM` RS256 or ES256, it lists the current signing key first, then the retired keys of
+         *     `JWT_PREVIOUS_PUBLIC_KEYS`; every token names its key in the `kid` header (the key's RFC 7638
+         *     thumbprint). With HS256, HS384 or HS512 tokens are signed with a shared secret and the set is
+         *     empty.
+         *
+         *     **Not an envelope:** a successful answer is the bare JWK Set, the shape JWT libraries
+         *     (`jose`'s `createRemoteJWKSet`, for one) read from a JWKS URL. Errors are envelopes, as
+         *     everywhere. It is part of the contract, rather than served beside it like `/openapi.json`,
+         *     so that it is documented, validated and typed like every other operation. It counts against
+         *     the general per-client budget (`RATE_LIMIT_PER_MINUTE`), not the one for credentials, and
+         *     may be cached for five minutes: a newly configured key appears within that time, so add the
+         *     next key to the set (as a retired one is listed) well before signing with it.
+         */
+        get: operations["getJwks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -701,6 +777,94 @@ export interface components {
                 };
             };
         };
+        /** @description A JWK Set (RFC 7517 §5); not wrapped in the envelope. */
+        JsonWebKeySet: {
+            keys: components["schemas"]["JsonWebKey"][];
+        };
+        /** @description A public signing key; private members (`d`, `p`, `q`, ...) never appear. */
+        JsonWebKey: components["schemas"]["RsaJsonWebKey"] | components["schemas"]["EcJsonWebKey"];
+        RsaJsonWebKey: {
+            /** @description RFC 7638 thumbprint of the key (SHA-256, base64url); tokens name it in their `kid` header. */
+            kid: string;
+            /** @enum {string} */
+            kty: "RSA";
+            /** @enum {string} */
+            alg: "RS256";
+            /** @enum {string} */
+            use: "sig";
+            /** @description Modulus, base64url. */
+            n: string;
+            /** @description Public exponent, base64url. */
+            e: string;
+        };
+        EcJsonWebKey: {
+            /** @description RFC 7638 thumbprint of the key (SHA-256, base64url); tokens name it in their `kid` header. */
+            kid: string;
+            /** @enum {string} */
+            kty: "EC";
+            /** @enum {string} */
+            alg: "ES256";
+            /** @enum {string} */
+            use: "sig";
+            /** @enum {string} */
+            crv: "P-256";
+            /** @description Base64url. */
+            x: string;
+            /** @description Base64url. */
+            y: string;
+        };
+        /**
+         * @description What happened; see the audit trail's description for each type's `details`.
+         * @example login.succeeded
+         * @enum {string}
+         */
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored";
+        AuditEvent: {
+            /**
+             * @description Increases with every event; the cursor.
+             * @example 42
+             */
+            id: number;
+            occurred_at: components["schemas"]["Timestamp"];
+            event_type: components["schemas"]["AuditEventType"];
+            /**
+             * @description Who acted; null when no one was identified.
+             * @example 7
+             */
+            actor_user_id: number | null;
+            /**
+             * @description The account the event is about.
+             * @example 7
+             */
+            subject_user_id: number | null;
+            /**
+             * @description The client's address (see TRUST_PROXY).
+             * @example 203.0.113.7
+             */
+            ip: string | null;
+            /** @example Mozilla/5.0 */
+            user_agent: string | null;
+            /**
+             * @description The X-Request-Id of the request, as in the access log.
+             * @example 8d2e4f60-7c1b-4a9e-b3d2-1f0e9c8b7a65
+             */
+            request_id: string | null;
+            /**
+             * @description A few facts particular to the event type; never a password, token or hash.
+             * @example {
+             *       "session_id": "0b7f5c3e-8d1a-4f5e-9c2b-6a4d3e2f1a0b"
+             *     }
+             */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        AuditEventListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["AuditEvent"][];
+            meta: components["schemas"]["CursorMeta"];
+        };
         /** @enum {string} */
         ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         FieldError: {
@@ -742,21 +906,21 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The body is malformed, or the token is unknown, expired or already used (`INVALID_TOKEN`). */
+        /** @description The body is malformed (`BAD_REQUEST`), or the token is unknown, expired or already used (`INVALID_TOKEN`). */
         InvalidToken: {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "success": false,
-                 *       "error": {
-                 *         "code": "INVALID_TOKEN",
-                 *         "message": "Invalid or expired token"
-                 *       }
-                 *     }
-                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description The body is malformed (`BAD_REQUEST`), or the current password is wrong (`INVALID_PASSWORD`). */
+        InvalidPassword: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
@@ -993,6 +1157,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": 7,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "role": "user",
+                     *           "is_active": true,
+                     *           "email_verified": false,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         },
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["RegisterResponse"];
                 };
             };
@@ -1030,6 +1215,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800
+                     *       },
+                     *       "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
+                     *       "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl",
+                     *       "token_type": "bearer",
+                     *       "expires_in": 1800
+                     *     }
+                     */
                     "application/json": components["schemas"]["FormLoginResponse"];
                 };
             };
@@ -1068,6 +1268,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": 7,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "role": "user",
+                     *           "is_active": true,
+                     *           "email_verified": true,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:10:00.000Z"
+                     *         },
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LoginResponse"];
                 };
             };
@@ -1092,7 +1313,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxIn0.signature"
+                 *       "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl"
                  *     }
                  */
                 "application/json": components["schemas"]["RefreshRequest"];
@@ -1105,6 +1326,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyIsImp0aSI6IjIifQ.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2giLCJqdGkiOiIyIn0.c2lnbmF0dXJl",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["TokenResponse"];
                 };
             };
@@ -1132,6 +1364,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "user",
+                     *         "is_active": true,
+                     *         "email_verified": true,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:10:00.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UserResponse"];
                 };
             };
@@ -1165,14 +1412,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "data": {
-                     *         "message": "Logged out"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["MessageResponse"];
                 };
             };
@@ -1214,14 +1453,14 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "message": "Password changed"
+                     *         "message": "Password changed; every other session has been signed out"
                      *       }
                      *     }
                      */
                     "application/json": components["schemas"]["MessageResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["InvalidPassword"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
@@ -1302,7 +1541,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "message": "Password has been reset"
+                     *         "message": "Password has been reset; sign in with the new password"
                      *       }
                      *     }
                      */
@@ -1341,6 +1580,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "user",
+                     *         "is_active": true,
+                     *         "email_verified": true,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:10:00.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UserResponse"];
                 };
             };
@@ -1400,6 +1654,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "0b7f5c3e-8d1a-4f5e-9c2b-6a4d3e2f1a0b",
+                     *           "created_at": "2026-01-03T09:00:00.000Z",
+                     *           "last_used_at": "2026-01-03T09:25:00.000Z",
+                     *           "expires_at": "2026-01-10T09:25:00.000Z",
+                     *           "ip": "203.0.113.7",
+                     *           "user_agent": "Mozilla/5.0",
+                     *           "current": true
+                     *         },
+                     *         {
+                     *           "id": "5d1e2f3a-4b5c-4d7e-8f90-a1b2c3d4e5f6",
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "last_used_at": "2026-01-02T03:04:05.000Z",
+                     *           "expires_at": "2026-01-09T03:04:05.000Z",
+                     *           "ip": null,
+                     *           "user_agent": null,
+                     *           "current": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SessionListResponse"];
                 };
             };
@@ -1509,6 +1788,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 8,
+                     *         "email": "grace@example.com",
+                     *         "name": "Grace Hopper",
+                     *         "role": "user",
+                     *         "is_active": true,
+                     *         "email_verified": false,
+                     *         "created_at": "2026-01-04T10:00:00.000Z",
+                     *         "updated_at": "2026-01-04T10:00:00.000Z",
+                     *         "deleted_at": null
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UserResponse"];
                 };
             };
@@ -1580,6 +1875,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada King",
+                     *         "role": "user",
+                     *         "is_active": true,
+                     *         "email_verified": true,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-05T08:00:00.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UserResponse"];
                 };
             };
@@ -1641,6 +1951,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "user",
+                     *         "is_active": true,
+                     *         "email_verified": true,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-06T12:00:00.000Z",
+                     *         "deleted_at": null
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UserResponse"];
                 };
             };
@@ -1648,6 +1974,45 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events with an id greater than this are returned (default 0). */
+                cursor?: number;
+                /** @description Events to return, at most `MAX_PAGE_SIZE` (100); default `DEFAULT_PAGE_SIZE` (20). */
+                limit?: number;
+                /** @description Only events this user did (`actor_user_id`) or that were about them (`subject_user_id`). */
+                user_id?: number;
+                /** @description Only events of this type. */
+                event_type?: components["schemas"]["AuditEventType"];
+                /** @description Only events at or after this time (ISO 8601 with a time zone). */
+                since?: string;
+                /** @description Only events before this time; must be later than `since` (422 otherwise). */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events by id ascending. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -1745,6 +2110,45 @@ export interface operations {
             };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The public keys, current first. */
+            200: {
+                headers: {
+                    /** @description `public, max-age=300`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kid": "oKIywvGUpTVTyxMQ3bwIIeQUudfr_CkLMjCE19ECD-U",
+                     *           "kty": "EC",
+                     *           "alg": "ES256",
+                     *           "use": "sig",
+                     *           "crv": "P-256",
+                     *           "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+                     *           "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
         };
     };
 }

@@ -5,17 +5,22 @@ import { migrateToLatest } from './db/migrate';
 import { handlers } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
+import { cacheControl } from './http/cache-control';
 import { contractFor } from './http/contract';
 import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
-import { accessLog, bodies, errors, requestId } from './http/middleware';
+import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
+import { accessLog, bodies, errors, requestId, requestOrigin } from './http/middleware';
 import { corsFor, securityHeaders } from './http/security';
 import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
 import { AccountMail } from './services/account-mail';
+import { AuditTrail } from './services/audit';
 import { AuthService } from './services/auth';
+import { Housekeeping } from './services/housekeeping';
 import { LoginGuard } from './services/login-guard';
+import { Metrics } from './services/metrics';
 import { createTransport, Outbox } from './services/outbox';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory } from './services/rate-limiter';
@@ -26,6 +31,8 @@ export interface App {
   koa: Koa;
   services: Services;
   logger: Logger;
+  /** Readiness turns 503 and responses ask clients to close their connections; requests are still served. */
+  beginShutdown(): void;
   close(): Promise<void>;
 }
 
@@ -44,18 +51,28 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const tokens = new TokenService(config);
     const outbox = new Outbox(db, config, createTransport(config, logger), logger);
     const mail = new AccountMail(config, outbox);
+    const housekeeping = new Housekeeping(db, config, logger);
+    const metrics = config.metricsEnabled
+      ? new Metrics({ pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued })
+      : undefined;
+    const audit = new AuditTrail(db, config, logger);
+    if (metrics) audit.onRecorded((type) => metrics.countEvent(type));
     const passwords = new PasswordHasher({
       cost: config.bcryptCost,
       concurrency: config.passwordHashConcurrency,
       maxWaiting: config.passwordHashQueueMax,
+      observe: metrics && ((seconds) => metrics.observePasswordHash(seconds)),
     });
+    const lifecycle = { draining: false };
     const services: Services = {
       config,
       db,
-      auth: new AuthService(db, config, tokens, mail, passwords, limiter && (await LoginGuard.create(config, limiter))),
-      account: new AccountService(db, config, mail, passwords),
-      users: new UserService(db, config, mail, passwords),
+      auth: new AuthService(db, config, tokens, mail, passwords, audit, limiter && (await LoginGuard.create(config, limiter))),
+      account: new AccountService(db, config, mail, passwords, audit),
+      users: new UserService(db, config, mail, passwords, audit),
+      audit,
       startedAt: Date.now(),
+      lifecycle,
     };
     if (config.adminEmail && config.adminPassword) {
       const admin = await services.users.ensureAdmin(config.adminEmail, config.adminPassword);
@@ -73,9 +90,19 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     koa.silent = true;
     koa.use(securityHeaders());
     koa.use(requestId);
-    koa.use(accessLog(logger));
+    koa.use(requestOrigin);
+    koa.use(async (ctx, next) => {
+      // A stopping process lets keep-alive clients know to reconnect (to another process) after this response.
+      if (lifecycle.draining) ctx.set('Connection', 'close');
+      await next();
+    });
+    koa.use(accessLog(logger, { quietPaths: [METRICS_PATH] }));
+    if (metrics) koa.use(requestMetrics(metrics));
     if (config.corsOrigins.length > 0) koa.use(corsFor(config.corsOrigins));
     koa.use(errors(logger));
+    if (metrics) koa.use(metricsEndpoint(metrics, config.metricsToken));
+    // Verifiers may keep the key set for five minutes, so a key is published that long before it signs.
+    koa.use(cacheControl({ getJwks: 'public, max-age=300' }));
     if (config.docsEnabled) koa.use(docsRouter(document).routes());
     koa.use(router.routes());
     koa.use(async (ctx) => {
@@ -92,12 +119,19 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       });
     });
     outbox.start();
+    housekeeping.start();
+    audit.start();
     logger.debug({ database: kind }, 'app ready');
     return {
       koa,
       services,
       logger,
+      beginShutdown() {
+        lifecycle.draining = true;
+      },
       async close() {
+        await housekeeping.stop();
+        await audit.stop();
         await outbox.stop();
         await db.destroy();
       },

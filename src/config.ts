@@ -1,8 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import { KeyError, parsePrivateKey, parsePublicKeys, type AsymmetricAlgorithm } from './services/keys';
 
-export type Algorithm = 'HS256' | 'HS384' | 'HS512';
+export type Algorithm = 'HS256' | 'HS384' | 'HS512' | AsymmetricAlgorithm;
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+export type LogFormat = 'json' | 'pretty';
 
 export interface Config {
   readonly nodeEnv: string;
@@ -15,6 +17,10 @@ export interface Config {
   /** True when no SECRET_KEY was configured and a random one was made for this process. */
   readonly secretKeyGenerated: boolean;
   readonly algorithm: Algorithm;
+  /** The key RS256 and ES256 tokens are signed with (from JWT_PRIVATE_KEY); undefined with HS*. */
+  readonly jwtPrivateKey: KeyObject | undefined;
+  /** Public keys of retired signing keys: tokens they signed still verify, and the JWKS lists them. */
+  readonly jwtPreviousPublicKeys: readonly KeyObject[];
   readonly accessTokenExpireMinutes: number;
   readonly refreshTokenExpireDays: number;
   readonly refreshReuseGraceSeconds: number;
@@ -30,6 +36,8 @@ export interface Config {
   readonly adminEmail: string | undefined;
   readonly adminPassword: string | undefined;
   readonly logLevel: LogLevel;
+  /** JSON lines, or pino-pretty's colored lines for a developer's terminal. */
+  readonly logFormat: LogFormat;
   /** smtp:// or smtps:// URL; undefined writes messages to the log instead. */
   readonly smtpUrl: string | undefined;
   readonly mailFrom: string;
@@ -54,6 +62,22 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** Origins allowed to call the API from a browser; empty means CORS is off. */
   readonly corsOrigins: readonly string[];
+  /** Worker processes (node:cluster); 1 runs the service in this process. */
+  readonly webConcurrency: number;
+  /** How long a stopping process waits for requests in flight before closing their connections. */
+  readonly shutdownTimeoutSeconds: number;
+  /** Serve Prometheus metrics at /metrics. */
+  readonly metricsEnabled: boolean;
+  /** When set, /metrics requires `Authorization: Bearer <metricsToken>`. */
+  readonly metricsToken: string | undefined;
+  /** Audit events older than this many days are purged; undefined keeps them forever. */
+  readonly auditRetentionDays: number | undefined;
+  /** Seconds between purges of spent sessions, tokens and mail; 0 turns the worker off. */
+  readonly housekeepingIntervalSeconds: number;
+  /** Rows deleted per statement, so that no purge holds many locks or runs long. */
+  readonly housekeepingBatchSize: number;
+  /** How long a revoked or expired session, a spent token or finished mail is kept before it is purged. */
+  readonly housekeepingRetentionHours: number;
 }
 
 export class ConfigError extends Error {
@@ -65,15 +89,16 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-const ALGORITHMS: readonly Algorithm[] = ['HS256', 'HS384', 'HS512'];
+const ALGORITHMS: readonly Algorithm[] = ['HS256', 'HS384', 'HS512', 'RS256', 'ES256'];
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
 const MIN_SECRET_LENGTH = 32;
 
 /**
  * Parses the environment into a frozen Config. Every problem is collected and reported at once,
- * so a misconfigured deployment is fixed in one round.
+ * so a misconfigured deployment is fixed in one round. `stdoutIsTty` picks the default log format.
  */
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process.stdout.isTTY)): Config {
   const problems: string[] = [];
   const read = (name: string): string | undefined => {
     const value = env[name]?.trim();
@@ -175,6 +200,15 @@ export function loadConfig(env: Env = process.env): Config {
     if (origin !== '*' && !/^https?:\/\/[^/]+$/.test(origin)) problems.push(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
   }
 
+  const algorithm = oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase());
+  const { jwtPrivateKey, jwtPreviousPublicKeys } = signingKeys(algorithm, read('JWT_PRIVATE_KEY'), read('JWT_PREVIOUS_PUBLIC_KEYS'), problems);
+
+  const webConcurrencyRaw = read('WEB_CONCURRENCY')?.toLowerCase();
+  const webConcurrency = webConcurrencyRaw === 'auto' ? availableParallelism() : integer('WEB_CONCURRENCY', 1, 1, 256);
+  if (webConcurrency > 1 && databaseUrl === undefined) {
+    problems.push('WEB_CONCURRENCY above 1 needs DATABASE_URL (the embedded database serves one process only)');
+  }
+
   const config: Config = {
     nodeEnv,
     host,
@@ -183,7 +217,9 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: read('DATA_DIR') ?? './data',
     secretKey: secretKey ?? '',
     secretKeyGenerated,
-    algorithm: oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase()),
+    algorithm,
+    jwtPrivateKey,
+    jwtPreviousPublicKeys,
     accessTokenExpireMinutes: integer('ACCESS_TOKEN_EXPIRE_MINUTES', 30, 1, 24 * 60),
     refreshTokenExpireDays: integer('REFRESH_TOKEN_EXPIRE_DAYS', 7, 1, 365),
     refreshReuseGraceSeconds: integer('REFRESH_REUSE_GRACE_SECONDS', 10, 0, 3600),
@@ -197,6 +233,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminEmail,
     adminPassword,
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, production ? 'info' : 'debug', (s) => s.toLowerCase()),
+    // Pretty only for a person at a terminal; anything that collects the output gets JSON.
+    logFormat: oneOf('LOG_FORMAT', LOG_FORMATS, nodeEnv === 'development' && stdoutIsTty ? 'pretty' : 'json', (s) => s.toLowerCase()),
     smtpUrl,
     mailFrom: read('MAIL_FROM') ?? 'Account Service <no-reply@localhost>',
     appUrl,
@@ -214,6 +252,15 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: boolean('TRUST_PROXY', false),
     maxBodyBytes: integer('MAX_BODY_BYTES', 64 * 1024, 1024, 50 * 1024 * 1024),
     corsOrigins,
+    webConcurrency,
+    shutdownTimeoutSeconds: integer('SHUTDOWN_TIMEOUT_SECONDS', 10, 0, 3600),
+    metricsEnabled: boolean('METRICS_ENABLED', true),
+    metricsToken: read('METRICS_TOKEN'),
+    auditRetentionDays: read('AUDIT_RETENTION_DAYS') === undefined ? undefined : integer('AUDIT_RETENTION_DAYS', 0, 1, 100 * 365),
+    housekeepingIntervalSeconds: integer('HOUSEKEEPING_INTERVAL_SECONDS', 3600, 0, 7 * 24 * 3600),
+    housekeepingBatchSize: integer('HOUSEKEEPING_BATCH_SIZE', 1000, 1, 100_000),
+    // Rows stay a while after they stop mattering, for whoever looks into a recent sign-out or failed delivery.
+    housekeepingRetentionHours: integer('HOUSEKEEPING_RETENTION_HOURS', 24, 1, 24 * 365),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);
@@ -224,4 +271,34 @@ export function loadConfig(env: Env = process.env): Config {
 function defaultHashConcurrency(env: Env): number {
   const pool = Number(env.UV_THREADPOOL_SIZE) || 4;
   return Math.max(1, Math.min(availableParallelism(), pool));
+}
+
+/**
+ * RS256 and ES256 sign with JWT_PRIVATE_KEY and also verify with JWT_PREVIOUS_PUBLIC_KEYS; HS*
+ * signs with SECRET_KEY, and keys set for it are refused rather than silently unused.
+ */
+function signingKeys(
+  algorithm: Algorithm,
+  privatePem: string | undefined,
+  previousPems: string | undefined,
+  problems: string[],
+): { jwtPrivateKey: KeyObject | undefined; jwtPreviousPublicKeys: readonly KeyObject[] } {
+  if (algorithm !== 'RS256' && algorithm !== 'ES256') {
+    if (privatePem !== undefined) problems.push(`JWT_PRIVATE_KEY is set but ALGORITHM is ${algorithm}; set ALGORITHM=RS256 or ES256 to sign with it`);
+    if (previousPems !== undefined) problems.push(`JWT_PREVIOUS_PUBLIC_KEYS is set but ALGORITHM is ${algorithm}; it applies to RS256 and ES256 only`);
+    return { jwtPrivateKey: undefined, jwtPreviousPublicKeys: Object.freeze([]) };
+  }
+  const parse = <T>(name: string, build: () => T): T | undefined => {
+    try {
+      return build();
+    } catch (error) {
+      if (!(error instanceof KeyError)) throw error;
+      problems.push(`${name} ${error.message}`);
+      return undefined;
+    }
+  };
+  if (privatePem === undefined) problems.push(`JWT_PRIVATE_KEY is required when ALGORITHM is ${algorithm} (a PEM private key)`);
+  const jwtPrivateKey = privatePem === undefined ? undefined : parse('JWT_PRIVATE_KEY', () => parsePrivateKey(privatePem, algorithm));
+  const previous = previousPems === undefined ? [] : (parse('JWT_PREVIOUS_PUBLIC_KEYS', () => parsePublicKeys(previousPems)) ?? []);
+  return { jwtPrivateKey, jwtPreviousPublicKeys: Object.freeze(previous) };
 }

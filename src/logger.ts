@@ -25,10 +25,11 @@ function serializeError(error: unknown): unknown {
 }
 
 /**
- * JSON lines on stdout (or `destination`); fields that could carry a secret are redacted wherever
- * they appear, and errors are logged without the data they may carry.
+ * JSON lines on stdout (or `destination`), or pino-pretty's lines with `logFormat: 'pretty'`; fields
+ * that could carry a secret are redacted wherever they appear, and errors are logged without the
+ * data they may carry.
  */
-export function createLogger(config: Pick<Config, 'logLevel'>, destination?: DestinationStream): Logger {
+export function createLogger(config: Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>, destination?: DestinationStream): Logger {
   const options: pino.LoggerOptions = {
     level: config.logLevel,
     base: undefined,
@@ -44,5 +45,32 @@ export function createLogger(config: Pick<Config, 'logLevel'>, destination?: Des
       censor: CENSOR,
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  if (config.logFormat === 'pretty') {
+    const pretty = prettyStream(destination);
+    if (pretty) return pino(options, pretty);
+  }
+  const logger = destination ? pino(options, destination) : pino(options);
+  if (config.logFormat === 'pretty') logger.warn('LOG_FORMAT=pretty, but pino-pretty is not installed: logging JSON');
+  return logger;
+}
+
+/**
+ * pino-pretty in this thread, one line per entry. It is a development dependency, so an install
+ * without those may not have it: then undefined, and the caller falls back to JSON.
+ */
+function prettyStream(destination?: DestinationStream): DestinationStream | undefined {
+  let build: typeof import('pino-pretty').build;
+  try {
+    build = (require('pino-pretty') as typeof import('pino-pretty')).build;
+  } catch {
+    return undefined;
+  }
+  return build({
+    destination,
+    colorize: destination === undefined && Boolean(process.stdout.isTTY),
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    singleLine: true,
+    sync: true,
+  });
 }

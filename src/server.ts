@@ -1,35 +1,158 @@
 import 'dotenv/config';
-import { createApp } from './app';
-import { ConfigError, loadConfig } from './config';
-import { createLogger } from './logger';
+import cluster, { type Worker } from 'node:cluster';
+import type { Server } from 'node:http';
+import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
+import { createApp, type App } from './app';
+import { ConfigError, loadConfig, type Config } from './config';
+import { createLogger, type Logger } from './logger';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config);
+  if (config.webConcurrency > 1 && cluster.isPrimary) {
+    supervise(config, logger);
+    return;
+  }
   if (config.secretKeyGenerated) {
     logger.warn('SECRET_KEY is not set: using a random key, so tokens will not survive a restart');
   }
-  const app = await createApp(config, { logger });
-  const server = app.koa.listen(config.port, config.host, () => {
-    const address = server.address();
-    const port = typeof address === 'object' && address ? address.port : config.port;
-    const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-    logger.info({ database: config.databaseUrl ? 'postgres' : `embedded (${config.dataDir})` }, `listening on ${base}`);
-    if (config.docsEnabled) logger.info(`API docs: ${base}/docs (ReDoc: ${base}/redoc)`);
+  await serve(config, logger);
+}
+
+/** Runs the service in this process (alone, or as one worker of a cluster) until SIGTERM or SIGINT. */
+async function serve(config: Config, logger: Logger): Promise<void> {
+  // Signals are handled from the start: one that arrives while the app is starting stops it once started.
+  let stopping = false;
+  let started: Promise<{ app: App; server: Server }> | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, timeoutSeconds: config.shutdownTimeoutSeconds }, 'shutting down: finishing requests in flight');
+    started!
+      .then(({ app, server }) => drain(server, app, config.shutdownTimeoutSeconds * 1000, logger))
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  started = (async () => {
+    const app = await createApp(config, { logger });
+    const server = app.koa.listen(config.port, config.host, () => {
+      if (cluster.isWorker) {
+        logger.info({ pid: process.pid }, 'worker listening');
+        return;
+      }
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : config.port;
+      const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+      logger.info({ database: config.databaseUrl ? 'postgres' : `embedded (${config.dataDir})` }, `listening on ${base}`);
+      if (config.docsEnabled) logger.info(`API docs: ${base}/docs (ReDoc: ${base}/redoc)`);
+    });
+    // Headers must arrive within the request timeout; slow-loris clients do not hold sockets forever.
+    server.headersTimeout = 20_000;
+    server.requestTimeout = 60_000;
+    return { app, server };
+  })();
+  await started;
+}
+
+/**
+ * A graceful stop: readiness turns 503, the listener closes (new connections are refused), idle
+ * keep-alive connections close, requests in flight finish (each response closes its connection),
+ * and after `timeoutMs` whatever is left is cut. Then the background workers stop and the pool closes.
+ */
+async function drain(server: Server, app: App, timeoutMs: number, logger: Logger): Promise<void> {
+  app.beginShutdown();
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(true), timeoutMs);
+  });
+  if (await Promise.race([closed.then(() => false), timedOut])) {
+    logger.warn({ timeoutMs }, 'requests still in flight at the shutdown timeout: closing their connections');
+    server.closeAllConnections();
+    await closed;
+  }
+  clearTimeout(timer);
+  await app.close();
+  logger.info('stopped');
+}
+
+/** Deaths in this window that make the supervisor give up instead of restarting workers forever. */
+const CRASH_WINDOW_MS = 30_000;
+
+/**
+ * The primary of a cluster: forks `webConcurrency` workers that share the listening socket, replaces a
+ * worker that dies, and on SIGTERM or SIGINT passes SIGTERM on and exits once every worker has stopped.
+ */
+function supervise(config: Config, logger: Logger): void {
+  // Workers must sign and check tokens with one key: a generated one is made here and handed down.
+  if (config.secretKeyGenerated) {
+    logger.warn('SECRET_KEY is not set: using a random key, so tokens will not survive a restart');
+    process.env.SECRET_KEY = config.secretKey;
+  }
+  // In-memory rate-limit counters live here, shared by every worker over IPC.
+  new RateLimiterClusterMaster();
+
+  let stopping = false;
+  const live = new Set<Worker>();
+  const deaths: number[] = [];
+  const fork = () => {
+    const worker = cluster.fork();
+    live.add(worker);
+    logger.info({ worker: worker.id, pid: worker.process.pid }, 'worker started');
+  };
+  const signalAll = (signal: NodeJS.Signals) => {
+    for (const worker of live) worker.process.kill(signal);
+  };
+  cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
+    live.delete(worker);
+    if (stopping) {
+      logger.info({ worker: worker.id, pid: worker.process.pid, code, signal }, 'worker stopped');
+      // A worker still starting has no handler yet and ends by the signal itself; it had nothing in flight.
+      if (code !== 0 && signal !== 'SIGTERM') process.exitCode = 1;
+      if (live.size === 0) process.exit();
+      return;
+    }
+    const now = Date.now();
+    deaths.push(now);
+    while (deaths.length > 0 && deaths[0] < now - CRASH_WINDOW_MS) deaths.shift();
+    logger.error({ worker: worker.id, pid: worker.process.pid, code, signal }, 'worker died');
+    if (deaths.length > 2 * config.webConcurrency) {
+      logger.error({ deaths: deaths.length, windowMs: CRASH_WINDOW_MS }, 'workers keep dying: giving up');
+      stopping = true;
+      process.exitCode = 1;
+      signalAll('SIGTERM');
+      if (live.size === 0) process.exit();
+      return;
+    }
+    fork();
   });
 
-  const stop = (signal: string) => {
-    logger.info({ signal }, 'shutting down');
-    server.close(() => {
-      app.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    });
-    setTimeout(() => process.exit(1), 10_000).unref();
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: stopping workers');
+    signalAll('SIGTERM');
+    // Workers cut their own stragglers at the timeout; this is the backstop for one that hangs.
+    setTimeout(() => {
+      logger.error('workers did not stop in time: killing them');
+      signalAll('SIGKILL');
+      process.exit(1);
+    }, (config.shutdownTimeoutSeconds + 10) * 1000).unref();
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  logger.info({ workers: config.webConcurrency, pid: process.pid }, 'starting workers');
+  for (let i = 0; i < config.webConcurrency; i++) fork();
 }
 
 main().catch((error: unknown) => {

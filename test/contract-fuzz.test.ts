@@ -478,6 +478,11 @@ async function sendAndCheck(method: string, path: string, body: unknown, options
   if (res.status >= 500) throw new Error(`server error: ${where}`);
   if (method === 'HEAD' || res.status === 204) return res;
   if (!String(res.headers['content-type'] ?? '').startsWith('application/json')) throw new Error(`not JSON: ${where}`);
+  // The key set is served as RFC 7517 JSON, which verifiers expect bare; its errors are enveloped.
+  if (path.split('?')[0] === '/.well-known/jwks.json' && res.status === 200) {
+    if (!Array.isArray((res.body as Json)?.keys)) throw new Error(`not a JWK Set: ${where}`);
+    return res;
+  }
   const envelope = res.body as Json;
   if (typeof envelope !== 'object' || envelope === null || envelope.success !== res.status < 400) {
     throw new Error(`envelope's success disagrees with the status: ${where}`);

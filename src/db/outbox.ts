@@ -66,3 +66,14 @@ export async function releaseMail(db: Executor, ids: number[]): Promise<void> {
     .where('sent_at', 'is', null)
     .execute();
 }
+
+/** Messages neither sent nor given up: the queue's backlog. */
+export async function countPendingMail(db: Executor): Promise<number> {
+  const row = await db
+    .selectFrom('mail_outbox')
+    .select(sql<number>`count(*)::int`.as('pending'))
+    .where('sent_at', 'is', null)
+    .where('failed_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return row.pending;
+}

@@ -11,7 +11,9 @@ export const healthCheck: Handler<'healthCheck'> = async (_input, { config, star
 
 export const healthLive: Handler<'healthLive'> = async () => ok({ status: 'alive' });
 
-export const healthReady: Handler<'healthReady'> = async (_input, { db }) => {
+export const healthReady: Handler<'healthReady'> = async (_input, { db, lifecycle }) => {
+  // A stopping process leaves the load balancer's rotation before it stops accepting connections.
+  if (lifecycle.draining) throw serviceUnavailable(new Error('shutting down'));
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`database did not answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/types';
 import type { AuthService, ClientInfo, Principal } from '../services/auth';
 import type { AccountService } from '../services/account';
+import type { AuditTrail } from '../services/audit';
 import type { UserService } from '../services/users';
 
 export type OperationId = keyof operations;
@@ -42,7 +43,10 @@ export interface Services {
   auth: AuthService;
   account: AccountService;
   users: UserService;
+  audit: AuditTrail;
   startedAt: number;
+  /** `draining` once the process has begun to stop: readiness then answers 503. */
+  lifecycle: { readonly draining: boolean };
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply>;

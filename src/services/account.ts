@@ -7,6 +7,7 @@ import type { Database, SessionRow, UserRow } from '../db/types';
 import { findUserByEmail, updateLiveUser } from '../db/users';
 import { conflict, invalidPassword, invalidToken, notFound } from '../http/errors';
 import type { AccountMail } from './account-mail';
+import type { AuditTrail } from './audit';
 import { normalizeEmail, type Principal } from './auth';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 import { sha256 } from './tokens';
@@ -18,6 +19,7 @@ export class AccountService {
     private readonly config: Config,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** Keeps the current session and revokes every other one of the user. */
@@ -25,9 +27,11 @@ export class AccountService {
     checkNewPassword(newPassword, 'body.new_password', principal.user.email);
     if (!(await this.passwords.verify(currentPassword, principal.user.password_hash))) throw invalidPassword();
     const passwordHash = await this.passwords.hash(newPassword);
-    await this.db.transaction().execute(async (trx) => {
-      if (!(await updateLiveUser(trx, principal.user.id, { password_hash: passwordHash }))) throw notFound('User not found');
-      await revokeUserSessions(trx, principal.user.id, principal.sessionId);
+    const id = principal.user.id;
+    await this.audit.transaction(async (trx, record) => {
+      if (!(await updateLiveUser(trx, id, { password_hash: passwordHash }))) throw notFound('User not found');
+      await revokeUserSessions(trx, id, principal.sessionId);
+      await record({ type: 'password.changed', actor: id, subject: id });
     });
   }
 
@@ -38,7 +42,10 @@ export class AccountService {
   async forgotPassword(email: string): Promise<void> {
     const user = await findUserByEmail(this.db, normalizeEmail(email));
     if (!user || user.deleted_at !== null || !user.is_active) return;
-    await this.db.transaction().execute((trx) => this.mail.sendPasswordReset(trx, user));
+    await this.audit.transaction(async (trx, record) => {
+      await this.mail.sendPasswordReset(trx, user);
+      await record({ type: 'password.reset_requested', actor: null, subject: user.id });
+    });
     this.mail.flush();
   }
 
@@ -46,7 +53,7 @@ export class AccountService {
   async resetPassword(token: string, newPassword: string): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password');
     const passwordHash = await this.passwords.hash(newPassword);
-    await this.db.transaction().execute(async (trx) => {
+    await this.audit.transaction(async (trx, record) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
       if (!owner) throw invalidToken();
       // Refused before anything is written: the transaction rolls back and the token stays usable.
@@ -54,12 +61,13 @@ export class AccountService {
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
       if (!user || user.email !== owner.email) throw invalidToken();
       await revokeUserSessions(trx, user.id);
+      await record({ type: 'password.reset_completed', actor: user.id, subject: user.id });
     });
   }
 
   /** Marks the address verified; a token for an address the user no longer has is void. */
   async verifyEmail(token: string): Promise<UserRow> {
-    return this.db.transaction().execute(async (trx) => {
+    return this.audit.transaction(async (trx, record) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'email_verification');
       if (!owner) throw invalidToken();
       const user = await trx
@@ -71,6 +79,7 @@ export class AccountService {
         .returningAll()
         .executeTakeFirst();
       if (!user) throw invalidToken();
+      await record({ type: 'email.verified', actor: user.id, subject: user.id });
       return user;
     });
   }
@@ -86,6 +95,10 @@ export class AccountService {
   }
 
   async revokeSession(principal: Principal, sessionId: string): Promise<void> {
-    if (!(await revokeOwnSession(this.db, principal.user.id, sessionId))) throw notFound('Session not found');
+    const id = principal.user.id;
+    await this.audit.transaction(async (trx, record) => {
+      if (!(await revokeOwnSession(trx, id, sessionId))) throw notFound('Session not found');
+      await record({ type: 'session.revoked', actor: id, subject: id, details: { session_id: sessionId } });
+    });
   }
 }

@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config';
 import { conflict, forbidden, invalidCredentials, tokenExpired, unauthorized } from '../http/errors';
-import { findAuthenticatedUser, insertSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
+import { findAuthenticatedUser, insertSession, listLiveSessions, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
+import type { AuditTrail } from './audit';
 import type { LoginGuard } from './login-guard';
 import { checkNewPassword, type PasswordHasher } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
@@ -35,6 +36,7 @@ export class AuthService {
     private readonly tokens: TokenService,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
+    private readonly audit: AuditTrail,
     /** Per-account lockout after repeated failed logins; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
   ) {
@@ -44,7 +46,7 @@ export class AuthService {
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     checkNewPassword(input.password, 'body.password', input.email);
     const passwordHash = await this.passwords.hash(input.password);
-    const registered = await this.db.transaction().execute(async (trx) => {
+    const registered = await this.audit.transaction(async (trx, record) => {
       const user = await insertUser(trx, {
         email: normalizeEmail(input.email),
         name: input.name.trim(),
@@ -52,8 +54,9 @@ export class AuthService {
         role: 'user',
       });
       if (!user) throw conflict('Email already registered');
-      const tokens = await this.openSession(trx, user, client);
+      const { sessionId, tokens } = await this.openSession(trx, user, client);
       await this.mail.sendVerification(trx, user);
+      await record({ type: 'user.registered', actor: user.id, subject: user.id, details: { session_id: sessionId } });
       return { user, tokens };
     });
     this.mail.flush();
@@ -67,12 +70,23 @@ export class AuthService {
     // An unknown e-mail costs the same bcrypt work as a wrong password.
     const valid = await this.passwords.verify(password, user?.password_hash);
     if (!user || !valid || user.deleted_at !== null) {
-      await this.loginGuard?.failed(email);
+      const locked = await this.loginGuard?.failed(email);
+      // The e-mail that was tried is not kept: people type their password into the wrong field.
+      const subject = user?.id ?? null;
+      await this.audit.record({ type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' } });
+      if (locked) await this.audit.record({ type: 'login.locked', actor: null, subject });
       throw invalidCredentials();
     }
     await this.loginGuard?.succeeded(email);
-    if (!user.is_active) throw forbidden('Account is disabled');
-    const tokens = await this.openSession(this.db, user, client);
+    if (!user.is_active) {
+      await this.audit.record({ type: 'login.failed', actor: null, subject: user.id, details: { reason: 'account_disabled' } });
+      throw forbidden('Account is disabled');
+    }
+    const { tokens } = await this.audit.transaction(async (trx, record) => {
+      const opened = await this.openSession(trx, user, client);
+      await record({ type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: opened.sessionId } });
+      return opened;
+    });
     return { user, tokens };
   }
 
@@ -83,7 +97,7 @@ export class AuthService {
     const userId = Number(verified.claims.sub);
     const sessionId = verified.claims.sid;
     const next = this.tokens.issueRefresh(userId, sessionId);
-    const user = await this.db.transaction().execute(async (trx) => {
+    const user = await this.audit.transaction(async (trx, record) => {
       const rotated = await rotateRefreshToken(trx, {
         sessionId,
         presentedHash: sha256(refreshToken),
@@ -91,9 +105,16 @@ export class AuthService {
         expiresAt: next.expiresAt,
         graceSeconds: this.config.refreshReuseGraceSeconds,
       });
-      if (rotated?.id === userId) return rotated;
-      // A well-signed token that is neither current nor within grace: treat it as stolen.
+      const details = { session_id: sessionId };
+      if (rotated?.id === userId) {
+        await record({ type: 'session.refreshed', actor: userId, subject: userId, details });
+        return rotated;
+      }
+      // A well-signed token that is neither current nor within grace: treat it as stolen. That is
+      // news only while its session is live; one already ended (by a logout, say) just stays ended.
+      const live = (await listLiveSessions(trx, userId)).some((session) => session.id === sessionId);
       await revokeSession(trx, sessionId);
+      if (live) await record({ type: 'session.refresh_reuse_detected', actor: null, subject: userId, details });
       return undefined;
     });
     if (!user) throw unauthorized();
@@ -115,11 +136,15 @@ export class AuthService {
   }
 
   async logout(principal: Principal, all: boolean): Promise<void> {
-    if (all) await revokeUserSessions(this.db, principal.user.id);
-    else await revokeSession(this.db, principal.sessionId);
+    const id = principal.user.id;
+    await this.audit.transaction(async (trx, record) => {
+      if (all) await revokeUserSessions(trx, id);
+      else await revokeSession(trx, principal.sessionId);
+      await record({ type: 'session.logged_out', actor: id, subject: id, details: { session_id: principal.sessionId, all } });
+    });
   }
 
-  private async openSession(db: Executor, user: UserRow, client: ClientInfo): Promise<TokenPair> {
+  private async openSession(db: Executor, user: UserRow, client: ClientInfo): Promise<{ sessionId: string; tokens: TokenPair }> {
     const sessionId = randomUUID();
     const issued = this.tokens.issuePair(user, sessionId);
     await insertSession(db, {
@@ -130,7 +155,7 @@ export class AuthService {
       ip: client.ip,
       user_agent: client.userAgent?.slice(0, 512) ?? null,
     });
-    return strip(issued);
+    return { sessionId, tokens: strip(issued) };
   }
 
 }

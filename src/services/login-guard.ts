@@ -30,11 +30,15 @@ export class LoginGuard {
     }
   }
 
-  /** Counts a wrong e-mail or password; the failure that reaches the limit starts the lockout. */
-  async failed(email: string): Promise<void> {
+  /**
+   * Counts a wrong e-mail or password; the failure that reaches the limit starts the lockout. True
+   * for that one failure only (the count is atomic, so of racing failures just one sees the limit).
+   */
+  async failed(email: string): Promise<boolean> {
     const key = keyOf(email);
     const counted = await this.failures.penalty(key);
     if (counted.consumedPoints >= this.maxFailures) await this.failures.block(key, this.lockoutSeconds);
+    return counted.consumedPoints === this.maxFailures;
   }
 
   /** Valid credentials clear the count. */

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import nodemailer from 'nodemailer';
 import type { Config } from '../config';
-import { claimDueMail, enqueueMail, markMailFailed, markMailSent, releaseMail } from '../db/outbox';
+import { claimDueMail, countPendingMail, enqueueMail, markMailFailed, markMailSent, releaseMail } from '../db/outbox';
 import type { Database, Executor, OutboxRow } from '../db/types';
 import type { Logger } from '../logger';
 import type { Mail } from './mail-templates';
@@ -62,6 +62,11 @@ export class Outbox {
   /** Queues a message in the caller's transaction; call `wake()` once it commits. */
   async enqueue(db: Executor, mail: Mail): Promise<void> {
     await enqueueMail(db, { recipient: mail.to, subject: mail.subject, payload: seal(this.key, JSON.stringify(mail)) });
+  }
+
+  /** Messages waiting to be sent (or retried). */
+  backlog(): Promise<number> {
+    return countPendingMail(this.db);
   }
 
   start(): void {

@@ -18,6 +18,8 @@ export interface HasherOptions {
   concurrency: number;
   /** Hashes that may wait for a free slot; one more is refused at once with 503. */
   maxWaiting: number;
+  /** Told the seconds of each hash or check, its wait for a slot aside (for metrics). */
+  observe?: (seconds: number) => void;
 }
 
 /**
@@ -78,6 +80,7 @@ export class PasswordHasher {
       return await work();
     } finally {
       this.secondsPerHash = (performance.now() - started) / 1000;
+      this.options.observe?.(this.secondsPerHash);
       const next = this.waiting.shift();
       if (next) next();
       else this.running--;

@@ -1,5 +1,6 @@
+import cluster from 'node:cluster';
 import type { Pool } from 'pg';
-import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config';
 
 /** The table that holds the counters when they live in PostgreSQL (created on first use). */
@@ -18,11 +19,15 @@ export interface LimiterOptions {
 export type LimiterFactory = (options: LimiterOptions) => Promise<RateLimiterAbstract>;
 
 /**
- * Counters in memory, or in PostgreSQL through the service's own pool so that several processes
+ * Counters in memory (in a cluster, the primary's memory, shared over IPC), or in PostgreSQL through the service's own pool so that several processes
  * share them. A store that fails falls back to counting in memory rather than refusing requests.
  */
 export function limiterFactory(config: Config, pool: Pool | undefined): LimiterFactory {
-  if (config.rateLimitStore !== 'postgres') return async (options) => new RateLimiterMemory(options);
+  if (config.rateLimitStore !== 'postgres') {
+    // A cluster worker keeps no counters of its own: the primary holds them for every worker.
+    if (cluster.isWorker) return async (options) => new RateLimiterCluster({ ...options, timeoutMs: 2000 });
+    return async (options) => new RateLimiterMemory(options);
+  }
   if (!pool) throw new Error('RATE_LIMIT_STORE=postgres needs a PostgreSQL database');
   let table: Promise<unknown> | undefined;
   return async (options) => {

@@ -1,6 +1,7 @@
-import { createHash, createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Config } from '../config';
+import { keyRingFor, type KeyRing } from './keys';
 
 export type TokenType = 'access' | 'refresh';
 
@@ -37,13 +38,12 @@ export function sha256(value: string): string {
 }
 
 export class TokenService {
-  private readonly key: KeyObject;
+  private readonly keys: KeyRing;
   readonly accessTtlSeconds: number;
   readonly refreshTtlSeconds: number;
 
-  constructor(private readonly config: Config) {
-    // A KeyObject built once: a string secret would be re-parsed on every sign and verify.
-    this.key = createSecretKey(Buffer.from(config.secretKey, 'utf8'));
+  constructor(config: Config) {
+    this.keys = keyRingFor(config);
     this.accessTtlSeconds = config.accessTokenExpireMinutes * 60;
     this.refreshTtlSeconds = config.refreshTokenExpireDays * 24 * 60 * 60;
   }
@@ -75,13 +75,15 @@ export class TokenService {
   }
 
   /**
-   * Verifies signature, algorithm (pinned to the configured one), expiry and the claims this
-   * service puts in its tokens. Never throws.
+   * Verifies signature, algorithm (pinned to the configured one, or to a retired key's own, chosen
+   * by `kid`), expiry and the claims this service puts in its tokens. Never throws.
    */
   verify(token: string, type: TokenType): Verified {
+    const verifier = this.keys.verifierFor(token);
+    if (!verifier) return { ok: false, reason: 'invalid' };
     let payload: unknown;
     try {
-      payload = jwt.verify(token, this.key, { algorithms: [this.config.algorithm] });
+      payload = jwt.verify(token, verifier.key, { algorithms: [verifier.algorithm] });
     } catch (error) {
       return { ok: false, reason: error instanceof jwt.TokenExpiredError ? 'expired' : 'invalid' };
     }
@@ -96,6 +98,7 @@ export class TokenService {
   }
 
   private sign(claims: TokenClaims): string {
-    return jwt.sign(claims, this.key, { algorithm: this.config.algorithm });
+    const { key, algorithm, kid } = this.keys.signing;
+    return jwt.sign(claims, key, kid === undefined ? { algorithm } : { algorithm, keyid: kid });
   }
 }

@@ -4,10 +4,12 @@ import { conflict, forbidden, notFound, validationError } from '../http/errors';
 import { isUniqueViolation } from '../db/errors';
 import { revokeUserSessions } from '../db/sessions';
 import type { Database, UserRow, UserUpdate } from '../db/types';
+import type { AuditDetails } from '../db/audit';
 import * as users from '../db/users';
 import type { Principal } from './auth';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
+import type { AuditTrail } from './audit';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 
 const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
@@ -37,7 +39,7 @@ export interface UserFields {
 
 const isAdmin = (p: Principal) => p.user.role === 'admin';
 
-function requireAdmin(principal: Principal): void {
+export function requireAdmin(principal: Principal): void {
   if (!isAdmin(principal)) throw forbidden('Admin role required');
 }
 
@@ -52,6 +54,7 @@ export class UserService {
     private readonly config: Config,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
+    private readonly audit: AuditTrail,
   ) {}
 
   async list(principal: Principal, input: ListInput): Promise<UserList> {
@@ -98,15 +101,19 @@ export class UserService {
   async create(principal: Principal, input: Required<Pick<UserFields, 'name' | 'email' | 'password'>> & UserFields): Promise<UserRow> {
     requireAdmin(principal);
     checkNewPassword(input.password, 'body.password', input.email);
-    const created = await users.insertUser(this.db, {
-      name: input.name.trim(),
-      email: normalizeEmail(input.email),
-      password_hash: await this.passwords.hash(input.password),
-      role: input.role ?? 'user',
-      is_active: input.is_active ?? true,
+    const passwordHash = await this.passwords.hash(input.password);
+    return this.audit.transaction(async (trx, record) => {
+      const created = await users.insertUser(trx, {
+        name: input.name.trim(),
+        email: normalizeEmail(input.email),
+        password_hash: passwordHash,
+        role: input.role ?? 'user',
+        is_active: input.is_active ?? true,
+      });
+      if (!created) throw conflict('Email already registered');
+      await record({ type: 'user.created', actor: principal.user.id, subject: created.id, details: { role: created.role, is_active: created.is_active } });
+      return created;
     });
-    if (!created) throw conflict('Email already registered');
-    return created;
   }
 
   async update(principal: Principal, id: number, input: UserFields): Promise<UserRow> {
@@ -132,12 +139,13 @@ export class UserService {
 
     let updated: UserRow;
     try {
-      updated = await this.db.transaction().execute(async (trx) => {
+      updated = await this.audit.transaction(async (trx, record) => {
         const user = this.live(await users.updateLiveUser(trx, id, patch));
         if (patch.password_hash !== undefined) {
           await revokeUserSessions(trx, id, principal.user.id === id ? principal.sessionId : undefined);
         }
         if (patch.email !== undefined) await this.mail.sendVerification(trx, user);
+        await record({ type: 'user.updated', actor: principal.user.id, subject: id, details: changes(patch) });
         return user;
       });
     } catch (error) {
@@ -150,16 +158,21 @@ export class UserService {
 
   async delete(principal: Principal, id: number): Promise<void> {
     requireSelfOrAdmin(principal, id);
-    await this.db.transaction().execute(async (trx) => {
+    await this.audit.transaction(async (trx, record) => {
       // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
       if (!(await users.softDeleteUser(trx, id))) throw notFound('User not found');
       await revokeUserSessions(trx, id);
+      await record({ type: 'user.deleted', actor: principal.user.id, subject: id });
     });
   }
 
   async restore(principal: Principal, id: number): Promise<UserRow> {
     requireAdmin(principal);
-    const restored = await users.restoreUser(this.db, id);
+    const restored = await this.audit.transaction(async (trx, record) => {
+      const user = await users.restoreUser(trx, id);
+      if (user) await record({ type: 'user.restored', actor: principal.user.id, subject: id });
+      return user;
+    });
     if (restored) return restored;
     if (await users.findUserById(this.db, id)) throw conflict('User is not deleted');
     throw notFound('User not found');
@@ -169,12 +182,11 @@ export class UserService {
   async ensureAdmin(email: string, password: string): Promise<UserRow | undefined> {
     const normalized = normalizeEmail(email);
     if (await users.findUserByEmail(this.db, normalized)) return undefined;
-    return users.insertUser(this.db, {
-      email: normalized,
-      name: 'Administrator',
-      password_hash: await this.passwords.hash(password),
-      role: 'admin',
-      email_verified: true,
+    const passwordHash = await this.passwords.hash(password);
+    return this.audit.transaction(async (trx, record) => {
+      const admin = await users.insertUser(trx, { email: normalized, name: 'Administrator', password_hash: passwordHash, role: 'admin', email_verified: true });
+      if (admin) await record({ type: 'user.created', actor: null, subject: admin.id, details: { role: 'admin', is_active: true, source: 'ADMIN_EMAIL' } });
+      return admin;
     });
   }
 
@@ -182,4 +194,17 @@ export class UserService {
     if (!user || user.deleted_at !== null) throw notFound('User not found');
     return user;
   }
+}
+
+/** The fields an update can set, by the names the contract gives them. */
+const FIELD_NAMES: Partial<Record<keyof UserUpdate, string>> = { name: 'name', email: 'email', password_hash: 'password', role: 'role', is_active: 'is_active' };
+
+/** What an update set, for the audit trail: the fields by name, and the new role and state. */
+function changes(patch: UserUpdate): AuditDetails {
+  const fields = Object.keys(patch).flatMap((key) => FIELD_NAMES[key as keyof UserUpdate] ?? []);
+  return {
+    fields,
+    ...(patch.role !== undefined ? { role: patch.role } : {}),
+    ...(patch.is_active !== undefined ? { is_active: patch.is_active } : {}),
+  };
 }

@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { Client } from 'pg';
 import request from 'supertest';
 import { createApp, type App } from '../../src/app';
+import { createAccountClient, type AccountClient, type TokenSource } from '../../src/client';
 import { loadConfig, type Config } from '../../src/config';
 import type { Database } from '../../src/db/types';
 import { createLogger } from '../../src/logger';
@@ -40,6 +43,10 @@ export interface TestContext {
   put(path: string, body?: unknown, options?: Options): Promise<Response>;
   delete(path: string, options?: Options): Promise<Response>;
   send(method: string, path: string, body?: unknown, options?: Options): Promise<Response>;
+  /** The typed client, without a token, on this app's port; every answer is checked against the contract. */
+  client: AccountClient;
+  /** The typed client sending this access token. */
+  clientFor(token: TokenSource): AccountClient;
   /** Registers a user and returns its tokens and record. */
   register(overrides?: Partial<{ email: string; password: string; name: string }>): Promise<RegisteredUser>;
   /** Logs in as the configured admin. */
@@ -76,7 +83,7 @@ export interface StartOptions {
 }
 
 /** The database a suite runs on: a fresh PGlite (in memory, or in a temporary folder), or a fresh PostgreSQL database. */
-async function suiteDatabase(persistent = false): Promise<SuiteDatabase> {
+export async function suiteDatabase(persistent = false): Promise<SuiteDatabase> {
   if (process.env.TEST_DATABASE_KIND !== 'postgres') {
     if (!persistent) return { env: { DATA_DIR: 'memory://' }, drop: async () => {}, kind: 'embedded' };
     const dir = await mkdtemp(join(tmpdir(), 'account-test-'));
@@ -122,6 +129,12 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
   });
   const app = await createApp(config, { logger: createLogger({ logLevel: 'silent' }) });
   const server = app.koa.callback();
+  // The typed client speaks real HTTP (the global fetch) to the app on an ephemeral local port.
+  const listener = app.koa.listen(0, '127.0.0.1');
+  await once(listener, 'listening');
+  const baseUrl = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+  const clientFor = (token?: TokenSource) => createAccountClient({ baseUrl, token, fetch: fetchCheckedAgainstContract });
+  const client = clientFor();
 
   const send = async (method: string, path: string, body?: unknown, options: Options = {}): Promise<Response> => {
     let req = request(server)[method.toLowerCase() as 'get'](path);
@@ -133,6 +146,14 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     const response = { status: res.status, headers: res.headers as Record<string, string>, body: res.body };
     assertMatchesContract(method, path, res.status, res.headers, res.status === 204 ? undefined : res.body);
     return response;
+  };
+
+  const shutDown = async () => {
+    const closed = once(listener, 'close');
+    listener.close();
+    listener.closeAllConnections();
+    await closed;
+    await app.close();
   };
 
   let stopped = false;
@@ -147,33 +168,46 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     post: (path, body, options) => send('POST', path, body, options),
     put: (path, body, options) => send('PUT', path, body, options),
     delete: (path, options) => send('DELETE', path, undefined, options),
+    client,
+    clientFor,
     async register(overrides = {}) {
       const input = { email: uniqueEmail(), password: 'password-123', name: 'Test User', ...overrides };
-      const res = await send('POST', '/api/auth/register', input);
-      if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`);
+      const { data, error, response } = await client.POST('/api/auth/register', { body: input });
+      if (!data) throw new Error(`register failed: ${response.status} ${JSON.stringify(error)}`);
       return {
-        id: res.body.data.user.id,
-        email: res.body.data.user.email,
+        id: data.data.user.id,
+        email: data.data.user.email,
         password: input.password,
         name: input.name,
-        access: res.body.data.access_token,
-        refresh: res.body.data.refresh_token,
+        access: data.data.access_token,
+        refresh: data.data.refresh_token,
       };
     },
     async adminToken() {
-      const res = await send('POST', '/api/auth/login/json', ADMIN);
-      if (res.status !== 200) throw new Error(`admin login failed: ${res.status} ${JSON.stringify(res.body)}`);
-      return res.body.data.access_token;
+      const { data, error, response } = await client.POST('/api/auth/login/json', { body: ADMIN });
+      if (!data) throw new Error(`admin login failed: ${response.status} ${JSON.stringify(error)}`);
+      return data.data.access_token;
     },
     async stop() {
-      if (!stopped) await app.close();
+      if (!stopped) await shutDown();
       stopped = true;
     },
     async close() {
-      if (!stopped) await app.close();
+      if (!stopped) await shutDown();
       stopped = true;
       await database.drop();
     },
   };
   return ctx;
+}
+
+/** The global fetch, with every answer checked against the contract as `send` checks its own. */
+async function fetchCheckedAgainstContract(request: Request): Promise<globalThis.Response> {
+  const response = await fetch(request);
+  const url = new URL(request.url);
+  const text = await response.clone().text();
+  let body: unknown = text === '' ? undefined : text;
+  if (String(response.headers.get('content-type')).startsWith('application/json')) body = JSON.parse(text);
+  assertMatchesContract(request.method, url.pathname + url.search, response.status, Object.fromEntries(response.headers), body);
+  return response;
 }

@@ -1,0 +1,164 @@
+/** What the benchmark scripts share: processes, databases, load and the figures they report. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { Client } from 'pg';
+
+export const ROOT = join(__dirname, '..');
+export const SECRET_KEY = 'bench-secret-key-that-is-long-enough-for-hs256';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** Drops and creates the database named in `url`, through the server's `postgres` database. */
+export async function freshDatabase(url: string): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`unexpected database name "${name}"`);
+  const server = new URL(url);
+  server.pathname = '/postgres';
+  const client = new Client({ connectionString: server.toString() });
+  await client.connect();
+  await client.query(`drop database if exists ${name} with (force)`);
+  await client.query(`create database ${name}`);
+  await client.end();
+}
+
+export interface Proc {
+  child: ChildProcess;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts a server process and waits until `readyPath` answers 200. */
+export async function startProcess(args: string[], env: Record<string, string>, port: number, readyPath = '/health/live'): Promise<Proc> {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(url + readyPath)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${args.join(' ')} did not become ready`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    child,
+    url,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** The resident set of a process and its children (cluster workers), in MB. */
+export function rssMb(pid: number): number {
+  const pids = [pid, ...childrenOf(pid)];
+  let kb = 0;
+  for (const p of pids) {
+    try {
+      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      if (match) kb += Number(match[1]);
+    } catch {
+      // gone
+    }
+  }
+  return kb / 1024;
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+export interface LoadOptions {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  connections: number;
+  seconds: number;
+  /** Requests per second over all connections; unlimited when absent. */
+  rate?: number;
+}
+
+export interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** Responses other than 2xx, plus connection errors and timeouts. */
+  errors: number;
+  /** Count per status class, e.g. { '2xx': 1000, '5xx': 3 }. */
+  statuses: Record<string, number>;
+  /** Highest resident set seen during the run, MB (0 when not sampled). */
+  rssMb: number;
+}
+
+/** Runs autocannon against one URL, sampling the RSS of `pid` meanwhile. */
+export async function load(options: LoadOptions, pid?: number): Promise<Figures> {
+  let peak = 0;
+  const sampler = pid ? setInterval(() => (peak = Math.max(peak, rssMb(pid))), 200) : undefined;
+  try {
+    const result = await autocannon({
+      url: options.url,
+      method: options.method ?? 'GET',
+      headers: { 'content-type': 'application/json', ...options.headers },
+      body: options.body,
+      connections: options.connections,
+      duration: options.seconds,
+      overallRate: options.rate,
+    });
+    return {
+      rps: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      errors: result.non2xx + result.errors + result.timeouts,
+      statuses: { '1xx': result['1xx'], '2xx': result['2xx'], '3xx': result['3xx'], '4xx': result['4xx'], '5xx': result['5xx'] },
+      rssMb: Math.round(peak),
+    };
+  } finally {
+    if (sampler) clearInterval(sampler);
+  }
+}
+
+/** Median and 95th percentile of `runs` sequential calls of `fn`, in ms. */
+export async function timeSequential(fn: () => Promise<unknown>, runs: number): Promise<{ p50: number; p95: number }> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const started = performance.now();
+    await fn();
+    times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  const at = (q: number) => Number(times[Math.min(times.length - 1, Math.floor(q * times.length))].toFixed(2));
+  return { p50: at(0.5), p95: at(0.95) };
+}
+
+/** Prints rows as an aligned text table. */
+export function table(header: string[], rows: Array<Array<string | number>>): string {
+  const cells = [header, ...rows.map((row) => row.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
+  const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
+  return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}

@@ -1,0 +1,49 @@
+import { sql, type Transaction } from 'kysely';
+import type { Database, Executor } from './types';
+
+/**
+ * The tables the purge keeps small, each with the two columns that say when a row stopped
+ * mattering: a session once revoked or expired, a reset or verification token once used or
+ * expired, a mail message once sent or given up. A row goes once either moment is past the
+ * retention; a row with neither (a live session, a message still to send) is never touched.
+ */
+export const PURGE_RULES = {
+  sessions: ['revoked_at', 'expires_at'],
+  account_tokens: ['used_at', 'expires_at'],
+  mail_outbox: ['sent_at', 'failed_at'],
+} as const;
+
+export type PurgeTarget = keyof typeof PURGE_RULES;
+
+export const PURGE_TARGETS = Object.keys(PURGE_RULES) as PurgeTarget[];
+
+/** Key of the advisory lock that lets one process at a time purge the database; any fixed number will do. */
+export const HOUSEKEEPING_LOCK_KEY = 7_303_014_101;
+
+/**
+ * Takes the housekeeping lock for the rest of the transaction, without waiting: false when another
+ * transaction holds it. The lock ends with the transaction, so it cannot outlive a crashed process.
+ */
+export async function tryHousekeepingLock(trx: Transaction<Database>): Promise<boolean> {
+  const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${HOUSEKEEPING_LOCK_KEY}::bigint) as locked`.execute(trx);
+  return rows[0]?.locked === true;
+}
+
+/**
+ * Deletes at most `limit` rows of `target` that stopped mattering more than `retentionHours` ago;
+ * returns how many it deleted. Rows another transaction has locked are skipped, not waited for.
+ */
+export async function purgeBatch(db: Executor, target: PurgeTarget, retentionHours: number, limit: number): Promise<number> {
+  const [first, second] = PURGE_RULES[target];
+  const cutoff = sql`now() - make_interval(hours => ${retentionHours}::int)`;
+  const table = sql.table(target);
+  const result = await sql`
+    delete from ${table}
+    where id in (
+      select id from ${table}
+      where ${sql.ref(first)} < ${cutoff} or ${sql.ref(second)} < ${cutoff}
+      limit ${limit}::int
+      for update skip locked
+    )`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}

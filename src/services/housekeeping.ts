@@ -1,0 +1,95 @@
+import type { Kysely } from 'kysely';
+import type { Config } from '../config';
+import { purgeBatch, PURGE_TARGETS, tryHousekeepingLock, type PurgeTarget } from '../db/housekeeping';
+import type { Database } from '../db/types';
+import type { Logger } from '../logger';
+
+export type PurgeCounts = Record<PurgeTarget, number>;
+
+export interface PurgeResult {
+  /** Rows deleted, per table. */
+  removed: PurgeCounts;
+  /**
+   * `done`: nothing is left to purge. `busy`: another process holds the lock and is purging, so
+   * this one left the rest to it. `stopped`: the worker was stopped part way.
+   */
+  status: 'done' | 'busy' | 'stopped';
+}
+
+/** The first pass comes this long after start-up at most, so that short-lived processes purge too. */
+const FIRST_PASS_MAX_DELAY_MS = 60_000;
+
+/**
+ * Purges what the service no longer needs (see PURGE_RULES) on a schedule. Each batch is its own
+ * short transaction that first takes an advisory lock without waiting, so that with several
+ * processes on one database only one deletes at a time, and the others skip their turn; between
+ * batches, requests get the database (the embedded one has a single connection).
+ */
+export class Housekeeping {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopping = false;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Schedules the passes; does nothing when HOUSEKEEPING_INTERVAL_SECONDS is 0. */
+  start(): void {
+    const intervalMs = this.config.housekeepingIntervalSeconds * 1000;
+    if (intervalMs === 0 || this.timer || this.running) return;
+    this.stopping = false;
+    this.schedule(Math.min(intervalMs, FIRST_PASS_MAX_DELAY_MS));
+  }
+
+  /** Cancels the next pass and waits for the one under way, which stops after its current batch. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** One pass over every table, batch by batch, until nothing is due (or another process is at it). */
+  async purge(): Promise<PurgeResult> {
+    const removed = Object.fromEntries(PURGE_TARGETS.map((target) => [target, 0])) as PurgeCounts;
+    const { housekeepingBatchSize: batchSize, housekeepingRetentionHours: retentionHours } = this.config;
+    for (const target of PURGE_TARGETS) {
+      for (;;) {
+        if (this.stopping) return { removed, status: 'stopped' };
+        const deleted = await this.db
+          .transaction()
+          .execute(async (trx) => ((await tryHousekeepingLock(trx)) ? purgeBatch(trx, target, retentionHours, batchSize) : undefined));
+        if (deleted === undefined) return { removed, status: 'busy' };
+        removed[target] += deleted;
+        if (deleted < batchSize) break;
+      }
+    }
+    return { removed, status: 'done' };
+  }
+
+  private schedule(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.pass().finally(() => {
+        this.running = undefined;
+        if (!this.stopping) this.schedule(this.config.housekeepingIntervalSeconds * 1000);
+      });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async pass(): Promise<void> {
+    try {
+      const { removed, status } = await this.purge();
+      const total = Object.values(removed).reduce((sum, count) => sum + count, 0);
+      if (total > 0) this.logger.info({ removed, status }, `housekeeping: purged ${total} rows`);
+      else if (status === 'busy') this.logger.debug('housekeeping: another process is purging');
+    } catch (error) {
+      // The next pass tries again; a database that is down is reported by the readiness probe.
+      this.logger.warn({ err: error }, 'housekeeping: purge failed');
+    }
+  }
+}

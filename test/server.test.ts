@@ -1,0 +1,299 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, request as httpRequest } from 'node:http';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config';
+import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase } from './support/app';
+import { expectError } from './support/expect';
+
+// The real server process, started from the sources: graceful shutdown and cluster mode.
+
+const ROOT = join(__dirname, '..');
+
+interface Running {
+  child: ChildProcess;
+  port: number;
+  /** Every JSON log line so far. */
+  lines: Array<Record<string, any>>;
+  /** Resolves with the first log line (so far or to come) that matches. */
+  waitFor(match: (line: Record<string, any>) => boolean, timeoutMs?: number): Promise<Record<string, any>>;
+  exited: Promise<number | null>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+async function startServer(env: Record<string, string>): Promise<Running> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['-r', './test/support/ts-register.js', 'src/server.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: 'test',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      SECRET_KEY: TEST_SECRET,
+      BCRYPT_COST: '4',
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
+      RATE_LIMIT_ENABLED: 'false',
+      HOUSEKEEPING_INTERVAL_SECONDS: '0',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Array<Record<string, any>> = [];
+  const waiters: Array<{ match: (line: Record<string, any>) => boolean; resolve: (line: Record<string, any>) => void }> = [];
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString('utf8');
+    let newline: number;
+    while ((newline = buffer.indexOf('\n')) >= 0) {
+      const text = buffer.slice(0, newline);
+      buffer = buffer.slice(newline + 1);
+      let line: Record<string, any>;
+      try {
+        line = JSON.parse(text);
+      } catch {
+        continue;
+      }
+      lines.push(line);
+      for (const waiter of [...waiters]) {
+        if (waiter.match(line)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(line);
+        }
+      }
+    }
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const waitFor = (match: (line: Record<string, any>) => boolean, timeoutMs = 30_000) => {
+    const seen = lines.find(match);
+    if (seen) return Promise.resolve(seen);
+    return new Promise<Record<string, any>>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no such log line within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
+      waiters.push({ match, resolve: (line) => (clearTimeout(timer), resolve(line)) });
+      exited.then((code) => reject(new Error(`server exited with ${code} first; stderr: ${stderr}`)));
+    });
+  };
+  return { child, port, lines, waitFor, exited };
+}
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+}
+
+/** One request on a connection of its own (no keep-alive, so a cluster spreads them over workers). */
+function call(port: number, method: string, path: string, body?: unknown): Promise<Reply> {
+  return send(port, method, path, body).done;
+}
+
+/** A request, and when it has been written out to the server. */
+function send(port: number, method: string, path: string, body?: unknown): { sent: Promise<void>; done: Promise<Reply> } {
+  let sent!: () => void;
+  const written = new Promise<void>((resolve) => (sent = resolve));
+  const done = new Promise<Reply>((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = httpRequest(
+      { host: '127.0.0.1', port, method, path, agent: false, headers: payload ? { 'content-type': 'application/json' } : {} },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : undefined }));
+      },
+    );
+    req.on('error', reject);
+    req.on('finish', sent);
+    req.end(payload);
+  });
+  return { sent: written, done };
+}
+
+/**
+ * Sends a registration that takes a while (a high bcrypt cost) and waits until the server is working on
+ * it; `done` settles with its answer.
+ */
+async function slowRegistration(port: number, email: string): Promise<{ done: Promise<Reply> }> {
+  const { sent, done } = send(port, 'POST', '/api/auth/register', { email, password: 'slow-password-1', name: 'Slow' });
+  done.catch(() => {});
+  await sent;
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return { done };
+}
+
+const listening = (line: Record<string, any>) => typeof line.msg === 'string' && line.msg.startsWith('listening on');
+
+describe('graceful shutdown', () => {
+  let database: SuiteDatabase;
+  beforeAll(async () => {
+    database = await suiteDatabase(true);
+  });
+  afterAll(() => database.drop());
+
+  it('on SIGTERM finishes the request in flight, refuses new connections, and exits 0', async () => {
+    // Cost 15 makes a registration take more than a second.
+    const server = await startServer({ ...database.env, BCRYPT_COST: '15', PASSWORD_HASH_QUEUE_MAX: '10' });
+    try {
+      await server.waitFor(listening);
+      const email = uniqueEmail('slow');
+      const { done: slow } = await slowRegistration(server.port, email);
+      server.child.kill('SIGTERM');
+      await server.waitFor((line) => line.msg === 'shutting down: finishing requests in flight');
+      await expect(call(server.port, 'GET', '/health/live')).rejects.toThrow(/ECONNREFUSED/);
+      const res = await slow;
+      expect(res.status).toBe(201);
+      expect(res.body.data.user.email).toBe(email);
+      expect(await server.exited).toBe(0);
+      expect(server.lines.some((line) => line.msg === 'stopped')).toBe(true);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  });
+
+  it('cuts requests still in flight at SHUTDOWN_TIMEOUT_SECONDS and still exits 0', async () => {
+    const server = await startServer({ ...database.env, BCRYPT_COST: '16', PASSWORD_HASH_QUEUE_MAX: '10', SHUTDOWN_TIMEOUT_SECONDS: '0' });
+    try {
+      await server.waitFor(listening);
+      const { done: slow } = await slowRegistration(server.port, uniqueEmail('cut'));
+      server.child.kill('SIGTERM');
+      await expect(slow).rejects.toThrow(/socket hang up|ECONNRESET/);
+      expect(await server.exited).toBe(0);
+      expect(server.lines.some((line) => line.msg === 'requests still in flight at the shutdown timeout: closing their connections')).toBe(true);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  });
+
+  it('stops the same way on SIGINT', async () => {
+    const server = await startServer(database.env);
+    try {
+      await server.waitFor(listening);
+      expect((await call(server.port, 'GET', '/health/live')).status).toBe(200);
+      server.child.kill('SIGINT');
+      expect(await server.exited).toBe(0);
+      expect(server.lines.map((line) => line.msg)).toEqual(expect.arrayContaining(['shutting down: finishing requests in flight', 'stopped']));
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  });
+
+  it('turns readiness to 503 once stopping begins, while liveness stays 200', async () => {
+    const t = await startTestApp();
+    try {
+      expect((await t.get('/health/ready')).status).toBe(200);
+      t.app.beginShutdown();
+      const ready = await t.get('/health/ready');
+      expectError(ready, 503, 'SERVICE_UNAVAILABLE');
+      expect(ready.headers.connection).toBe('close');
+      expect((await t.get('/health/live')).status).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('WEB_CONCURRENCY', () => {
+  it('is 1 by default, the number of cores with auto, and needs PostgreSQL above 1', () => {
+    expect(loadConfig({}).webConcurrency).toBe(1);
+    const postgres = { DATABASE_URL: 'postgres://localhost/x' };
+    expect(loadConfig({ ...postgres, WEB_CONCURRENCY: 'auto' }).webConcurrency).toBe(availableParallelism());
+    expect(() => loadConfig({ WEB_CONCURRENCY: '2' })).toThrow(/WEB_CONCURRENCY above 1 needs DATABASE_URL/);
+    expect(() => loadConfig({ WEB_CONCURRENCY: 'many' })).toThrow(/WEB_CONCURRENCY must be a whole number/);
+    expect(loadConfig({ ...postgres, WEB_CONCURRENCY: '3' }).webConcurrency).toBe(3);
+  });
+});
+
+// Several processes on one database: PostgreSQL only.
+const onPostgres = process.env.TEST_DATABASE_KIND === 'postgres' ? describe : describe.skip;
+
+onPostgres('cluster mode', () => {
+  let database: SuiteDatabase;
+  let server: Running;
+  const started = (line: Record<string, any>) => line.msg === 'worker started';
+
+  beforeAll(async () => {
+    database = await suiteDatabase();
+    server = await startServer({
+      ...database.env,
+      WEB_CONCURRENCY: '2',
+      RATE_LIMIT_ENABLED: 'true',
+      AUTH_RATE_LIMIT_PER_MINUTE: '5',
+      // No SECRET_KEY: the primary makes one and every worker must use it.
+      SECRET_KEY: '',
+    });
+    await server.waitFor((line) => line.msg === 'worker listening');
+    await new Promise<void>((resolve) => {
+      const check = () => (server.lines.filter((line) => line.msg === 'worker listening').length >= 2 ? resolve() : setTimeout(check, 50));
+      check();
+    });
+  }, 60_000);
+  afterAll(async () => {
+    server.child.kill('SIGKILL');
+    await database.drop();
+  });
+
+  it('runs two workers that share one signing key', async () => {
+    expect(server.lines.filter(started)).toHaveLength(2);
+    const email = uniqueEmail('cluster');
+    const registered = await call(server.port, 'POST', '/api/auth/register', { email, password: 'cluster-password-1', name: 'Cluster' });
+    expect(registered.status).toBe(201);
+    // Connections alternate between the workers: a token from one is accepted by both.
+    const token = registered.body.data.access_token;
+    for (let i = 0; i < 4; i++) {
+      const me = await new Promise<Reply>((resolve, reject) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port: server.port, path: '/api/auth/me', agent: false, headers: { authorization: `Bearer ${token}` } },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk) => (text += chunk));
+            res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      expect(me.status).toBe(200);
+      expect(me.body.data.email).toBe(email);
+    }
+  });
+
+  it('counts rate limits across workers', async () => {
+    // Five a minute from this address, whichever worker answers; the registration above took one.
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      statuses.push((await call(server.port, 'POST', '/api/auth/login/json', { email: uniqueEmail('nobody'), password: 'wrong-password-1' })).status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 429, 429]);
+  });
+
+  it('replaces a worker that dies', async () => {
+    const victim = server.lines.filter(started)[0].pid as number;
+    process.kill(victim, 'SIGKILL');
+    await server.waitFor((line) => line.msg === 'worker died' && line.pid === victim);
+    await server.waitFor((line) => started(line) && server.lines.filter(started).length === 3);
+    await server.waitFor((line) => line.msg === 'worker listening' && server.lines.filter((l) => l.msg === 'worker listening').length === 3);
+    for (let i = 0; i < 4; i++) expect((await call(server.port, 'GET', '/health/live')).status).toBe(200);
+  });
+
+  it('passes SIGTERM on to the workers and exits 0 when they have stopped', async () => {
+    server.child.kill('SIGTERM');
+    const code = await server.exited;
+    expect(server.lines.filter((line) => line.msg === 'worker stopped').map((line) => [line.code, line.signal])).toEqual([
+      [0, null],
+      [0, null],
+    ]);
+    expect(code).toBe(0);
+  });
+});
