@@ -10,7 +10,7 @@ import { contractFor } from './http/contract';
 import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
-import { accessLog, bodies, errors, requestId, requestOrigin } from './http/middleware';
+import { accessLog, bodies, errors, requestId } from './http/middleware';
 import { corsFor, securityHeaders } from './http/security';
 import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
@@ -90,7 +90,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     koa.silent = true;
     koa.use(securityHeaders());
     koa.use(requestId);
-    koa.use(requestOrigin);
     koa.use(async (ctx, next) => {
       // A stopping process lets keep-alive clients know to reconnect (to another process) after this response.
       if (lifecycle.draining) ctx.set('Connection', 'close');

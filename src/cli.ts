@@ -210,7 +210,7 @@ async function createAdmin(context: Context, { email, name }: AdminFields): Prom
   }
   const passwordHash = await new PasswordHasher({ cost: config.bcryptCost, concurrency: 1, maxWaiting: 0 }).hash(password);
   const audit = new AuditTrail(db, config, QUIET);
-  const admin = await audit.transaction(async (trx, record) => {
+  const admin = await audit.transaction(null, async (trx, record) => {
     const created = await insertUser(trx, { email, name, password_hash: passwordHash, role: 'admin', email_verified: true });
     if (created) await record({ type: 'user.created', actor: null, subject: created.id, details: { role: 'admin', is_active: true, source: 'cli' } });
     return created;

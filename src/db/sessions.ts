@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { Executor, NewSessionRow, SessionRow, UserRow } from './types';
 
 export function insertSession(db: Executor, row: NewSessionRow): Promise<SessionRow> {
@@ -9,19 +9,16 @@ export function insertSession(db: Executor, row: NewSessionRow): Promise<Session
  * The user behind an access token, in one round trip: the user must exist, be active and not
  * deleted, and the session must be theirs, live and unexpired.
  */
-export function findAuthenticatedUser(db: Executor, userId: number, sessionId: string): Promise<UserRow | undefined> {
-  return db
-    .selectFrom('users')
-    .innerJoin('sessions', 'sessions.user_id', 'users.id')
-    .selectAll('users')
-    .where('users.id', '=', userId)
-    .where('users.deleted_at', 'is', null)
-    .where('users.is_active', '=', true)
-    .where('sessions.id', '=', sessionId)
-    .where('sessions.revoked_at', 'is', null)
-    .where('sessions.expires_at', '>', sql<Date>`now()`)
-    .executeTakeFirst();
+export async function findAuthenticatedUser(db: Executor, userId: number, sessionId: string): Promise<UserRow | undefined> {
+  // Every authenticated request runs this: its SQL is written once rather than built and compiled per call.
+  const result = await db.executeQuery<UserRow>(CompiledQuery.raw(AUTHENTICATED_USER_SQL, [userId, sessionId]));
+  return result.rows[0];
 }
+
+const AUTHENTICATED_USER_SQL = `
+  select users.* from users join sessions on sessions.user_id = users.id
+  where users.id = $1 and users.deleted_at is null and users.is_active
+    and sessions.id = $2 and sessions.revoked_at is null and sessions.expires_at > now()`;
 
 /** Grace answers kept per rotation; one more within the grace period is taken for a stolen token. */
 const MAX_GRACE_TOKENS = 16;

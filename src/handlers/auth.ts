@@ -18,7 +18,7 @@ export const loginJson: Handler<'loginJson'> = async ({ body, client }, { auth }
   return ok({ ...tokens, user: userView(user, user.role === 'admin') });
 };
 
-export const refreshToken: Handler<'refreshToken'> = async ({ body }, { auth }) => ok(await auth.refresh(body.refresh_token));
+export const refreshToken: Handler<'refreshToken'> = async ({ body, client }, { auth }) => ok(await auth.refresh(body.refresh_token, client));
 
 export const getMe: Handler<'getMe'> = async (input) => {
   const { user } = signedIn(input);
@@ -36,18 +36,18 @@ export const changePassword: Handler<'changePassword'> = async (input, { account
   return ok({ message: 'Password changed; every other session has been signed out' });
 };
 
-export const forgotPassword: Handler<'forgotPassword'> = async ({ body }, { account }) => {
-  await account.forgotPassword(body.email);
+export const forgotPassword: Handler<'forgotPassword'> = async ({ body, client }, { account }) => {
+  await account.forgotPassword(body.email, client);
   return ok({ message: 'If the account exists, a reset link has been sent' });
 };
 
-export const resetPassword: Handler<'resetPassword'> = async ({ body }, { account }) => {
-  await account.resetPassword(body.token, body.new_password);
+export const resetPassword: Handler<'resetPassword'> = async ({ body, client }, { account }) => {
+  await account.resetPassword(body.token, body.new_password, client);
   return ok({ message: 'Password has been reset; sign in with the new password' });
 };
 
-export const verifyEmail: Handler<'verifyEmail'> = async ({ body }, { account }) => {
-  const user = await account.verifyEmail(body.token);
+export const verifyEmail: Handler<'verifyEmail'> = async ({ body, client }, { account }) => {
+  const user = await account.verifyEmail(body.token, client);
   return ok(userView(user, user.role === 'admin'));
 };
 

@@ -4,7 +4,7 @@ import type { ErrorObject } from 'ajv';
 import type { Context as KoaContext } from 'koa';
 import OpenAPIBackend, { type Context as ApiContext, type Document, type Operation, type ParsedRequest, type Request } from 'openapi-backend';
 import type { HandlerInput, HandlerMap, OperationId, Reply, Services } from '../handlers/types';
-import type { Principal } from '../services/auth';
+import type { ClientInfo, Principal } from '../services/auth';
 import type { OpenApiDocument } from './contract';
 import { badRequest, unauthorized, validationError, type FieldError } from './errors';
 
@@ -55,7 +55,7 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
           query: c.request.query,
           path: c.request.params,
           principal: ctx.state.principal,
-          client: { ip: ctx.ip || null, userAgent: ctx.get('user-agent') || null },
+          client: clientOf(ctx),
         } as HandlerInput<OperationId>,
         services,
       );
@@ -152,12 +152,17 @@ function hasBody(ctx: KoaContext): boolean {
   return (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
 }
 
+/** Where the request comes from, for the sessions it opens and the audit events it causes. */
+function clientOf(ctx: KoaContext): ClientInfo {
+  return { ip: ctx.ip || null, userAgent: ctx.get('user-agent') || null, requestId: ctx.state.requestId ?? null };
+}
+
 async function principalOf(ctx: KoaContext, services: Services): Promise<Principal> {
   // Both security schemes of an operation land here: authenticate once per request.
   ctx.state.authentication ??= (async () => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
     if (!match) throw unauthorized();
-    const principal = await services.auth.authenticate(match[1]);
+    const principal = await services.auth.authenticate(match[1], clientOf(ctx));
     ctx.state.principal = principal;
     return principal;
   })();

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import type { Logger } from '../logger';
-import { withRequestOrigin } from '../services/audit';
 import { ApiError, badRequest } from './errors';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -15,24 +14,22 @@ export async function requestId(ctx: Context, next: Next): Promise<void> {
   await next();
 }
 
-/** Lets the audit trail know, for the rest of the request, where it comes from. */
-export async function requestOrigin(ctx: Context, next: Next): Promise<void> {
-  const origin = { ip: ctx.ip || null, userAgent: ctx.get('user-agent') || null, requestId: ctx.state.requestId ?? null };
-  await withRequestOrigin(origin, next);
-}
 
 /**
  * One line per request: id, operation, status and duration; never headers or bodies. Requests to
  * `quietPaths` (a metrics scrape every few seconds) are logged at debug unless they fail.
  */
 export function accessLog(logger: Logger, { quietPaths = [] }: { quietPaths?: readonly string[] } = {}) {
+  // Its fields are fixed and hold no secret, so the access line skips the redaction pass every other
+  // line goes through (a measurable share of a cheap request).
+  const access = logger.child({}, { redact: [] });
   return async (ctx: Context, next: Next): Promise<void> => {
     const started = process.hrtime.bigint();
     try {
       await next();
     } finally {
       const level = ctx.status < 400 && quietPaths.includes(ctx.path) ? 'debug' : 'info';
-      logger[level](
+      access[level](
         {
           requestId: ctx.state.requestId,
           method: ctx.method,

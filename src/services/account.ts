@@ -8,7 +8,7 @@ import { findUserByEmail, updateLiveUser } from '../db/users';
 import { conflict, invalidPassword, invalidToken, notFound } from '../http/errors';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
-import { normalizeEmail, type Principal } from './auth';
+import { normalizeEmail, type ClientInfo, type Principal } from './auth';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 import { sha256 } from './tokens';
 
@@ -28,7 +28,7 @@ export class AccountService {
     if (!(await this.passwords.verify(currentPassword, principal.user.password_hash))) throw invalidPassword();
     const passwordHash = await this.passwords.hash(newPassword);
     const id = principal.user.id;
-    await this.audit.transaction(async (trx, record) => {
+    await this.audit.transaction(principal.client, async (trx, record) => {
       if (!(await updateLiveUser(trx, id, { password_hash: passwordHash }))) throw notFound('User not found');
       await revokeUserSessions(trx, id, principal.sessionId);
       await record({ type: 'password.changed', actor: id, subject: id });
@@ -39,10 +39,10 @@ export class AccountService {
    * Queues a reset link for an account that can sign in, and does nothing otherwise: the caller
    * answers the same either way, and no mail is sent within the request.
    */
-  async forgotPassword(email: string): Promise<void> {
+  async forgotPassword(email: string, client: ClientInfo): Promise<void> {
     const user = await findUserByEmail(this.db, normalizeEmail(email));
     if (!user || user.deleted_at !== null || !user.is_active) return;
-    await this.audit.transaction(async (trx, record) => {
+    await this.audit.transaction(client, async (trx, record) => {
       await this.mail.sendPasswordReset(trx, user);
       await record({ type: 'password.reset_requested', actor: null, subject: user.id });
     });
@@ -50,10 +50,10 @@ export class AccountService {
   }
 
   /** Sets a new password with a reset token; every session ends and the e-mail counts as verified. */
-  async resetPassword(token: string, newPassword: string): Promise<void> {
+  async resetPassword(token: string, newPassword: string, client: ClientInfo): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password');
     const passwordHash = await this.passwords.hash(newPassword);
-    await this.audit.transaction(async (trx, record) => {
+    await this.audit.transaction(client, async (trx, record) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
       if (!owner) throw invalidToken();
       // Refused before anything is written: the transaction rolls back and the token stays usable.
@@ -66,8 +66,8 @@ export class AccountService {
   }
 
   /** Marks the address verified; a token for an address the user no longer has is void. */
-  async verifyEmail(token: string): Promise<UserRow> {
-    return this.audit.transaction(async (trx, record) => {
+  async verifyEmail(token: string, client: ClientInfo): Promise<UserRow> {
+    return this.audit.transaction(client, async (trx, record) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'email_verification');
       if (!owner) throw invalidToken();
       const user = await trx
@@ -96,7 +96,7 @@ export class AccountService {
 
   async revokeSession(principal: Principal, sessionId: string): Promise<void> {
     const id = principal.user.id;
-    await this.audit.transaction(async (trx, record) => {
+    await this.audit.transaction(principal.client, async (trx, record) => {
       if (!(await revokeOwnSession(trx, id, sessionId))) throw notFound('Session not found');
       await record({ type: 'session.revoked', actor: id, subject: id, details: { session_id: sessionId } });
     });

@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Kysely, Transaction } from 'kysely';
 import type { components } from '../../generated/openapi';
 import type { Config } from '../config';
@@ -6,7 +5,7 @@ import { deleteAuditEventsBefore, insertAuditEvent, listAuditEventsAfter, type A
 import type { Database } from '../db/types';
 import { validationError, type FieldError } from '../http/errors';
 import type { Logger } from '../logger';
-import type { Principal } from './auth';
+import type { ClientInfo, Principal } from './auth';
 import { requireAdmin } from './users';
 
 export type AuditEventType = components['schemas']['AuditEventType'];
@@ -44,21 +43,8 @@ export interface AuditEvent {
 /** Writes an event in the transaction it was handed with. */
 export type Recorder = (event: AuditEvent) => Promise<void>;
 
-/** Where the request that causes an event comes from. */
-export interface RequestOrigin {
-  ip: string | null;
-  userAgent: string | null;
-  requestId: string | null;
-}
-
-// The origin travels with the request's async context rather than through every service method:
-// it describes the request, not the operation, and most operations have no other use for it.
-const origins = new AsyncLocalStorage<RequestOrigin>();
-
-/** Runs `next` with `origin` as the origin of every event it records. */
-export function withRequestOrigin<T>(origin: RequestOrigin, next: () => Promise<T>): Promise<T> {
-  return origins.run(origin, next);
-}
+/** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */
+export type RequestOrigin = ClientInfo | null;
 
 export interface AuditQuery {
   cursor?: number;
@@ -99,17 +85,17 @@ export class AuditTrail {
   }
 
   /** Records an event on its own, for one that comes with no change to record it with (a failed login). */
-  async record(event: AuditEvent): Promise<void> {
-    await insertAuditEvent(this.db, this.row(event));
+  async record(origin: RequestOrigin, event: AuditEvent): Promise<void> {
+    await insertAuditEvent(this.db, this.row(origin, event));
     this.announce([event]);
   }
 
   /** Runs `work` in one transaction, with a recorder that writes events in that transaction. */
-  async transaction<T>(work: (trx: Transaction<Database>, record: Recorder) => Promise<T>): Promise<T> {
+  async transaction<T>(origin: RequestOrigin, work: (trx: Transaction<Database>, record: Recorder) => Promise<T>): Promise<T> {
     const recorded: AuditEvent[] = [];
     const result = await this.db.transaction().execute((trx) =>
       work(trx, async (event) => {
-        await insertAuditEvent(trx, this.row(event));
+        await insertAuditEvent(trx, this.row(origin, event));
         recorded.push(event);
       }),
     );
@@ -168,8 +154,7 @@ export class AuditTrail {
     return total;
   }
 
-  private row(event: AuditEvent) {
-    const origin = origins.getStore();
+  private row(origin: RequestOrigin, event: AuditEvent) {
     return {
       event_type: event.type,
       actor_user_id: event.actor,

@@ -8,19 +8,22 @@ import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
 import type { LoginGuard } from './login-guard';
-import { checkNewPassword, type PasswordHasher } from './passwords';
+import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
 
 /** Who is calling: the user and the session their access token belongs to. */
 export interface Principal {
   user: UserRow;
   sessionId: string;
+  /** The request the principal is acting through. */
+  client: ClientInfo;
 }
 
-/** Where a request comes from, kept on the sessions it opens. */
+/** Where a request comes from: kept on the sessions it opens and on the audit events it causes. */
 export interface ClientInfo {
   ip: string | null;
   userAgent: string | null;
+  requestId: string | null;
 }
 
 export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
@@ -40,13 +43,14 @@ export class AuthService {
     /** Per-account lockout after repeated failed logins; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
   ) {
-    void passwords.dummyHash();
+    // The first hash also starts libuv's pool, whose threads then yield to the event loop.
+    void passwords.dummyHash().then(lowerHelperThreadPriority);
   }
 
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     checkNewPassword(input.password, 'body.password', input.email);
     const passwordHash = await this.passwords.hash(input.password);
-    const registered = await this.audit.transaction(async (trx, record) => {
+    const registered = await this.audit.transaction(client, async (trx, record) => {
       const user = await insertUser(trx, {
         email: normalizeEmail(input.email),
         name: input.name.trim(),
@@ -73,16 +77,16 @@ export class AuthService {
       const locked = await this.loginGuard?.failed(email);
       // The e-mail that was tried is not kept: people type their password into the wrong field.
       const subject = user?.id ?? null;
-      await this.audit.record({ type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' } });
-      if (locked) await this.audit.record({ type: 'login.locked', actor: null, subject });
+      await this.audit.record(client, { type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' } });
+      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject });
       throw invalidCredentials();
     }
     await this.loginGuard?.succeeded(email);
     if (!user.is_active) {
-      await this.audit.record({ type: 'login.failed', actor: null, subject: user.id, details: { reason: 'account_disabled' } });
+      await this.audit.record(client, { type: 'login.failed', actor: null, subject: user.id, details: { reason: 'account_disabled' } });
       throw forbidden('Account is disabled');
     }
-    const { tokens } = await this.audit.transaction(async (trx, record) => {
+    const { tokens } = await this.audit.transaction(client, async (trx, record) => {
       const opened = await this.openSession(trx, user, client);
       await record({ type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: opened.sessionId } });
       return opened;
@@ -91,13 +95,13 @@ export class AuthService {
   }
 
   /** Rotates a refresh token; a rotated token presented after the grace period revokes its session. */
-  async refresh(refreshToken: string): Promise<TokenPair> {
+  async refresh(refreshToken: string, client: ClientInfo): Promise<TokenPair> {
     const verified = this.tokens.verify(refreshToken, 'refresh');
     if (!verified.ok) throw verified.reason === 'expired' ? tokenExpired() : unauthorized();
     const userId = Number(verified.claims.sub);
     const sessionId = verified.claims.sid;
     const next = this.tokens.issueRefresh(userId, sessionId);
-    const user = await this.audit.transaction(async (trx, record) => {
+    const user = await this.audit.transaction(client, async (trx, record) => {
       const rotated = await rotateRefreshToken(trx, {
         sessionId,
         presentedHash: sha256(refreshToken),
@@ -127,17 +131,17 @@ export class AuthService {
   }
 
   /** The principal behind an access token, or the 401 that explains why there is none. */
-  async authenticate(accessToken: string): Promise<Principal> {
+  async authenticate(accessToken: string, client: ClientInfo): Promise<Principal> {
     const verified = this.tokens.verify(accessToken, 'access');
     if (!verified.ok) throw verified.reason === 'expired' ? tokenExpired() : unauthorized();
     const user = await findAuthenticatedUser(this.db, Number(verified.claims.sub), verified.claims.sid);
     if (!user) throw unauthorized();
-    return { user, sessionId: verified.claims.sid };
+    return { user, sessionId: verified.claims.sid, client };
   }
 
   async logout(principal: Principal, all: boolean): Promise<void> {
     const id = principal.user.id;
-    await this.audit.transaction(async (trx, record) => {
+    await this.audit.transaction(principal.client, async (trx, record) => {
       if (all) await revokeUserSessions(trx, id);
       else await revokeSession(trx, principal.sessionId);
       await record({ type: 'session.logged_out', actor: id, subject: id, details: { session_id: principal.sessionId, all } });

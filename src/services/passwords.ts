@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { hash, verify } from '@node-rs/bcrypt';
 import { dictionary } from '@zxcvbn-ts/language-common';
 import { ApiError, validationError } from '../http/errors';
@@ -127,5 +129,31 @@ export function checkNewPassword(password: string | undefined, field: string, em
 export function checkNotEmail(password: string | undefined, email: string, field: string): void {
   if (password !== undefined && password.trim().toLowerCase() === email.trim().toLowerCase()) {
     throw validationError([{ field, message: 'must not be the same as the e-mail address' }]);
+  }
+}
+
+/**
+ * bcrypt runs on libuv's thread pool, which shares the cores with the event loop. On Linux this gives
+ * every thread of the process but the main one a lower scheduling priority (nice +10): under a burst of
+ * logins the event loop, which answers every other request, runs as soon as it has work instead of
+ * waiting for a core behind the hashes, and the hashes still get every cycle it leaves. Call it once
+ * the pool has started (after a first hash); elsewhere, or where it is not allowed, it does nothing.
+ */
+export function lowerHelperThreadPriority(): void {
+  if (process.platform !== 'linux') return;
+  let threads: string[];
+  try {
+    threads = readdirSync('/proc/self/task');
+  } catch {
+    return;
+  }
+  for (const thread of threads) {
+    const tid = Number(thread);
+    if (tid === process.pid) continue;
+    try {
+      setPriority(tid, 10);
+    } catch {
+      // A thread that has ended, or a system that refuses: the defaults stay.
+    }
   }
 }

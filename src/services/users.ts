@@ -102,7 +102,7 @@ export class UserService {
     requireAdmin(principal);
     checkNewPassword(input.password, 'body.password', input.email);
     const passwordHash = await this.passwords.hash(input.password);
-    return this.audit.transaction(async (trx, record) => {
+    return this.audit.transaction(principal.client, async (trx, record) => {
       const created = await users.insertUser(trx, {
         name: input.name.trim(),
         email: normalizeEmail(input.email),
@@ -139,7 +139,7 @@ export class UserService {
 
     let updated: UserRow;
     try {
-      updated = await this.audit.transaction(async (trx, record) => {
+      updated = await this.audit.transaction(principal.client, async (trx, record) => {
         const user = this.live(await users.updateLiveUser(trx, id, patch));
         if (patch.password_hash !== undefined) {
           await revokeUserSessions(trx, id, principal.user.id === id ? principal.sessionId : undefined);
@@ -158,7 +158,7 @@ export class UserService {
 
   async delete(principal: Principal, id: number): Promise<void> {
     requireSelfOrAdmin(principal, id);
-    await this.audit.transaction(async (trx, record) => {
+    await this.audit.transaction(principal.client, async (trx, record) => {
       // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
       if (!(await users.softDeleteUser(trx, id))) throw notFound('User not found');
       await revokeUserSessions(trx, id);
@@ -168,7 +168,7 @@ export class UserService {
 
   async restore(principal: Principal, id: number): Promise<UserRow> {
     requireAdmin(principal);
-    const restored = await this.audit.transaction(async (trx, record) => {
+    const restored = await this.audit.transaction(principal.client, async (trx, record) => {
       const user = await users.restoreUser(trx, id);
       if (user) await record({ type: 'user.restored', actor: principal.user.id, subject: id });
       return user;
@@ -183,7 +183,7 @@ export class UserService {
     const normalized = normalizeEmail(email);
     if (await users.findUserByEmail(this.db, normalized)) return undefined;
     const passwordHash = await this.passwords.hash(password);
-    return this.audit.transaction(async (trx, record) => {
+    return this.audit.transaction(null, async (trx, record) => {
       const admin = await users.insertUser(trx, { email: normalized, name: 'Administrator', password_hash: passwordHash, role: 'admin', email_verified: true });
       if (admin) await record({ type: 'user.created', actor: null, subject: admin.id, details: { role: 'admin', is_active: true, source: 'ADMIN_EMAIL' } });
       return admin;
