@@ -334,7 +334,10 @@ describe('commands beside the service', () => {
   });
 });
 
-describe('the built command, as its own process', () => {
+// The build is the same whatever the database: it is checked once, in the embedded half of the suite.
+const builtOnce = process.env.TEST_DATABASE_KIND === 'postgres' ? describe.skip : describe;
+
+builtOnce('the built command, as its own process', () => {
   const root = join(__dirname, '..');
   let outDir: string;
   let database: SuiteDatabase;
