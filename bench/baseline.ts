@@ -69,4 +69,5 @@ if (workers > 1 && cluster.isPrimary) {
   });
 } else {
   app.listen(Number(process.env.PORT ?? 8001), '127.0.0.1');
+  process.on('SIGINT', () => process.exit(0));
 }

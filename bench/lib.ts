@@ -1,5 +1,5 @@
 /** What the benchmark scripts share: processes, databases, load and the figures they report. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -140,6 +140,30 @@ export async function load(options: LoadOptions, pid?: number): Promise<Figures>
   } finally {
     if (sampler) clearInterval(sampler);
   }
+}
+
+/**
+ * Runs autocannon in a process of its own: a latency probe that must not share an event loop with the
+ * load it measures under.
+ */
+export function probe(options: LoadOptions): Promise<Figures> {
+  const args = [require.resolve('autocannon/autocannon.js'), '-j', '-c', String(options.connections), '-d', String(options.seconds)];
+  if (options.rate) args.push('-R', String(options.rate));
+  args.push(options.url);
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
+      if (error) return reject(error);
+      const result = JSON.parse(stdout);
+      resolve({
+        rps: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        errors: result.non2xx + result.errors + result.timeouts,
+        statuses: { '2xx': result['2xx'], '4xx': result['4xx'], '5xx': result['5xx'] },
+        rssMb: 0,
+      });
+    });
+  });
 }
 
 /** Median and 95th percentile of `runs` sequential calls of `fn`, in ms. */
