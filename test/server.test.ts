@@ -151,7 +151,8 @@ describe('graceful shutdown', () => {
       const { done: slow } = await slowRegistration(server.port, email);
       server.child.kill('SIGTERM');
       await server.waitFor((line) => line.msg === 'shutting down: finishing requests in flight');
-      await expect(call(server.port, 'GET', '/health/live')).rejects.toThrow(/ECONNREFUSED/);
+      // Refused, or reset if it reached the backlog just before the listener closed: either way not served.
+      await expect(call(server.port, 'GET', '/health/live')).rejects.toThrow(/ECONNREFUSED|ECONNRESET|socket hang up/);
       const res = await slow;
       expect(res.status).toBe(201);
       expect(res.body.data.user.email).toBe(email);
