@@ -111,14 +111,22 @@ export interface Figures {
   errors: number;
   /** Count per status class, e.g. { '2xx': 1000, '5xx': 3 }. */
   statuses: Record<string, number>;
-  /** Highest resident set seen during the run, MB (0 when not sampled). */
+  /** Resident set at the end of the run, MB (0 when not sampled). */
   rssMb: number;
+  /** Highest resident set seen during the run, MB: start-up garbage not yet collected shows here. */
+  rssPeakMb: number;
 }
 
 /** Runs autocannon against one URL, sampling the RSS of `pid` meanwhile. */
 export async function load(options: LoadOptions, pid?: number): Promise<Figures> {
   let peak = 0;
-  const sampler = pid ? setInterval(() => (peak = Math.max(peak, rssMb(pid))), 200) : undefined;
+  let last = 0;
+  const sampler = pid
+    ? setInterval(() => {
+        last = rssMb(pid);
+        peak = Math.max(peak, last);
+      }, 200)
+    : undefined;
   try {
     const result = await autocannon({
       url: options.url,
@@ -135,7 +143,8 @@ export async function load(options: LoadOptions, pid?: number): Promise<Figures>
       p99: result.latency.p99,
       errors: result.non2xx + result.errors + result.timeouts,
       statuses: { '1xx': result['1xx'], '2xx': result['2xx'], '3xx': result['3xx'], '4xx': result['4xx'], '5xx': result['5xx'] },
-      rssMb: Math.round(peak),
+      rssMb: Math.round(last),
+      rssPeakMb: Math.round(peak),
     };
   } finally {
     if (sampler) clearInterval(sampler);
@@ -161,6 +170,7 @@ export function probe(options: LoadOptions): Promise<Figures> {
         errors: result.non2xx + result.errors + result.timeouts,
         statuses: { '2xx': result['2xx'], '4xx': result['4xx'], '5xx': result['5xx'] },
         rssMb: 0,
+        rssPeakMb: 0,
       });
     });
   });

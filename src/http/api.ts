@@ -92,7 +92,9 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
 
   const router = new Router();
   for (const operation of operations) {
-    router.register(koaPath(operation.path), [operation.method.toUpperCase()], dispatcher(api, operation, options));
+    const handler = handlers[operation.operationId as OperationId] as (input: HandlerInput<OperationId>, services: Services) => Promise<Reply>;
+    const handle = direct(operation, handler, services) ?? ((ctx: KoaContext, request: RoutedRequest) => api.handleRequest(request, ctx));
+    router.register(koaPath(operation.path), [operation.method.toUpperCase()], dispatcher(operation, handle, options));
   }
   return { router };
 }
@@ -130,7 +132,29 @@ function routeOnce(api: OpenAPIBackend, operations: Operation[]): void {
   }) as typeof router.parseRequest;
 }
 
-function dispatcher(api: OpenAPIBackend, operation: Operation, { guard, parseBody }: ApiOptions) {
+/**
+ * For an operation with no parameters and no body there is nothing to validate, so it skips
+ * openapi-backend: the token is checked (when the operation requires one) and the handler called
+ * directly. The token check is the same one openapi-backend would run, with the same errors. Among
+ * the operations this serves are the most frequent ones (`getMe`, the health probes).
+ */
+function direct(
+  operation: Operation,
+  handler: (input: HandlerInput<OperationId>, services: Services) => Promise<Reply>,
+  services: Services,
+): ((ctx: KoaContext) => Promise<Reply>) | undefined {
+  if ((operation.parameters ?? []).length > 0 || operation.requestBody) return undefined;
+  const requirements = operation.security ?? [];
+  // An empty requirement ({}) makes the token optional; leave that case to openapi-backend.
+  if (requirements.some((requirement) => Object.keys(requirement).length === 0)) return undefined;
+  const secured = requirements.length > 0;
+  return async (ctx) => {
+    if (secured) await principalOf(ctx, services);
+    return handler({ body: undefined, query: {}, path: {}, principal: ctx.state.principal, client: clientOf(ctx) } as HandlerInput<OperationId>, services);
+  };
+}
+
+function dispatcher(operation: Operation, handle: (ctx: KoaContext, request: RoutedRequest) => Promise<Reply>, { guard, parseBody }: ApiOptions) {
   const requestBody = operation.requestBody && 'content' in operation.requestBody ? operation.requestBody : undefined;
   const mediaTypes = Object.keys(requestBody?.content ?? {});
   return async (ctx: KoaContext) => {
@@ -151,7 +175,7 @@ function dispatcher(api: OpenAPIBackend, operation: Operation, { guard, parseBod
       // A required body that was not sent validates as an empty one, so each missing field is named.
       body: withBody ? ctx.request.body : requestBody?.required ? {} : undefined,
     };
-    const reply: Reply = await api.handleRequest(request, ctx);
+    const reply: Reply = await handle(ctx, request);
     ctx.status = reply.status;
     ctx.body = reply.body ?? null;
   };
