@@ -2,7 +2,6 @@ import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -48,12 +47,12 @@ async function cli(args: string[], options: RunOptions = {}): Promise<Run> {
 }
 
 /** A PostgreSQL URL nothing listens on, so any attempt to use the database fails at once. */
+/**
+ * A database address where nothing listens: port 1 is privileged and unused, so the connection is
+ * refused (a port freed a moment ago could be taken again by another test's server meanwhile).
+ */
 async function deadDatabaseUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return `postgres://nobody@127.0.0.1:${port}/nothing`;
+  return 'postgres://nobody@127.0.0.1:1/nothing';
 }
 
 describe('usage', () => {
