@@ -15,7 +15,7 @@ const SIZES = [10_000, 100_000, 1_000_000];
 const RUNS = 200;
 const PASSWORD = 'bench-password-1';
 
-const FIRST = ['Ada', 'Alan', 'Barbara', 'Claude', 'Donald', 'Edsger', 'Frances', 'Grace', 'Hedy', 'John', 'Katherine', 'Ken', 'Linus', 'Margaret', 'Niklaus', 'Radia', 'Shafi', 'Tim', 'Vint', 'Whitfield'];
+const FIRST = ['Ada', 'Alan', 'Barbara', 'Dennis', 'Donald', 'Edsger', 'Frances', 'Grace', 'Hedy', 'John', 'Katherine', 'Ken', 'Linus', 'Margaret', 'Niklaus', 'Radia', 'Shafi', 'Tim', 'Vint', 'Whitfield'];
 const LAST = ['Lovelace', 'Turing', 'Liskov', 'Shannon', 'Knuth', 'Dijkstra', 'Allen', 'Hopper', 'Lamarr', 'McCarthy', 'Johnson', 'Thompson', 'Torvalds', 'Hamilton', 'Wirth', 'Perlman', 'Goldwasser', 'Berners-Lee', 'Cerf', 'Diffie', 'Backus', 'Kay', 'Ritchie', 'Hoare', 'Milner', 'Lamport', 'Codd', 'Gray', 'Stonebraker', 'Engelbart', 'Sutherland', 'Minsky', 'Rivest', 'Shamir', 'Adleman', 'Hellman', 'Kahn', 'Postel', 'Wozniak', 'Bell', 'Floyd', 'Tarjan', 'Hartmanis', 'Stearns', 'Cook', 'Karp', 'Rabin', 'Scott', 'Valiant', 'Yao'];
 
 /** Appends users up to `size` (ids from `from`): 1 in 50 inactive, 1 in 100 deleted, names from the lists above. */
