@@ -1,24 +1,14 @@
 /** What the benchmark scripts share: processes, databases, load and the figures they report. */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
 
+export { freePort } from '../test/support/net';
+
 export const ROOT = join(__dirname, '..');
 export const SECRET_KEY = 'bench-secret-key-that-is-long-enough-for-hs256';
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 /** Drops and creates the database named in `url`, through the server's `postgres` database. */
 export async function freshDatabase(url: string): Promise<void> {

@@ -36,9 +36,7 @@ async function bulkLoad(client: Client, from: number, size: number, passwordHash
   );
   await client.query('alter table users enable trigger users_count_rows');
   await client.query(`
-    update user_counts c set n = (
-      select count(*) from users u
-      where case when u.deleted_at is not null then 'deleted' when u.is_active then 'active' else 'inactive' end = c.state)`);
+    update user_counts c set n = (select count(*) from users u where user_state(u.deleted_at, u.is_active) = c.state)`);
   await client.query('commit');
   await client.query('analyze users');
   return (performance.now() - started) / 1000;

@@ -15,17 +15,17 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('n', 'bigint', (col) => col.notNull())
     .execute();
   await sql`
-    insert into user_counts (state, n)
-    select s.state, (select count(*) from users u where ${stateOf('u')} = s.state)
-    from (values ('active'), ('inactive'), ('deleted')) as s(state)
-  `.execute(db);
-
-  await sql`
     create function user_state(deleted_at timestamptz, is_active boolean) returns text
     language sql immutable as $$
       select case when deleted_at is not null then 'deleted' when is_active then 'active' else 'inactive' end
     $$
   `.execute(db);
+  await sql`
+    insert into user_counts (state, n)
+    select s.state, (select count(*) from users u where user_state(u.deleted_at, u.is_active) = s.state)
+    from (values ('active'), ('inactive'), ('deleted')) as s(state)
+  `.execute(db);
+
   await sql`
     create function user_counts_track() returns trigger language plpgsql as $$
     declare
@@ -71,8 +71,4 @@ export async function down(db: Kysely<any>): Promise<void> {
   await sql`drop function user_counts_track()`.execute(db);
   await sql`drop function user_state(timestamptz, boolean)`.execute(db);
   await db.schema.dropTable('user_counts').execute();
-}
-
-function stateOf(alias: string) {
-  return sql.raw(`case when ${alias}.deleted_at is not null then 'deleted' when ${alias}.is_active then 'active' else 'inactive' end`);
 }

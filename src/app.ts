@@ -5,7 +5,6 @@ import { migrateToLatest } from './db/migrate';
 import { handlers } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
-import { cacheControl } from './http/cache-control';
 import { contractFor } from './http/contract';
 import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
@@ -100,8 +99,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     if (config.corsOrigins.length > 0) koa.use(corsFor(config.corsOrigins));
     koa.use(errors(logger));
     if (metrics) koa.use(metricsEndpoint(metrics, config.metricsToken));
-    // Verifiers may keep the key set for five minutes, so a key is published that long before it signs.
-    koa.use(cacheControl({ getJwks: 'public, max-age=300' }));
     if (config.docsEnabled) koa.use(docsRouter(document).routes());
     koa.use(router.routes());
     koa.use(async (ctx) => {

@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, request as httpRequest } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config';
 import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase } from './support/app';
 import { expectError } from './support/expect';
+import { freePort } from './support/net';
 
 // The real server process, started from the sources: graceful shutdown and cluster mode.
 
@@ -18,17 +19,6 @@ interface Running {
   /** Resolves with the first log line (so far or to come) that matches. */
   waitFor(match: (line: Record<string, any>) => boolean, timeoutMs?: number): Promise<Record<string, any>>;
   exited: Promise<number | null>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 async function startServer(env: Record<string, string>): Promise<Running> {
@@ -96,18 +86,18 @@ interface Reply {
 }
 
 /** One request on a connection of its own (no keep-alive, so a cluster spreads them over workers). */
-function call(port: number, method: string, path: string, body?: unknown): Promise<Reply> {
-  return send(port, method, path, body).done;
+function call(port: number, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  return send(port, method, path, body, headers).done;
 }
 
 /** A request, and when it has been written out to the server. */
-function send(port: number, method: string, path: string, body?: unknown): { sent: Promise<void>; done: Promise<Reply> } {
+function send(port: number, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): { sent: Promise<void>; done: Promise<Reply> } {
   let sent!: () => void;
   const written = new Promise<void>((resolve) => (sent = resolve));
   const done = new Promise<Reply>((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = httpRequest(
-      { host: '127.0.0.1', port, method, path, agent: false, headers: payload ? { 'content-type': 'application/json' } : {} },
+      { host: '127.0.0.1', port, method, path, agent: false, headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers } },
       (res) => {
         let text = '';
         res.on('data', (chunk) => (text += chunk));
@@ -253,18 +243,7 @@ onPostgres('cluster mode', () => {
     // Connections alternate between the workers: a token from one is accepted by both.
     const token = registered.body.data.access_token;
     for (let i = 0; i < 4; i++) {
-      const me = await new Promise<Reply>((resolve, reject) => {
-        const req = httpRequest(
-          { host: '127.0.0.1', port: server.port, path: '/api/auth/me', agent: false, headers: { authorization: `Bearer ${token}` } },
-          (res) => {
-            let text = '';
-            res.on('data', (chunk) => (text += chunk));
-            res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
-          },
-        );
-        req.on('error', reject);
-        req.end();
-      });
+      const me = await call(server.port, 'GET', '/api/auth/me', undefined, { authorization: `Bearer ${token}` });
       expect(me.status).toBe(200);
       expect(me.body.data.email).toBe(email);
     }

@@ -1,5 +1,12 @@
 import { keyRingFor } from '../services/keys';
 import type { Handler } from './types';
 
-/** The bare JWK Set, not the envelope: what JWT libraries read from a JWKS URL. */
-export const getJwks: Handler<'getJwks'> = async (_input, { config }) => ({ status: 200, body: keyRingFor(config).jwks });
+/**
+ * The bare JWK Set, not the envelope: what JWT libraries read from a JWKS URL. Verifiers may keep it
+ * for five minutes, so a key is published that long before it signs.
+ */
+export const getJwks: Handler<'getJwks'> = async (_input, { config }) => ({
+  status: 200,
+  body: keyRingFor(config).jwks,
+  headers: { 'Cache-Control': 'public, max-age=300' },
+});

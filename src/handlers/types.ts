@@ -34,6 +34,8 @@ export interface Reply {
   status: number;
   /** The whole JSON body, envelope included; absent for 204. */
   body?: unknown;
+  /** Response headers of the operation's own (Cache-Control, say). */
+  headers?: Record<string, string>;
 }
 
 /** The services a handler may call, built once per app. */

@@ -177,6 +177,7 @@ function dispatcher(operation: Operation, handle: (ctx: KoaContext, request: Rou
     };
     const reply: Reply = await handle(ctx, request);
     ctx.status = reply.status;
+    if (reply.headers) ctx.set(reply.headers);
     ctx.body = reply.body ?? null;
   };
 }
