@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { verify as bcryptVerify } from '@node-rs/bcrypt';
 import jwt from 'jsonwebtoken';
+import { sql } from 'kysely';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { expectError, expectJson } from './support/expect';
 
@@ -507,6 +508,23 @@ describe('GET /api/auth/me', () => {
     expect(res.status).toBe(200);
     expectJson(res);
     expect(res.body).toEqual({ success: true, data: { ...USER_SHAPE, id: u.id, email: u.email, name: 'Current User' } });
+  });
+
+  it('keeps answering while a migration adds a column to users, as in a rolling deploy', async () => {
+    const u = await t.register({ name: 'Rolling Deploy' });
+    // Enough requests at once to use every pooled connection before and after the change.
+    const burst = () => Promise.all(Array.from({ length: 12 }, () => me(u.access)));
+    for (const res of await burst()) expect(res.status).toBe(200);
+    await sql`alter table users add column nickname text`.execute(t.db);
+    try {
+      for (const res of await burst()) {
+        expect(res.status).toBe(200);
+        expect(res.body.data).toEqual({ ...USER_SHAPE, id: u.id, email: u.email, name: 'Rolling Deploy' });
+      }
+    } finally {
+      await sql`alter table users drop column nickname`.execute(t.db);
+    }
+    expect((await me(u.access)).status).toBe(200);
   });
 
   it('accepts the scheme name in any case', async () => {

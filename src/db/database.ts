@@ -3,6 +3,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import { PGlite, type Extension } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import { Pool } from 'pg';
+import { preparingPool } from './prepared';
 import type { Database } from './types';
 
 // Trigram indexes for the user search. PGlite's extensions declare ESM types only, though they ship
@@ -41,7 +42,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     // A client in use losing its connection fails its query (and the pool drops it on release); without a
     // listener of its own it would also emit an unhandled 'error' event that takes the process down.
     pool.on('connect', (client) => client.on('error', () => {}));
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), kind: 'postgres', pool };
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) }), kind: 'postgres', pool };
   }
   const inMemory = options.dataDir.startsWith('memory://');
   if (!inMemory) mkdirSync(options.dataDir, { recursive: true });

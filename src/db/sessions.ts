@@ -1,4 +1,5 @@
 import { CompiledQuery, sql } from 'kysely';
+import { preparedStatement } from './prepared';
 import type { Executor, NewSessionRow, SessionRow, UserRow } from './types';
 
 export function insertSession(db: Executor, row: NewSessionRow): Promise<SessionRow> {
@@ -10,15 +11,20 @@ export function insertSession(db: Executor, row: NewSessionRow): Promise<Session
  * deleted, and the session must be theirs, live and unexpired.
  */
 export async function findAuthenticatedUser(db: Executor, userId: number, sessionId: string): Promise<UserRow | undefined> {
-  // Every authenticated request runs this: its SQL is written once rather than built and compiled per call.
+  // Every authenticated request runs this: its SQL is written once rather than built and compiled per
+  // call, and PostgreSQL prepares it once per connection.
   const result = await db.executeQuery<UserRow>(CompiledQuery.raw(AUTHENTICATED_USER_SQL, [userId, sessionId]));
   return result.rows[0];
 }
 
-const AUTHENTICATED_USER_SQL = `
-  select users.* from users join sessions on sessions.user_id = users.id
+const AUTHENTICATED_USER_SQL = preparedStatement(
+  'authenticated_user',
+  `select users.id, users.email, users.name, users.password_hash, users.role, users.is_active, users.email_verified,
+         users.created_at, users.updated_at, users.deleted_at
+  from users join sessions on sessions.user_id = users.id
   where users.id = $1 and users.deleted_at is null and users.is_active
-    and sessions.id = $2 and sessions.revoked_at is null and sessions.expires_at > now()`;
+    and sessions.id = $2 and sessions.revoked_at is null and sessions.expires_at > now()`,
+);
 
 /** Grace answers kept per rotation; one more within the grace period is taken for a stolen token. */
 const MAX_GRACE_TOKENS = 16;
