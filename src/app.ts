@@ -79,7 +79,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
 
     const document = contractFor(config);
-    const { router } = await buildApi(document, handlers, services, {
+    const { router, compileValidators } = await buildApi(document, handlers, services, {
       guard: limiter && (await rateLimitGuard(config, limiter)),
       parseBody: bodies(config.maxBodyBytes),
     });
@@ -114,6 +114,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         headers: { Allow: allow },
       });
     });
+    const stopCompiling = compileValidators((error, operationId) =>
+      logger.error({ err: error, operationId }, 'the contract has a request schema that does not compile'),
+    );
     outbox.start();
     housekeeping.start();
     audit.start();
@@ -126,6 +129,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         lifecycle.draining = true;
       },
       async close() {
+        stopCompiling();
         await housekeeping.stop();
         await audit.stop();
         await outbox.stop();

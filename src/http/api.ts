@@ -18,6 +18,12 @@ interface RoutedRequest extends Request {
 export interface ContractApi {
   /** Koa routes for every path of the contract, built once. */
   router: Router;
+  /**
+   * Compiles the request validators in the background, one operation per turn of the event loop, so
+   * that the start does not wait for them and no request waits long behind them; an operation asked
+   * for before its turn compiles its own on the spot. Returns a function that stops it.
+   */
+  compileValidators(onError: (error: unknown, operationId: string) => void): () => void;
 }
 
 export interface ApiOptions {
@@ -42,7 +48,10 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
     // document against the OpenAPI schema, which `make lint-contract` does, and dereferences it in one
     // synchronous pass (it has only local references).
     quick: true,
-    ajvOpts: { allErrors: true, strict: false },
+    // openapi-backend makes an Ajv instance per operation and validation context, and each would compile
+    // the JSON Schema meta-schema to check the contract's schemas before compiling them: most of the
+    // start-up time. The lint checks those schemas once, before they ship.
+    ajvOpts: { allErrors: true, strict: false, validateSchema: false },
     customizeAjv: (ajv) => {
       addFormats(ajv, ['date-time', 'uuid']);
       // The service trims e-mails before storing them, so surrounding white space is no error.
@@ -83,9 +92,6 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
   }
 
   await api.init();
-  // Request validators, the ones every request uses, are compiled now: a contract they cannot
-  // compile stops the start rather than a request.
-  api.validator.preCompileRequestValidators();
   const operations = api.router.getOperations();
   assertEveryOperationHandled(operations, handlers);
   routeOnce(api, operations);
@@ -96,7 +102,23 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
     const handle = direct(operation, handler, services) ?? ((ctx: KoaContext, request: RoutedRequest) => api.handleRequest(request, ctx));
     router.register(koaPath(operation.path), [operation.method.toUpperCase()], dispatcher(operation, handle, options));
   }
-  return { router };
+  const compileValidators = (onError: (error: unknown, operationId: string) => void) => {
+    const pending = operations.map((operation) => operation.operationId!);
+    let timer: NodeJS.Immediate | undefined;
+    const next = () => {
+      const operationId = pending.shift();
+      if (operationId === undefined) return;
+      try {
+        api.validator.getRequestValidatorsForOperation(operationId);
+      } catch (error) {
+        onError(error, operationId);
+      }
+      timer = setImmediate(next);
+    };
+    timer = setImmediate(next);
+    return () => clearImmediate(timer);
+  };
+  return { router, compileValidators };
 }
 
 /**
