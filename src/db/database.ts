@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGlite, type Extension } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { preparingPool } from './prepared';
 import type { Database } from './types';
 
@@ -28,6 +28,9 @@ export interface DatabaseHandle {
 /** Opens Kysely over pg when a URL is given, otherwise over an embedded PGlite. */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.url) {
+    // Loaded only here: the embedded database does not need pg, and a start spends most of its time loading modules.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { Pool } = require('pg') as typeof import('pg');
     const pool = new Pool({
       connectionString: options.url,
       max: 10,

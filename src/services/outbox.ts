@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import nodemailer from 'nodemailer';
 import type { Config } from '../config';
 import { claimDueMail, countPendingMail, enqueueMail, markMailFailed, markMailSent, releaseMail } from '../db/outbox';
 import type { Database, Executor, OutboxRow } from '../db/types';
@@ -23,6 +22,9 @@ export function createTransport(config: Config, logger: Logger): MailTransport {
       close() {},
     };
   }
+  // Loaded only here: most of a start's time is loading modules, and a service without SMTP needs none of it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const nodemailer = require('nodemailer') as typeof import('nodemailer');
   // Short timeouts, so that a server that hangs delays the queue a little, not for minutes.
   const smtp = nodemailer.createTransport({ url: config.smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 });
   return {
@@ -79,8 +81,10 @@ export class Outbox {
       }, this.config.mailPollIntervalMs);
       this.timer.unref();
     };
+    // The first pass waits for the first tick too: it is the first query on this table, which costs an
+    // embedded database a tenth of a second of reading its catalog, and the start should not wait for it.
+    // Mail queued by requests is sent at once regardless (`wake()`).
     tick();
-    this.wake();
   }
 
   /** Delivers what is due now, without waiting for the next poll. */
