@@ -3,7 +3,8 @@
  * PostgreSQL (BENCH_DATABASE_URL, recreated; by default account_bench on the local server).
  *
  * Routes: GET /api/auth/me and GET /api/users (page 1 of 20) at 32 connections, one process each and
- * then two (WEB_CONCURRENCY=2 against two baseline workers); JSON login against the bcrypt ceiling
+ * then two (WEB_CONCURRENCY=2 against two baseline workers), and with one process against the baseline
+ * again with its queries prepared; JSON login against the bcrypt ceiling
  * measured in the same run, with /health/live probed meanwhile; a login overload past
  * PASSWORD_HASH_QUEUE_MAX; embedded start, cold and warm. Writes bench/results/<time>.json.
  *
@@ -50,8 +51,9 @@ async function startService(workers: number): Promise<Proc> {
   return startProcess(['dist/src/server.js'], serviceEnv(workers), await freePort(), '/health/ready');
 }
 
-async function startBaseline(workers: number): Promise<Proc> {
-  return startProcess(['-r', './test/support/ts-register.js', 'bench/baseline.ts'], { DATABASE_URL, SECRET_KEY, WORKERS: String(workers) }, await freePort());
+async function startBaseline(workers: number, prepared = false): Promise<Proc> {
+  const env = { DATABASE_URL, SECRET_KEY, WORKERS: String(workers), PREPARED: prepared ? '1' : '0' };
+  return startProcess(['-r', './test/support/ts-register.js', 'bench/baseline.ts'], env, await freePort());
 }
 
 /** 1,000 users (one admin) with real cost-12 hashes, loaded with SQL. */
@@ -142,6 +144,13 @@ async function main(): Promise<void> {
     rows.push(await compare('GET /api/auth/me', '/api/auth/me', userToken, workers, service, baseline));
     rows.push(await compare('GET /api/users (page 1 of 20)', '/api/users?page=1&per_page=20', adminToken, workers, service, baseline));
     if (workers === 1) {
+      // The service prepares its token check; the same routes against a baseline that prepares all of
+      // its queries show what is left once neither side parses and plans per call.
+      const prepared = await startBaseline(1, true);
+      const note = { notes: 'against the baseline with prepared statements' };
+      rows.push({ ...(await compare('GET /api/auth/me', '/api/auth/me', userToken, 1, service, prepared)), ...note });
+      rows.push({ ...(await compare('GET /api/users (page 1 of 20)', '/api/users?page=1&per_page=20', adminToken, 1, service, prepared)), ...note });
+      await prepared.stop();
       // A fresh process for the login scenario, so that the collection of garbage from the runs above
       // does not land in it.
       await service.stop();
