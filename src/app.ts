@@ -42,7 +42,7 @@ export interface AppOptions {
 /** Wires the service: database (migrated), services, contract-driven routes and docs. */
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config);
-  const { db, kind, pool } = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const { db, kind, pool } = await openDatabase(config);
   try {
     await migrateToLatest(db);
     // Rate limits and the login lockout; counters in memory or, shared, in this database.

@@ -139,7 +139,7 @@ function commandFor(command: string, rest: string[], options: Options, env: CliI
 }
 
 async function withDatabase(config: Config, run: (db: Kysely<Database>, kind: Context['kind']) => Promise<void>): Promise<void> {
-  const { db, kind } = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const { db, kind } = await openDatabase(config);
   try {
     await run(db, kind);
   } finally {

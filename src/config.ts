@@ -12,6 +12,11 @@ export interface Config {
   readonly port: number;
   /** PostgreSQL connection string; when absent the embedded database in `dataDir` is used. */
   readonly databaseUrl: string | undefined;
+  /**
+   * Whether the queries every request runs go to PostgreSQL as named statements, prepared once per
+   * connection; off for a pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
+   */
+  readonly databasePreparedStatements: boolean;
   readonly dataDir: string;
   readonly secretKey: string;
   /** True when no SECRET_KEY was configured and a random one was made for this process. */
@@ -214,6 +219,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     host,
     port,
     databaseUrl,
+    databasePreparedStatements: boolean('DATABASE_PREPARED_STATEMENTS', true),
     dataDir: read('DATA_DIR') ?? './data',
     secretKey: secretKey ?? '',
     secretKeyGenerated,

@@ -6,7 +6,7 @@ import { migrateToLatest } from './db/migrate';
 /** `npm run migrate`: applies every pending migration to the configured database. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const { db, kind } = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const { db, kind } = await openDatabase(config);
   try {
     const { results = [] } = await migrateToLatest(db);
     for (const r of results) process.stdout.write(`${r.status.padEnd(8)} ${r.migrationName}\n`);

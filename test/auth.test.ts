@@ -527,6 +527,30 @@ describe('GET /api/auth/me', () => {
     expect((await me(u.access)).status).toBe(200);
   });
 
+  (process.env.TEST_DATABASE_KIND === 'postgres' ? it : it.skip)(
+    'prepares the token check on each pooled connection, and not with DATABASE_PREPARED_STATEMENTS=false',
+    async () => {
+      // The app's own pool runs this query too, on one of the connections the burst used.
+      const preparedOn = async (ctx: TestContext) =>
+        (await sql<{ name: string }>`select name from pg_prepared_statements`.execute(ctx.db)).rows.map((row) => row.name);
+      const burst = (ctx: TestContext, token: string) =>
+        Promise.all(Array.from({ length: 12 }, () => ctx.get('/api/auth/me', { token })));
+
+      const u = await t.register();
+      for (const res of await burst(t, u.access)) expect(res.status).toBe(200);
+      expect(await preparedOn(t)).toContain('authenticated_user');
+
+      const unprepared = await startTestApp({ DATABASE_PREPARED_STATEMENTS: 'false' });
+      try {
+        const v = await unprepared.register();
+        for (const res of await burst(unprepared, v.access)) expect(res.status).toBe(200);
+        expect(await preparedOn(unprepared)).toEqual([]);
+      } finally {
+        await unprepared.close();
+      }
+    },
+  );
+
   it('accepts the scheme name in any case', async () => {
     const u = await t.register();
     const res = await t.get('/api/auth/me', { headers: { Authorization: `bearer ${u.access}` } });

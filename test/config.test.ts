@@ -27,6 +27,7 @@ describe('configuration', () => {
       docsEnabled: true,
       appVersion: '1.0.0',
       databaseUrl: undefined,
+      databasePreparedStatements: true,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -63,8 +64,9 @@ describe('configuration', () => {
   });
 
   it('parses booleans and numbers from their usual spellings', () => {
-    const config = loadConfig({ SECRET_KEY: 'x'.repeat(32), DOCS_ENABLED: 'false', PORT: '9000', BCRYPT_COST: '4' });
+    const config = loadConfig({ SECRET_KEY: 'x'.repeat(32), DOCS_ENABLED: 'false', PORT: '9000', BCRYPT_COST: '4', DATABASE_PREPARED_STATEMENTS: 'false' });
     expect(config.docsEnabled).toBe(false);
+    expect(config.databasePreparedStatements).toBe(false);
     expect(config.port).toBe(9000);
     expect(config.bcryptCost).toBe(4);
   });

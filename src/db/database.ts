@@ -4,19 +4,13 @@ import { PGlite, type Extension } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import type { Pool } from 'pg';
 import { preparingPool } from './prepared';
+import type { Config } from '../config';
 import type { Database } from './types';
 
 // Trigram indexes for the user search. PGlite's extensions declare ESM types only, though they ship
 // CommonJS builds, so this one is required with its type spelled out.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { pg_trgm } = require('@electric-sql/pglite/contrib/pg_trgm') as { pg_trgm: Extension };
-
-export interface DatabaseOptions {
-  /** A postgres:// URL, or undefined for the embedded database. */
-  url: string | undefined;
-  /** Folder of the embedded database, or `memory://` for one that lives only in this process. */
-  dataDir: string;
-}
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -25,14 +19,18 @@ export interface DatabaseHandle {
   pool?: Pool;
 }
 
-/** Opens Kysely over pg when a URL is given, otherwise over an embedded PGlite. */
-export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
-  if (options.url) {
+/**
+ * Opens Kysely over pg when `databaseUrl` is set, otherwise over an embedded PGlite in `dataDir` (or in
+ * this process only, for `memory://`). On PostgreSQL the registered statements (`preparedStatement`) go
+ * by name unless `databasePreparedStatements` is off.
+ */
+export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePreparedStatements'>): Promise<DatabaseHandle> {
+  if (config.databaseUrl) {
     // Loaded only here: the embedded database does not need pg, and a start spends most of its time loading modules.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { Pool } = require('pg') as typeof import('pg');
     const pool = new Pool({
-      connectionString: options.url,
+      connectionString: config.databaseUrl,
       max: 10,
       // Fail fast instead of queueing forever when the server is gone.
       connectionTimeoutMillis: 2000,
@@ -45,10 +43,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     // A client in use losing its connection fails its query (and the pool drops it on release); without a
     // listener of its own it would also emit an unhandled 'error' event that takes the process down.
     pool.on('connect', (client) => client.on('error', () => {}));
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) }), kind: 'postgres', pool };
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: config.databasePreparedStatements ? preparingPool(pool) : pool }) }), kind: 'postgres', pool };
   }
-  const inMemory = options.dataDir.startsWith('memory://');
-  if (!inMemory) mkdirSync(options.dataDir, { recursive: true });
-  const pglite = await PGlite.create({ dataDir: inMemory ? undefined : options.dataDir, extensions: { pg_trgm } });
+  const inMemory = config.dataDir.startsWith('memory://');
+  if (!inMemory) mkdirSync(config.dataDir, { recursive: true });
+  const pglite = await PGlite.create({ dataDir: inMemory ? undefined : config.dataDir, extensions: { pg_trgm } });
   return { db: new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), kind: 'embedded' };
 }
