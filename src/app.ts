@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import Koa from 'koa';
 import type { Config } from './config';
 import { openDatabase } from './db/database';
@@ -52,7 +53,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const mail = new AccountMail(config, outbox);
     const housekeeping = new Housekeeping(db, config, logger);
     const metrics = config.metricsEnabled
-      ? new Metrics({ pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued })
+      ? new Metrics(
+          { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
+          { clusterWorker: cluster.isWorker },
+        )
       : undefined;
     const audit = new AuditTrail(db, config, logger);
     if (metrics) audit.onRecorded((type) => metrics.countEvent(type));

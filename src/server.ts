@@ -6,6 +6,7 @@ import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { createApp, type App } from './app';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
+import { serveClusterMetrics } from './services/cluster-metrics';
 
 /**
  * V8 lets the heap grow to up to four times what the last full collection kept before it collects
@@ -110,6 +111,8 @@ function supervise(config: Config, logger: Logger): void {
   }
   // In-memory rate-limit counters live here, shared by every worker over IPC.
   new RateLimiterClusterMaster();
+  // A scrape of any worker answers with every worker's metrics, merged here.
+  if (config.metricsEnabled) serveClusterMetrics();
 
   let stopping = false;
   const live = new Set<Worker>();

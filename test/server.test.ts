@@ -111,6 +111,19 @@ function send(port: number, method: string, path: string, body?: unknown, header
   return { sent: written, done };
 }
 
+/** A GET on a connection of its own, with the body as text. */
+function fetchText(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method: 'GET', path, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /**
  * Sends a registration that takes a while (a high bcrypt cost) and waits until the server is working on
  * it; `done` settles with its answer.
@@ -256,6 +269,23 @@ onPostgres('cluster mode', () => {
       statuses.push((await call(server.port, 'POST', '/api/auth/login/json', { email: uniqueEmail('nobody'), password: 'wrong-password-1' })).status);
     }
     expect(statuses).toEqual([401, 401, 401, 401, 429, 429]);
+  });
+
+  it('answers a metrics scrape, whichever worker takes it, for every worker', async () => {
+    // Connections alternate between the workers, so each one answers some of these.
+    for (let i = 0; i < 6; i++) expect((await call(server.port, 'GET', '/health/live')).status).toBe(200);
+    const liveCount = (text: string) =>
+      text
+        .split('\n')
+        .filter((line) => line.startsWith('http_request_duration_seconds_count{') && line.includes('operation_id="healthLive"') && line.includes('status="200"'))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    for (let i = 0; i < 4; i++) {
+      const scrape = await fetchText(server.port, '/metrics');
+      expect(scrape.status).toBe(200);
+      expect(liveCount(scrape.body)).toBe(6);
+      // One process-metrics series per name, merged over the workers, not one per worker.
+      expect(scrape.body.match(/^process_start_time_seconds /gm)?.length ?? 0).toBeLessThanOrEqual(1);
+    }
   });
 
   it('replaces a worker that dies', async () => {

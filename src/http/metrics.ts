@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import type { Metrics } from '../services/metrics';
-import { ApiError, unauthorized } from './errors';
+import { ApiError, serviceUnavailable, unauthorized } from './errors';
 
 /** Outside the contract: not an API operation, never rate limited. */
 export const METRICS_PATH = '/metrics';
@@ -32,9 +32,16 @@ export function metricsEndpoint(metrics: Metrics, token: string | undefined): Mi
       throw new ApiError(405, 'METHOD_NOT_ALLOWED', `Method ${ctx.method} not allowed on ${ctx.path}`, undefined, { headers: { Allow: 'GET, HEAD' } });
     }
     if (expected && !bearerMatches(ctx.get('authorization'), expected)) throw unauthorized();
+    let text: string;
+    try {
+      text = await metrics.render();
+    } catch (error) {
+      // Under node:cluster, a worker that did not answer the primary in time.
+      throw serviceUnavailable(error);
+    }
     ctx.set('Cache-Control', 'no-store');
     ctx.type = metrics.contentType;
-    ctx.body = await metrics.render();
+    ctx.body = text;
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { AUDIT_EVENT_TYPES, type AuditEventType } from './audit';
+import { clusterMetricsFor } from './cluster-metrics';
 
 /** What the gauges read when they are scraped. */
 export interface MetricSources {
@@ -12,6 +13,11 @@ export interface MetricSources {
   hashesWaiting(): number;
 }
 
+export interface MetricsOptions {
+  /** This process is a node:cluster worker: a scrape answers for every worker, merged by the primary. */
+  clusterWorker?: boolean;
+}
+
 /** The operation label of requests that matched no operation of the contract (unknown routes, docs). */
 export const NO_OPERATION = 'none';
 
@@ -20,8 +26,8 @@ const SCRAPE_QUERY_TIMEOUT_MS = 1000;
 
 /**
  * One registry per app, made here and only here: tests run many apps in one process, where the
- * global default registry would clash. Worker processes under node:cluster would each keep theirs,
- * and the primary would merge them with prom-client's AggregatorRegistry.
+ * global default registry would clash. Worker processes under node:cluster each keep theirs, and the
+ * primary merges them (cluster-metrics.ts).
  */
 function createRegistry(): Registry {
   return new Registry();
@@ -34,8 +40,9 @@ export class Metrics {
   private readonly requestSeconds: Histogram<'operation_id' | 'method' | 'status'>;
   private readonly authEvents: Counter<'event_type'>;
   private readonly passwordHashSeconds: Histogram;
+  private readonly merged?: () => Promise<string>;
 
-  constructor(sources: MetricSources) {
+  constructor(sources: MetricSources, options: MetricsOptions = {}) {
     const registers = [this.registry];
     this.requestSeconds = new Histogram({
       name: 'http_request_duration_seconds',
@@ -70,6 +77,8 @@ export class Metrics {
       name: 'mail_outbox_pending',
       help: 'Messages in the mail outbox not yet sent nor given up.',
       registers,
+      // Every worker counts the same table: merged, the count is theirs, not their sum.
+      aggregator: 'max',
       async collect() {
         this.set(await withTimeout(sources.outboxBacklog(), SCRAPE_QUERY_TIMEOUT_MS).catch(() => Number.NaN));
       },
@@ -92,6 +101,11 @@ export class Metrics {
         });
       }
     }
+    if (options.clusterWorker) {
+      this.merged = clusterMetricsFor(this.registry);
+      // The primary may gather from this worker before anyone scrapes it: its process metrics start now.
+      this.startDefaults();
+    }
   }
 
   observeRequest(operationId: string | undefined, method: string, status: number, seconds: number): void {
@@ -110,15 +124,21 @@ export class Metrics {
     return this.registry.contentType;
   }
 
-  /** Every metric in the Prometheus text format. */
+  /** Every metric in the Prometheus text format; a cluster worker's are every worker's, merged. */
   async render(): Promise<string> {
-    // The process metrics start with the first scrape: their event-loop monitor and GC observer run
-    // for the rest of the process once started, which an app nobody scrapes should not pay for.
-    if (!this.defaultsStarted) {
-      collectDefaultMetrics({ register: this.registry });
-      this.defaultsStarted = true;
-    }
+    if (this.merged) return this.merged();
+    this.startDefaults();
     return this.registry.metrics();
+  }
+
+  /**
+   * The process metrics start with the first scrape: their event-loop monitor and GC observer run for
+   * the rest of the process once started, which an app nobody scrapes should not pay for.
+   */
+  private startDefaults(): void {
+    if (this.defaultsStarted) return;
+    collectDefaultMetrics({ register: this.registry });
+    this.defaultsStarted = true;
   }
 }
 
