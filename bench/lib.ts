@@ -23,6 +23,17 @@ export async function freshDatabase(url: string): Promise<void> {
   await client.end();
 }
 
+/** Logs in with JSON and returns the access token. */
+export async function login(url: string, email: string, password: string): Promise<string> {
+  const res = await fetch(`${url}/api/auth/login/json`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
+  if (res.status !== 200) throw new Error(`login as ${email}: ${res.status}`);
+  return ((await res.json()) as { data: { access_token: string } }).data.access_token;
+}
+
 export interface Proc {
   child: ChildProcess;
   url: string;

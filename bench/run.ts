@@ -15,7 +15,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hash, verify } from '@node-rs/bcrypt';
 import { Client } from 'pg';
-import { freePort, freshDatabase, load, probe, ROOT, SECRET_KEY, startProcess, table, type Figures, type Proc } from './lib';
+import { freePort, freshDatabase, load, login, probe, ROOT, SECRET_KEY, startProcess, table, type Figures, type Proc } from './lib';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/account_bench';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -72,16 +72,6 @@ async function seed(): Promise<void> {
   await client.end();
 }
 
-async function login(url: string, email: string): Promise<string> {
-  const res = await fetch(`${url}/api/auth/login/json`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
-  if (res.status !== 200) throw new Error(`login as ${email}: ${res.status}`);
-  return ((await res.json()) as any).data.access_token;
-}
-
 /** Verifications per second with every core busy: the most logins any server could do. */
 async function bcryptCeiling(seconds: number): Promise<number> {
   const stored = await hash(PASSWORD, { cost: COST });
@@ -135,8 +125,8 @@ async function main(): Promise<void> {
   // The service creates the schema on its first start; the users go in after.
   let service = await startService(1);
   await seed();
-  const adminToken = await login(service.url, 'bench1@example.com');
-  const userToken = await login(service.url, 'bench2@example.com');
+  const adminToken = await login(service.url, 'bench1@example.com', PASSWORD);
+  const userToken = await login(service.url, 'bench2@example.com', PASSWORD);
 
   for (const workers of [1, 2]) {
     if (workers > 1) service = await startService(workers);

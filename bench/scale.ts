@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hash } from '@node-rs/bcrypt';
 import { Client } from 'pg';
-import { freePort, freshDatabase, ROOT, SECRET_KEY, startProcess, table, timeSequential } from './lib';
+import { freePort, freshDatabase, login, ROOT, SECRET_KEY, startProcess, table, timeSequential } from './lib';
 
 const DATABASE_URL = process.env.BENCH_SCALE_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/account_bench_scale';
 const SIZES = [10_000, 100_000, 1_000_000];
@@ -68,12 +68,7 @@ async function main(): Promise<void> {
   await client.connect();
   const passwordHash = await hash(PASSWORD, { cost: 10 });
   await client.query(`insert into users (email, name, password_hash, role, email_verified) values ('admin@example.com', 'Admin', $1, 'admin', true)`, [passwordHash]);
-  const login = await fetch(`${service.url}/api/auth/login/json`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'admin@example.com', password: PASSWORD }),
-  });
-  const token = ((await login.json()) as any).data.access_token as string;
+  const token = await login(service.url, 'admin@example.com', PASSWORD);
   const get = async (path: string) => {
     const res = await fetch(service.url + path, { headers: { authorization: `Bearer ${token}` } });
     if (res.status !== 200) throw new Error(`${path}: ${res.status}`);

@@ -1,18 +1,19 @@
 import { parseArgs, types } from 'node:util';
 import dotenv from 'dotenv';
-import type { Kysely, MigrationResultSet } from 'kysely';
+import type { Kysely } from 'kysely';
 import { ConfigError, loadConfig, type Config } from './config';
 import { openDatabase } from './db/database';
-import { migrateToLatest, migrator } from './db/migrate';
+import { checked, migrateToLatest, migrator } from './db/migrate';
 import { listLiveSessions, revokeUserSessions } from './db/sessions';
 import type { Database, UserRow } from './db/types';
-import { findUserByEmail, findUserById, insertUser } from './db/users';
+import { findUserByEmail, findUserById } from './db/users';
 import { ApiError } from './http/errors';
 import { createLogger } from './logger';
 import { AuditTrail } from './services/audit';
 import { normalizeEmail } from './services/auth';
 import { Housekeeping } from './services/housekeeping';
 import { checkNewPassword, MIN_PASSWORD_LENGTH, PasswordHasher } from './services/passwords';
+import { insertAdmin } from './services/users';
 
 /** Where the command reads and writes; a process passes its own, tests pass captured ones. */
 export interface CliIo {
@@ -168,12 +169,6 @@ async function migrateStatus({ db, io }: Context): Promise<void> {
   }
 }
 
-function checked(result: MigrationResultSet): MigrationResultSet {
-  if (!result.error) return result;
-  const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-  throw new Error(`migration ${failed} failed`, { cause: result.error });
-}
-
 // ---------------------------------------------------------------------------------------------
 // create-admin
 
@@ -209,12 +204,7 @@ async function createAdmin(context: Context, { email, name }: AdminFields): Prom
     throw error;
   }
   const passwordHash = await new PasswordHasher({ cost: config.bcryptCost, concurrency: 1, maxWaiting: 0 }).hash(password);
-  const audit = new AuditTrail(db, config, QUIET);
-  const admin = await audit.transaction(null, async (trx, record) => {
-    const created = await insertUser(trx, { email, name, password_hash: passwordHash, role: 'admin', email_verified: true });
-    if (created) await record({ type: 'user.created', actor: null, subject: created.id, details: { role: 'admin', is_active: true, source: 'cli' } });
-    return created;
-  });
+  const admin = await insertAdmin(new AuditTrail(db, config, QUIET), { email, name, passwordHash, source: 'cli' });
   if (!admin) throw taken();
   io.stdout.write(`created the admin ${admin.email} (id ${admin.id})\n`);
 }

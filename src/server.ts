@@ -20,12 +20,13 @@ if (!process.execArgv.some((arg) => arg.startsWith('--heap-growing-percent'))) s
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config);
+  // Cluster workers inherit the primary's key (see supervise), so this is said once.
+  if (config.secretKeyGenerated) {
+    logger.warn('SECRET_KEY is not set: using a random key, so tokens will not survive a restart');
+  }
   if (config.webConcurrency > 1 && cluster.isPrimary) {
     supervise(config, logger);
     return;
-  }
-  if (config.secretKeyGenerated) {
-    logger.warn('SECRET_KEY is not set: using a random key, so tokens will not survive a restart');
   }
   await serve(config, logger);
 }
@@ -105,10 +106,7 @@ const CRASH_WINDOW_MS = 30_000;
  */
 function supervise(config: Config, logger: Logger): void {
   // Workers must sign and check tokens with one key: a generated one is made here and handed down.
-  if (config.secretKeyGenerated) {
-    logger.warn('SECRET_KEY is not set: using a random key, so tokens will not survive a restart');
-    process.env.SECRET_KEY = config.secretKey;
-  }
+  if (config.secretKeyGenerated) process.env.SECRET_KEY = config.secretKey;
   // In-memory rate-limit counters live here, shared by every worker over IPC.
   new RateLimiterClusterMaster();
   // A scrape of any worker answers with every worker's metrics, merged here.

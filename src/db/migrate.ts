@@ -8,12 +8,14 @@ export function migrator(db: Kysely<any>): Migrator {
 /** Runs every pending migration; throws with the failing migration's name and cause. */
 export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
   if (await upToDate(db)) return { results: [] };
-  const result = await migrator(db).migrateToLatest();
-  if (result.error) {
-    const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new Error(`Migration ${failed} failed`, { cause: result.error });
-  }
-  return result;
+  return checked(await migrator(db).migrateToLatest());
+}
+
+/** The Migrator's result, or an error naming the migration that failed, with its cause. */
+export function checked(result: MigrationResultSet): MigrationResultSet {
+  if (!result.error) return result;
+  const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+  throw new Error(`Migration ${failed} failed`, { cause: result.error });
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Context as KoaContext } from 'koa';
 import OpenAPIBackend, { type Context as ApiContext, type Document, type Operation, type ParsedRequest, type Request } from 'openapi-backend';
 import type { HandlerInput, HandlerMap, OperationId, Reply, Services } from '../handlers/types';
 import type { ClientInfo, Principal } from '../services/auth';
+import { bearerToken } from './bearer';
 import type { OpenApiDocument } from './contract';
 import { badRequest, unauthorized, validationError, type FieldError } from './errors';
 
@@ -208,17 +209,20 @@ function hasBody(ctx: KoaContext): boolean {
   return (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
 }
 
+/** User agents are kept up to this length on sessions and audit events. */
+const MAX_USER_AGENT_LENGTH = 512;
+
 /** Where the request comes from, for the sessions it opens and the audit events it causes. */
 function clientOf(ctx: KoaContext): ClientInfo {
-  return { ip: ctx.ip || null, userAgent: ctx.get('user-agent') || null, requestId: ctx.state.requestId ?? null };
+  return { ip: ctx.ip || null, userAgent: ctx.get('user-agent').slice(0, MAX_USER_AGENT_LENGTH) || null, requestId: ctx.state.requestId ?? null };
 }
 
 async function principalOf(ctx: KoaContext, services: Services): Promise<Principal> {
   // Both security schemes of an operation land here: authenticate once per request.
   ctx.state.authentication ??= (async () => {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
-    if (!match) throw unauthorized();
-    const principal = await services.auth.authenticate(match[1], clientOf(ctx));
+    const token = bearerToken(ctx.get('authorization'));
+    if (token === undefined) throw unauthorized();
+    const principal = await services.auth.authenticate(token, clientOf(ctx));
     ctx.state.principal = principal;
     return principal;
   })();

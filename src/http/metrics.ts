@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import type { Metrics } from '../services/metrics';
+import { bearerToken } from './bearer';
 import { ApiError, serviceUnavailable, unauthorized } from './errors';
 
 /** Outside the contract: not an API operation, never rate limited. */
@@ -47,8 +48,8 @@ export function metricsEndpoint(metrics: Metrics, token: string | undefined): Mi
 
 /** Compares digests, which have one length whatever was sent, in constant time. */
 function bearerMatches(header: string, expected: Buffer): boolean {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match !== null && timingSafeEqual(digest(match[1]), expected);
+  const token = bearerToken(header);
+  return token !== undefined && timingSafeEqual(digest(token), expected);
 }
 
 function digest(value: string): Buffer {

@@ -14,7 +14,6 @@ export async function requestId(ctx: Context, next: Next): Promise<void> {
   await next();
 }
 
-
 /**
  * One line per request: id, operation, status and duration; never headers or bodies. Requests to
  * `quietPaths` (a metrics scrape every few seconds) are logged at debug unless they fail.

@@ -160,7 +160,7 @@ export class AuditTrail {
       actor_user_id: event.actor,
       subject_user_id: event.subject,
       ip: origin?.ip ?? null,
-      user_agent: origin?.userAgent?.slice(0, 512) ?? null,
+      user_agent: origin?.userAgent ?? null,
       request_id: origin?.requestId ?? null,
       details: event.details ?? {},
     };

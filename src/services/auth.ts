@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config';
 import { conflict, forbidden, invalidCredentials, tokenExpired, unauthorized } from '../http/errors';
-import { findAuthenticatedUser, insertSession, listLiveSessions, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
+import { findAuthenticatedUser, insertSession, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
@@ -22,6 +22,7 @@ export interface Principal {
 /** Where a request comes from: kept on the sessions it opens and on the audit events it causes. */
 export interface ClientInfo {
   ip: string | null;
+  /** At most 512 characters. */
   userAgent: string | null;
   requestId: string | null;
 }
@@ -116,9 +117,8 @@ export class AuthService {
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
-      const live = (await listLiveSessions(trx, userId)).some((session) => session.id === sessionId);
-      await revokeSession(trx, sessionId);
-      if (live) await record({ type: 'session.refresh_reuse_detected', actor: null, subject: userId, details });
+      const wasLive = await revokeOwnSession(trx, userId, sessionId);
+      if (wasLive) await record({ type: 'session.refresh_reuse_detected', actor: null, subject: userId, details });
       return undefined;
     });
     if (!user) throw unauthorized();
@@ -157,7 +157,7 @@ export class AuthService {
       refresh_token_hash: issued.refreshTokenHash,
       expires_at: issued.refreshExpiresAt,
       ip: client.ip,
-      user_agent: client.userAgent?.slice(0, 512) ?? null,
+      user_agent: client.userAgent,
     });
     return { sessionId, tokens: strip(issued) };
   }

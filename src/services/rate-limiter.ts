@@ -19,8 +19,9 @@ export interface LimiterOptions {
 export type LimiterFactory = (options: LimiterOptions) => Promise<RateLimiterAbstract>;
 
 /**
- * Counters in memory (in a cluster, the primary's memory, shared over IPC), or in PostgreSQL through the service's own pool so that several processes
- * share them. A store that fails falls back to counting in memory rather than refusing requests.
+ * Counters in memory (in a cluster, the primary's memory, shared over IPC), or in PostgreSQL through
+ * the service's own pool so that several processes share them. A store that fails falls back to
+ * counting in memory rather than refusing requests.
  */
 export function limiterFactory(config: Config, pool: Pool | undefined): LimiterFactory {
   if (config.rateLimitStore !== 'postgres') {

@@ -183,17 +183,25 @@ export class UserService {
     const normalized = normalizeEmail(email);
     if (await users.findUserByEmail(this.db, normalized)) return undefined;
     const passwordHash = await this.passwords.hash(password);
-    return this.audit.transaction(null, async (trx, record) => {
-      const admin = await users.insertUser(trx, { email: normalized, name: 'Administrator', password_hash: passwordHash, role: 'admin', email_verified: true });
-      if (admin) await record({ type: 'user.created', actor: null, subject: admin.id, details: { role: 'admin', is_active: true, source: 'ADMIN_EMAIL' } });
-      return admin;
-    });
+    return insertAdmin(this.audit, { email: normalized, name: 'Administrator', passwordHash, source: 'ADMIN_EMAIL' });
   }
 
   private live(user: UserRow | undefined): UserRow {
     if (!user || user.deleted_at !== null) throw notFound('User not found');
     return user;
   }
+}
+
+/**
+ * Inserts a verified admin account, with no request behind it, and records who asked (`source`: the
+ * ADMIN_EMAIL setting, or the CLI); undefined when the e-mail (normalized already) is taken.
+ */
+export function insertAdmin(audit: AuditTrail, admin: { email: string; name: string; passwordHash: string; source: string }): Promise<UserRow | undefined> {
+  return audit.transaction(null, async (trx, record) => {
+    const created = await users.insertUser(trx, { email: admin.email, name: admin.name, password_hash: admin.passwordHash, role: 'admin', email_verified: true });
+    if (created) await record({ type: 'user.created', actor: null, subject: created.id, details: { role: 'admin', is_active: true, source: admin.source } });
+    return created;
+  });
 }
 
 /** The fields an update can set, by the names the contract gives them. */
