@@ -157,7 +157,8 @@ export interface paths {
         /**
          * Change the current user's password
          * @description Checks `current_password` and sets `new_password`. Every other session of the user is
-         *     revoked; the current one stays. A wrong current password answers 400 `INVALID_PASSWORD`.
+         *     revoked; the current one stays, and a notice goes to the account's address. A wrong current
+         *     password answers 400 `INVALID_PASSWORD` and counts as a failed login for the account lockout.
          */
         post: operations["changePassword"];
         delete?: never;
@@ -201,7 +202,7 @@ export interface paths {
         /**
          * Set a new password with a reset token
          * @description Consumes a reset token (single use) and sets the password. Every session of the user is
-         *     revoked and the e-mail counts as verified. An unknown, expired or used token answers 400
+         *     revoked, the e-mail counts as verified, and a notice goes to the account's address. An unknown, expired or used token answers 400
          *     `INVALID_TOKEN`.
          */
         post: operations["resetPassword"];
@@ -225,8 +226,12 @@ export interface paths {
          * @description Consumes a verification token (single use, valid `EMAIL_VERIFY_EXPIRE_HOURS`, 24) and marks
          *     the e-mail verified. Links come by e-mail as `{APP_URL}/verify-email?token=...` on
          *     registration, on a change of e-mail and on resend; a new link voids the earlier ones, and a
-         *     link for an address the account no longer has is void. An unknown, expired or used token
-         *     answers 400 `INVALID_TOKEN`.
+         *     link for an address the account neither has nor is changing to is void. An unknown,
+         *     expired or used token answers 400 `INVALID_TOKEN`.
+         *
+         *     The link of a pending change (`pending_email`) moves the account: `email` becomes the new
+         *     address, `pending_email` null, `email_verified` true, and the audit trail records it. If
+         *     another account has taken the address meanwhile, 409 `CONFLICT` and nothing changes.
          */
         post: operations["verifyEmail"];
         delete?: never;
@@ -246,7 +251,10 @@ export interface paths {
         put?: never;
         /**
          * Send the verification e-mail again
-         * @description Sends a new verification link to the current user's e-mail, voiding the earlier ones; 409 if it is already verified.
+         * @description Sends a new verification link to the current user's e-mail, voiding the earlier ones; 409 if
+         *     it is already verified. While a change of address is pending (`pending_email`), sends a new
+         *     link to the pending address instead (voiding the earlier one; the current address is not
+         *     told again), whether or not the current address is verified.
          */
         post: operations["resendVerification"];
         delete?: never;
@@ -341,9 +349,28 @@ export interface paths {
         get: operations["getUser"];
         /**
          * Update a user (admin, or the user)
-         * @description Partial update: send at least one field. `role` and `is_active` need an admin (403). A new
-         *     e-mail clears `email_verified` and is sent a verification link; a taken one is a 409. A new password revokes every other
-         *     session of the user. Disabling a user (`is_active: false`) ends its sessions' access.
+         * @description Partial update: send at least one field. `role` and `is_active` need an admin (403).
+         *
+         *     **Your own e-mail or password** (admins included) changes only with `current_password`:
+         *     missing, a 422 on `body.current_password`; wrong, a 400 `INVALID_PASSWORD` that counts as a
+         *     failed login for the account lockout. Nothing is written before it is checked.
+         *
+         *     - Your own new e-mail stays pending (`pending_email`) until the link sent to it
+         *       (`{APP_URL}/verify-email?token=...`, valid `EMAIL_VERIFY_EXPIRE_HOURS`) is followed. Until
+         *       then you sign in and recover your password with the current address, and every mail goes
+         *       there; the current address is told which address was asked for. A second change voids the
+         *       first one's link; sending your current address withdraws a pending change. An address
+         *       another account has (a deleted one included) is a 409.
+         *     - **Another user's** e-mail or password, changed by an admin, applies at once and needs no
+         *       `current_password`: a new e-mail clears `email_verified`, gets a verification link, and the
+         *       previous address is told; a taken one is a 409. The audit trail records which fields
+         *       changed and by whom.
+         *     - A new password revokes every other session of the user (all of them when an admin sets
+         *       it) and a notice goes to the account's address.
+         *     - Disabling a user (`is_active: false`) revokes every session of the user; enabling them
+         *       again brings none back.
+         *     - The last admin (the only live, active user with role `admin`) cannot be demoted or
+         *       disabled: 409 `CONFLICT`. The check holds under concurrent requests.
          */
         put: operations["updateUser"];
         post?: never;
@@ -351,7 +378,9 @@ export interface paths {
          * Delete a user (admin, or the user)
          * @description Soft delete: `deleted_at` is set, every session of the user is revoked, and the user no
          *     longer logs in or appears in lists (but under `status=deleted`). Its e-mail stays taken
-         *     until an admin restores it. Deleting a deleted user is a 404.
+         *     until an admin restores it. Deleting a deleted user is a 404. The last admin (the only
+         *     live, active user with role `admin`) cannot be deleted, by themselves or anyone: 409
+         *     `CONFLICT`.
          */
         delete: operations["deleteUser"];
         options?: never;
@@ -564,6 +593,13 @@ export interface components {
             /** @description A disabled user (false) cannot log in. */
             is_active: boolean;
             email_verified: boolean;
+            /**
+             * @description A new address the user asked for through their own update, not yet confirmed: the link
+             *     sent to it moves the account there. Until then `email` stays the address that signs in,
+             *     recovers the password and receives every mail. Null when no change is pending.
+             * @example null
+             */
+            pending_email: string | null;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
             /**
@@ -635,6 +671,14 @@ export interface components {
             password?: components["schemas"]["Password"];
             role?: components["schemas"]["Role"];
             is_active?: boolean;
+            /**
+             * Format: password
+             * @description Your current password: required (422 on `body.current_password` when missing) when you
+             *     send `email` or `password` for your own record, admins included; a wrong one is a 400
+             *     `INVALID_PASSWORD` and counts as a failed login for the account lockout. Not needed for
+             *     another user's record, and ignored when neither `email` nor `password` is sent.
+             */
+            current_password?: string;
         };
         TokenPair: {
             /**
@@ -992,7 +1036,10 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The request conflicts with the current state (e-mail taken, user not deleted, e-mail already verified). */
+        /**
+         * @description The request conflicts with the current state (e-mail taken, user not deleted, e-mail
+         *     already verified, a change that would leave no active admin).
+         */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -1168,6 +1215,7 @@ export interface operations {
                      *           "role": "user",
                      *           "is_active": true,
                      *           "email_verified": false,
+                     *           "pending_email": null,
                      *           "created_at": "2026-01-02T03:04:05.000Z",
                      *           "updated_at": "2026-01-02T03:04:05.000Z"
                      *         },
@@ -1279,6 +1327,7 @@ export interface operations {
                      *           "role": "user",
                      *           "is_active": true,
                      *           "email_verified": true,
+                     *           "pending_email": null,
                      *           "created_at": "2026-01-02T03:04:05.000Z",
                      *           "updated_at": "2026-01-02T03:10:00.000Z"
                      *         },
@@ -1374,6 +1423,7 @@ export interface operations {
                      *         "role": "user",
                      *         "is_active": true,
                      *         "email_verified": true,
+                     *         "pending_email": null,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-02T03:10:00.000Z"
                      *       }
@@ -1590,6 +1640,7 @@ export interface operations {
                      *         "role": "user",
                      *         "is_active": true,
                      *         "email_verified": true,
+                     *         "pending_email": null,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-02T03:10:00.000Z"
                      *       }
@@ -1599,6 +1650,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidToken"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -1798,6 +1850,7 @@ export interface operations {
                      *         "role": "user",
                      *         "is_active": true,
                      *         "email_verified": false,
+                     *         "pending_email": null,
                      *         "created_at": "2026-01-04T10:00:00.000Z",
                      *         "updated_at": "2026-01-04T10:00:00.000Z",
                      *         "deleted_at": null
@@ -1860,11 +1913,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "name": "Ada King"
-                 *     }
-                 */
                 "application/json": components["schemas"]["UpdateUserRequest"];
             };
         };
@@ -1885,6 +1933,7 @@ export interface operations {
                      *         "role": "user",
                      *         "is_active": true,
                      *         "email_verified": true,
+                     *         "pending_email": null,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-05T08:00:00.000Z"
                      *       }
@@ -1893,7 +1942,7 @@ export interface operations {
                     "application/json": components["schemas"]["UserResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["InvalidPassword"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1927,6 +1976,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -1961,6 +2011,7 @@ export interface operations {
                      *         "role": "user",
                      *         "is_active": true,
                      *         "email_verified": true,
+                     *         "pending_email": null,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-06T12:00:00.000Z",
                      *         "deleted_at": null

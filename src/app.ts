@@ -18,6 +18,7 @@ import { AccountService } from './services/account';
 import { AccountMail } from './services/account-mail';
 import { AuditTrail } from './services/audit';
 import { AuthService } from './services/auth';
+import { CurrentPassword } from './services/current-password';
 import { Housekeeping } from './services/housekeeping';
 import { LoginGuard } from './services/login-guard';
 import { Metrics } from './services/metrics';
@@ -67,12 +68,15 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       observe: metrics && ((seconds) => metrics.observePasswordHash(seconds)),
     });
     const lifecycle = { draining: false };
+    const loginGuard = limiter && (await LoginGuard.create(config, limiter));
+    // A user's current password, asked for before they change their own credentials, counts like a login.
+    const currentPassword = new CurrentPassword(passwords, audit, loginGuard);
     const services: Services = {
       config,
       db,
-      auth: new AuthService(db, config, tokens, mail, passwords, audit, limiter && (await LoginGuard.create(config, limiter))),
-      account: new AccountService(db, config, mail, passwords, audit),
-      users: new UserService(db, config, mail, passwords, audit),
+      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard),
+      account: new AccountService(db, config, mail, passwords, audit, currentPassword),
+      users: new UserService(db, config, mail, passwords, audit, currentPassword),
       audit,
       startedAt: Date.now(),
       lifecycle,

@@ -16,15 +16,19 @@ export async function insertAccountToken(db: Executor, token: NewAccountToken): 
     .execute();
 }
 
-/** Voids every unused token of a purpose for a user, so only the newest one works. */
-export async function voidAccountTokens(db: Executor, userId: number, purpose: TokenPurpose): Promise<void> {
-  await db
+/**
+ * Voids every unused token of a purpose for a user, so only the newest one works; with
+ * `exceptEmail`, the tokens issued for that address stay.
+ */
+export async function voidAccountTokens(db: Executor, userId: number, purpose: TokenPurpose, options: { exceptEmail?: string } = {}): Promise<void> {
+  let q = db
     .updateTable('account_tokens')
     .set({ used_at: sql`now()` })
     .where('user_id', '=', userId)
     .where('purpose', '=', purpose)
-    .where('used_at', 'is', null)
-    .execute();
+    .where('used_at', 'is', null);
+  if (options.exceptEmail !== undefined) q = q.where('email', '!=', options.exceptEmail);
+  await q.execute();
 }
 
 /**

@@ -19,7 +19,7 @@ export async function findAuthenticatedUser(db: Executor, userId: number, sessio
 
 const AUTHENTICATED_USER_SQL = preparedStatement(
   'authenticated_user',
-  `select users.id, users.email, users.name, users.password_hash, users.role, users.is_active, users.email_verified,
+  `select users.id, users.email, users.name, users.password_hash, users.role, users.is_active, users.email_verified, users.pending_email,
          users.created_at, users.updated_at, users.deleted_at
   from users join sessions on sessions.user_id = users.id
   where users.id = $1 and users.deleted_at is null and users.is_active

@@ -11,6 +11,8 @@ export interface UserTable {
   role: 'user' | 'admin';
   is_active: Generated<boolean>;
   email_verified: Generated<boolean>;
+  /** A new address the user asked for, until the link sent to it is followed. */
+  pending_email: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
   deleted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;

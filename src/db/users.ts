@@ -39,6 +39,23 @@ export function updateLiveUser(db: Executor, id: number, patch: UserUpdate): Pro
     .executeTakeFirst();
 }
 
+/**
+ * The ids of every live, active admin, by id, their rows locked until the transaction ends (in id
+ * order, so that two transactions locking them cannot deadlock).
+ */
+export async function lockActiveAdmins(db: Executor): Promise<number[]> {
+  const rows = await db
+    .selectFrom('users')
+    .select('id')
+    .where('role', '=', 'admin')
+    .where('is_active', '=', true)
+    .where('deleted_at', 'is', null)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+  return rows.map((row) => row.id);
+}
+
 export function softDeleteUser(db: Executor, id: number): Promise<UserRow | undefined> {
   return db
     .updateTable('users')

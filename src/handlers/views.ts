@@ -15,6 +15,7 @@ export function userView(row: UserRow, forAdmin: boolean): User {
     role: row.role,
     is_active: row.is_active,
     email_verified: row.email_verified,
+    pending_email: row.pending_email,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };

@@ -2,7 +2,16 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../config';
 import { insertAccountToken, voidAccountTokens } from '../db/account-tokens';
 import type { Executor, TokenPurpose, UserRow } from '../db/types';
-import { passwordResetMail, verificationMail, type Mail } from './mail-templates';
+import {
+  emailChangedMail,
+  emailChangeMail,
+  emailChangeRequestedMail,
+  passwordChangedMail,
+  passwordResetMail,
+  verificationMail,
+  type Mail,
+  type PasswordChange,
+} from './mail-templates';
 import type { Outbox } from './outbox';
 import { sha256 } from './tokens';
 
@@ -30,6 +39,34 @@ export class AccountMail {
     return this.send(db, user, 'email_verification', hours * 3600_000, (token) =>
       verificationMail(this.config.appUrl, user.email, user.name, token, hours),
     );
+  }
+
+  /**
+   * A link to the address the user asked to move to (voiding the links of earlier requests, but not
+   * one for the current address) and, unless `notify` is false, a notice to the current address.
+   */
+  async sendEmailChange(db: Executor, user: Recipient, newEmail: string, notify = true): Promise<void> {
+    const hours = this.config.emailVerifyExpireHours;
+    const { token, hash } = newToken();
+    await voidAccountTokens(db, user.id, 'email_verification', { exceptEmail: user.email });
+    await insertAccountToken(db, { userId: user.id, purpose: 'email_verification', tokenHash: hash, email: newEmail, expiresAt: new Date(Date.now() + hours * 3600_000) });
+    await this.outbox.enqueue(db, emailChangeMail(this.config.appUrl, newEmail, user.name, token, hours));
+    if (notify) await this.outbox.enqueue(db, emailChangeRequestedMail(user.email, user.name, newEmail));
+  }
+
+  /** Voids the links of a pending change of address; a link for the current address stays. */
+  async cancelEmailChange(db: Executor, user: Recipient): Promise<void> {
+    await voidAccountTokens(db, user.id, 'email_verification', { exceptEmail: user.email });
+  }
+
+  /** Tells the previous address that an administrator moved the account to another one. */
+  async sendEmailChangedNotice(db: Executor, user: Recipient, previousEmail: string): Promise<void> {
+    await this.outbox.enqueue(db, emailChangedMail(previousEmail, user.name, user.email));
+  }
+
+  /** Tells the account's address that its password changed. */
+  async sendPasswordChangedNotice(db: Executor, user: Recipient, how: PasswordChange): Promise<void> {
+    await this.outbox.enqueue(db, passwordChangedMail(user.email, user.name, how));
   }
 
   sendPasswordReset(db: Executor, user: Recipient): Promise<void> {

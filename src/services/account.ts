@@ -1,14 +1,15 @@
 import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
 import type { Config } from '../config';
 import { consumeAccountToken } from '../db/account-tokens';
 import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../db/sessions';
 import type { Database, SessionRow, UserRow } from '../db/types';
-import { findUserByEmail, updateLiveUser } from '../db/users';
-import { conflict, invalidPassword, invalidToken, notFound } from '../http/errors';
+import { isUniqueViolation } from '../db/errors';
+import { findUserByEmail, findUserById, updateLiveUser } from '../db/users';
+import { conflict, invalidToken, notFound } from '../http/errors';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
 import { normalizeEmail, type ClientInfo, type Principal } from './auth';
+import type { CurrentPassword } from './current-password';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 import { sha256 } from './tokens';
 
@@ -20,19 +21,23 @@ export class AccountService {
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
     private readonly audit: AuditTrail,
+    private readonly currentPassword: CurrentPassword,
   ) {}
 
   /** Keeps the current session and revokes every other one of the user. */
   async changePassword(principal: Principal, currentPassword: string, newPassword: string): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password', principal.user.email);
-    if (!(await this.passwords.verify(currentPassword, principal.user.password_hash))) throw invalidPassword();
+    await this.currentPassword.confirm(principal.user, currentPassword, principal.client);
     const passwordHash = await this.passwords.hash(newPassword);
     const id = principal.user.id;
     await this.audit.transaction(principal.client, async (trx, record) => {
-      if (!(await updateLiveUser(trx, id, { password_hash: passwordHash }))) throw notFound('User not found');
+      const user = await updateLiveUser(trx, id, { password_hash: passwordHash });
+      if (!user) throw notFound('User not found');
       await revokeUserSessions(trx, id, principal.sessionId);
+      await this.mail.sendPasswordChangedNotice(trx, user, 'changed');
       await record({ type: 'password.changed', actor: id, subject: id });
     });
+    this.mail.flush();
   }
 
   /**
@@ -61,32 +66,59 @@ export class AccountService {
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
       if (!user || user.email !== owner.email) throw invalidToken();
       await revokeUserSessions(trx, user.id);
+      await this.mail.sendPasswordChangedNotice(trx, user, 'reset');
       await record({ type: 'password.reset_completed', actor: user.id, subject: user.id });
     });
+    this.mail.flush();
   }
 
-  /** Marks the address verified; a token for an address the user no longer has is void. */
+  /**
+   * Marks the address verified or, for the link of a pending change, moves the account to the new
+   * address (409 if another account has taken it meanwhile). A token for an address the user
+   * neither has nor asked for any more is void.
+   */
   async verifyEmail(token: string, client: ClientInfo): Promise<UserRow> {
-    return this.audit.transaction(client, async (trx, record) => {
-      const owner = await consumeAccountToken(trx, sha256(token), 'email_verification');
-      if (!owner) throw invalidToken();
-      const user = await trx
-        .updateTable('users')
-        .set({ email_verified: true, updated_at: sql`now()` })
-        .where('id', '=', owner.user_id)
-        .where('email', '=', owner.email)
-        .where('deleted_at', 'is', null)
-        .returningAll()
-        .executeTakeFirst();
-      if (!user) throw invalidToken();
-      await record({ type: 'email.verified', actor: user.id, subject: user.id });
-      return user;
-    });
+    try {
+      return await this.audit.transaction(client, async (trx, record) => {
+        const owner = await consumeAccountToken(trx, sha256(token), 'email_verification');
+        if (!owner) throw invalidToken();
+        const current = await findUserById(trx, owner.user_id);
+        if (!current || current.deleted_at !== null) throw invalidToken();
+        if (current.pending_email === owner.email) {
+          const holder = await findUserByEmail(trx, owner.email);
+          if (holder && holder.id !== current.id) throw conflict('Email already registered');
+          const user = await updateLiveUser(trx, current.id, { email: owner.email, pending_email: null, email_verified: true });
+          if (!user) throw invalidToken();
+          await record({ type: 'email.verified', actor: user.id, subject: user.id, details: { email_changed: true } });
+          return user;
+        }
+        if (current.email !== owner.email) throw invalidToken();
+        const user = await updateLiveUser(trx, current.id, { email_verified: true });
+        if (!user) throw invalidToken();
+        await record({ type: 'email.verified', actor: user.id, subject: user.id });
+        return user;
+      });
+    } catch (error) {
+      // Another account took the address between the check and the update.
+      if (isUniqueViolation(error)) throw conflict('Email already registered');
+      throw error;
+    }
   }
 
+  /**
+   * While a change of address is pending, sends a new link to the new address (voiding the earlier
+   * one; the current address is not told again). Otherwise sends a new link to the current address,
+   * or 409 when it is already verified.
+   */
   async resendVerification(principal: Principal): Promise<void> {
-    if (principal.user.email_verified) throw conflict('Email is already verified');
-    await this.db.transaction().execute((trx) => this.mail.sendVerification(trx, principal.user));
+    const { user } = principal;
+    if (user.pending_email !== null) {
+      const pending = user.pending_email;
+      await this.db.transaction().execute((trx) => this.mail.sendEmailChange(trx, user, pending, false));
+    } else {
+      if (user.email_verified) throw conflict('Email is already verified');
+      await this.db.transaction().execute((trx) => this.mail.sendVerification(trx, user));
+    }
     this.mail.flush();
   }
 

@@ -3,51 +3,151 @@ export interface Mail {
   subject: string;
   text: string;
   html: string;
-  /** The link the message carries, for the log transport. */
-  link: string;
+  /** The link the message carries, for the log transport; notices carry none. */
+  link?: string;
 }
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/**
+ * Characters that could forge lines or reorder what a reader sees: every control character (line
+ * breaks and tabs included), the Unicode line and paragraph separators, and the bidirectional
+ * marks, embeddings, overrides and isolates.
+ */
+const UNSAFE = /[\p{Cc}\p{Zl}\p{Zp}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu;
 
-function compose(to: string, subject: string, name: string, intro: string, action: string, link: string, lifetime: string, notYours: string): Mail {
-  const text = [`Hello ${name},`, '', intro, '', link, '', `The link works once and expires in ${lifetime}.`, '', notYours, ''].join('\n');
-  const html = `<!doctype html>
+/**
+ * A value from an account (a name, an address) made safe for the text part: each unsafe character
+ * becomes U+FFFD, so a name stays on its line, cannot start a paragraph, and shows that it held
+ * something odd rather than hiding it.
+ */
+export const plainText = (value: string) => value.replace(UNSAFE, '\uFFFD');
+
+/** The same value for the HTML part: neutralised as in the text part, then entity-escaped. */
+export const htmlText = (value: string) => plainText(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A paragraph: the service's own words, with account values (names, addresses) in between. */
+type Paragraph = Array<string | { value: string }>;
+
+interface Message {
+  to: string;
+  subject: string;
+  name: string;
+  paragraphs: Paragraph[];
+  action?: { label: string; link: string; lifetime: string };
+  footer: Paragraph;
+}
+
+const asText = (p: Paragraph) => p.map((part) => (typeof part === 'string' ? part : plainText(part.value))).join('');
+const asHtml = (p: Paragraph) => p.map((part) => htmlText(typeof part === 'string' ? part : part.value)).join('');
+
+function compose(m: Message): Mail {
+  const greeting: Paragraph = ['Hello ', { value: m.name }, ','];
+  const text = [asText(greeting), ...m.paragraphs.map(asText)];
+  const html = [`<p>${asHtml(greeting)}</p>`, ...m.paragraphs.map((p) => `<p>${asHtml(p)}</p>`)];
+  if (m.action) {
+    const { label, link, lifetime } = m.action;
+    text.push(link, `The link works once and expires in ${lifetime}.`);
+    html.push(
+      `<p><a href="${htmlText(link)}">${htmlText(label)}</a></p>`,
+      `<p>Or paste this address into your browser:<br>${htmlText(link)}</p>`,
+      `<p>The link works once and expires in ${htmlText(lifetime)}.</p>`,
+    );
+  }
+  text.push(asText(m.footer));
+  html.push(`<p>${asHtml(m.footer)}</p>`);
+  return {
+    to: m.to,
+    subject: m.subject,
+    text: `${text.join('\n\n')}\n`,
+    html: `<!doctype html>
 <html><body style="font-family: sans-serif; line-height: 1.5">
-<p>Hello ${escape(name)},</p>
-<p>${escape(intro)}</p>
-<p><a href="${escape(link)}">${escape(action)}</a></p>
-<p>Or paste this address into your browser:<br>${escape(link)}</p>
-<p>The link works once and expires in ${escape(lifetime)}.</p>
-<p>${escape(notYours)}</p>
+${html.join('\n')}
 </body></html>
-`;
-  return { to, subject, text, html, link };
+`,
+    link: m.action?.link,
+  };
 }
 
 const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`;
 
 export function verificationMail(appUrl: string, to: string, name: string, token: string, expireHours: number): Mail {
-  return compose(
+  return compose({
     to,
-    'Confirm your e-mail address',
+    subject: 'Confirm your e-mail address',
     name,
-    'Please confirm that this is your e-mail address by opening the link below.',
-    'Confirm my e-mail address',
-    `${appUrl}/verify-email?token=${token}`,
-    plural(expireHours, 'hour'),
-    'If you did not create an account or change your address, ignore this message: nothing changes without the link.',
-  );
+    paragraphs: [['Please confirm that this is your e-mail address by opening the link below.']],
+    action: { label: 'Confirm my e-mail address', link: `${appUrl}/verify-email?token=${token}`, lifetime: plural(expireHours, 'hour') },
+    footer: ['If you did not create an account or change your address, ignore this message: nothing changes without the link.'],
+  });
+}
+
+/** Sent to the address a user asked to move to; following it moves the account there. */
+export function emailChangeMail(appUrl: string, to: string, name: string, token: string, expireHours: number): Mail {
+  return compose({
+    to,
+    subject: 'Confirm your new e-mail address',
+    name,
+    paragraphs: [['Someone asked to move an account to this e-mail address. Open the link below to confirm it; until then the account keeps its current address.']],
+    action: { label: 'Confirm my new e-mail address', link: `${appUrl}/verify-email?token=${token}`, lifetime: plural(expireHours, 'hour') },
+    footer: ['If you did not ask for this, ignore this message: nothing changes without the link.'],
+  });
+}
+
+/** Sent to the current address when its user asks to move to another one. */
+export function emailChangeRequestedMail(to: string, name: string, newEmail: string): Mail {
+  return compose({
+    to,
+    subject: 'Your e-mail address is about to change',
+    name,
+    paragraphs: [
+      ['Someone signed in to your account asked to change its e-mail address to ', { value: newEmail }, '. A link to confirm it was sent there.'],
+      ['Until that link is followed, you sign in and recover your password with this address, and mail keeps coming here.'],
+    ],
+    footer: [
+      'If this was not you, change your password now and sign out of every session: the change happens only if the link sent to ',
+      { value: newEmail },
+      ' is followed.',
+    ],
+  });
+}
+
+/** Sent to the previous address when an administrator changes a user's address. */
+export function emailChangedMail(to: string, name: string, newEmail: string): Mail {
+  return compose({
+    to,
+    subject: 'Your e-mail address was changed',
+    name,
+    paragraphs: [['An administrator changed the e-mail address of your account to ', { value: newEmail }, '. This address no longer signs in.']],
+    footer: ['If you did not expect this, contact your administrator.'],
+  });
 }
 
 export function passwordResetMail(appUrl: string, to: string, name: string, token: string, expireMinutes: number): Mail {
-  return compose(
+  return compose({
     to,
-    'Reset your password',
+    subject: 'Reset your password',
     name,
-    'Someone asked to reset the password of your account. Open the link below to choose a new one.',
-    'Choose a new password',
-    `${appUrl}/reset-password?token=${token}`,
-    plural(expireMinutes, 'minute'),
-    'If you did not ask for this, ignore this message: your password stays as it is. A newer request voids this link.',
-  );
+    paragraphs: [['Someone asked to reset the password of your account. Open the link below to choose a new one.']],
+    action: { label: 'Choose a new password', link: `${appUrl}/reset-password?token=${token}`, lifetime: plural(expireMinutes, 'minute') },
+    footer: ['If you did not ask for this, ignore this message: your password stays as it is. A newer request voids this link.'],
+  });
+}
+
+/** How a password came to change, in the notice about it. */
+export type PasswordChange = 'changed' | 'reset' | 'set_by_admin';
+
+const PASSWORD_CHANGES: Record<PasswordChange, string> = {
+  changed: 'The password of your account was just changed.',
+  reset: 'The password of your account was just reset with a link sent to this address; every session was signed out.',
+  set_by_admin: 'An administrator just set a new password for your account.',
+};
+
+/** Sent to the account's address after every change or reset of its password. */
+export function passwordChangedMail(to: string, name: string, how: PasswordChange): Mail {
+  return compose({
+    to,
+    subject: 'Your password was changed',
+    name,
+    paragraphs: [[PASSWORD_CHANGES[how]]],
+    footer: ['If this was not you, reset your password now with "Forgot password", and contact your administrator.'],
+  });
 }

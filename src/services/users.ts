@@ -3,13 +3,14 @@ import type { Config } from '../config';
 import { conflict, forbidden, notFound, validationError } from '../http/errors';
 import { isUniqueViolation } from '../db/errors';
 import { revokeUserSessions } from '../db/sessions';
-import type { Database, UserRow, UserUpdate } from '../db/types';
+import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
 import type { AuditDetails } from '../db/audit';
 import * as users from '../db/users';
 import type { Principal } from './auth';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
+import type { CurrentPassword } from './current-password';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 
 const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
@@ -37,6 +38,11 @@ export interface UserFields {
   is_active?: boolean;
 }
 
+export interface UserUpdateInput extends UserFields {
+  /** Proof for a user changing their own e-mail or password. */
+  current_password?: string;
+}
+
 const isAdmin = (p: Principal) => p.user.role === 'admin';
 
 export function requireAdmin(principal: Principal): void {
@@ -55,6 +61,7 @@ export class UserService {
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
     private readonly audit: AuditTrail,
+    private readonly currentPassword: CurrentPassword,
   ) {}
 
   async list(principal: Principal, input: ListInput): Promise<UserList> {
@@ -116,35 +123,66 @@ export class UserService {
     });
   }
 
-  async update(principal: Principal, id: number, input: UserFields): Promise<UserRow> {
+  /**
+   * A user's own new e-mail stays pending until the link sent to it is followed, and their own
+   * e-mail or password changes only with their current password. An admin's change to another
+   * user applies at once.
+   */
+  async update(principal: Principal, id: number, input: UserUpdateInput): Promise<UserRow> {
     requireSelfOrAdmin(principal, id);
     if (!isAdmin(principal) && (input.role !== undefined || input.is_active !== undefined)) {
       throw forbidden('Only an admin may change role or is_active');
     }
+    const self = principal.user.id === id;
+    const credentials = input.email !== undefined || input.password !== undefined;
+    if (self && credentials && input.current_password === undefined) {
+      throw validationError([{ field: 'body.current_password', message: 'is required to change your own email or password' }]);
+    }
     checkNewPassword(input.password, 'body.password', input.email);
     const current = this.live(await users.findUserById(this.db, id));
     if (input.email === undefined) checkNotEmail(input.password, current.email, 'body.password');
+    if (self && credentials) await this.currentPassword.confirm(current, input.current_password ?? '', principal.client);
+
     const patch: UserUpdate = {};
     if (input.name !== undefined) patch.name = input.name.trim();
     if (input.email !== undefined) {
       const email = normalizeEmail(input.email);
-      if (email !== current.email) {
+      if (self) {
+        // Your own current address again withdraws a pending change.
+        if (email !== current.email) patch.pending_email = email;
+        else if (current.pending_email !== null) patch.pending_email = null;
+      } else if (email !== current.email) {
         patch.email = email;
         patch.email_verified = false;
+        patch.pending_email = null;
       }
     }
     if (input.password !== undefined) patch.password_hash = await this.passwords.hash(input.password);
     if (input.role !== undefined) patch.role = input.role;
     if (input.is_active !== undefined) patch.is_active = input.is_active;
+    const pendingEmail = patch.pending_email;
 
     let updated: UserRow;
     try {
       updated = await this.audit.transaction(principal.client, async (trx, record) => {
+        if ((patch.role !== undefined && patch.role !== 'admin') || patch.is_active === false) await keepAnAdmin(trx, id);
+        if (typeof pendingEmail === 'string') {
+          const holder = await users.findUserByEmail(trx, pendingEmail);
+          if (holder && holder.id !== id) throw conflict('Email already registered');
+        }
         const user = this.live(await users.updateLiveUser(trx, id, patch));
         if (patch.password_hash !== undefined) {
-          await revokeUserSessions(trx, id, principal.user.id === id ? principal.sessionId : undefined);
+          await revokeUserSessions(trx, id, self ? principal.sessionId : undefined);
+          await this.mail.sendPasswordChangedNotice(trx, user, self ? 'changed' : 'set_by_admin');
         }
-        if (patch.email !== undefined) await this.mail.sendVerification(trx, user);
+        // A disabled user's sessions end for good: enabling the user again brings none back.
+        if (patch.is_active === false) await revokeUserSessions(trx, id);
+        if (patch.email !== undefined) {
+          await this.mail.sendVerification(trx, user);
+          await this.mail.sendEmailChangedNotice(trx, user, current.email);
+        }
+        if (typeof pendingEmail === 'string') await this.mail.sendEmailChange(trx, user, pendingEmail);
+        else if (pendingEmail === null) await this.mail.cancelEmailChange(trx, user);
         await record({ type: 'user.updated', actor: principal.user.id, subject: id, details: changes(patch) });
         return user;
       });
@@ -152,13 +190,14 @@ export class UserService {
       if (isUniqueViolation(error)) throw conflict('Email already registered');
       throw error;
     }
-    if (patch.email !== undefined) this.mail.flush();
+    this.mail.flush();
     return updated;
   }
 
   async delete(principal: Principal, id: number): Promise<void> {
     requireSelfOrAdmin(principal, id);
     await this.audit.transaction(principal.client, async (trx, record) => {
+      await keepAnAdmin(trx, id);
       // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
       if (!(await users.softDeleteUser(trx, id))) throw notFound('User not found');
       await revokeUserSessions(trx, id);
@@ -204,14 +243,35 @@ export function insertAdmin(audit: AuditTrail, admin: { email: string; name: str
   });
 }
 
-/** The fields an update can set, by the names the contract gives them. */
-const FIELD_NAMES: Partial<Record<keyof UserUpdate, string>> = { name: 'name', email: 'email', password_hash: 'password', role: 'role', is_active: 'is_active' };
+/**
+ * Refuses (409) a change that would leave no live, active admin once `id` stops being one. The
+ * rows of every such admin stay locked until the transaction ends, so that two admins demoting,
+ * disabling or deleting each other at once cannot both pass the check.
+ */
+async function keepAnAdmin(trx: Executor, id: number): Promise<void> {
+  const admins = await users.lockActiveAdmins(trx);
+  if (admins.length === 1 && admins[0] === id) throw conflict('The last admin cannot be demoted, disabled or deleted');
+}
 
-/** What an update set, for the audit trail: the fields by name, and the new role and state. */
+/** The fields an update can set, by the names the contract gives them; a pending address is the e-mail asked for. */
+const FIELD_NAMES: Partial<Record<keyof UserUpdate, string>> = {
+  name: 'name',
+  email: 'email',
+  pending_email: 'email',
+  password_hash: 'password',
+  role: 'role',
+  is_active: 'is_active',
+};
+
+/**
+ * What an update set, for the audit trail: the fields by name, and the new role and state;
+ * `email_pending` when the new address waits for its link to be followed.
+ */
 function changes(patch: UserUpdate): AuditDetails {
-  const fields = Object.keys(patch).flatMap((key) => FIELD_NAMES[key as keyof UserUpdate] ?? []);
+  const fields = [...new Set(Object.keys(patch).flatMap((key) => FIELD_NAMES[key as keyof UserUpdate] ?? []))];
   return {
     fields,
+    ...(typeof patch.pending_email === 'string' ? { email_pending: true } : {}),
     ...(patch.role !== undefined ? { role: patch.role } : {}),
     ...(patch.is_active !== undefined ? { is_active: patch.is_active } : {}),
   };

@@ -1,0 +1,33 @@
+import type { UserRow } from '../db/types';
+import { invalidPassword } from '../http/errors';
+import type { AuditTrail } from './audit';
+import type { ClientInfo } from './auth';
+import type { LoginGuard } from './login-guard';
+import type { PasswordHasher } from './passwords';
+
+/**
+ * The proof a signed-in user gives before changing their own credentials: their current password.
+ * A wrong one counts as a failed login for the account lockout, so that a stolen access token
+ * cannot be used to guess the password faster than the sign-in form allows.
+ */
+export class CurrentPassword {
+  constructor(
+    private readonly passwords: PasswordHasher,
+    private readonly audit: AuditTrail,
+    /** Absent when rate limiting is off. */
+    private readonly loginGuard?: LoginGuard,
+  ) {}
+
+  /** Resolves when `password` is the user's current one; throws 400 INVALID_PASSWORD (or 429 while locked). */
+  async confirm(user: Pick<UserRow, 'id' | 'email' | 'password_hash'>, password: string, client: ClientInfo): Promise<void> {
+    await this.loginGuard?.check(user.email);
+    if (await this.passwords.verify(password, user.password_hash)) {
+      await this.loginGuard?.succeeded(user.email);
+      return;
+    }
+    const locked = await this.loginGuard?.failed(user.email);
+    await this.audit.record(client, { type: 'login.failed', actor: user.id, subject: user.id, details: { reason: 'wrong_current_password' } });
+    if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject: user.id });
+    throw invalidPassword();
+  }
+}
