@@ -162,6 +162,7 @@ describe('e-mail verification', () => {
         role: 'user',
         is_active: true,
         email_verified: true,
+        pending_email: null,
         created_at: expect.stringMatching(ISO),
         updated_at: expect.stringMatching(ISO),
       },
@@ -238,26 +239,28 @@ describe('POST /api/auth/verify-email/resend', () => {
 });
 
 describe('changing the e-mail with PUT /api/users/{id}', () => {
-  it('clears email_verified, mails the new address, and voids links for the old one', async () => {
+  // An admin's change to another user applies at once; a user's own stays pending (test/credentials.test.ts).
+  it("an admin's change clears email_verified, mails the new address, and voids links for the old one", async () => {
+    const admin = await t.adminToken();
     const u = await t.register();
     const original = linkToken(await nthMail(smtp, u.email, VERIFY_SUBJECT), 'verify-email');
 
     // First change: the original link (unused) is void from now on; the new address is verified.
     const first = uniqueEmail('first');
-    const put1 = await t.put(`/api/users/${u.id}`, { email: first }, { token: u.access });
+    const put1 = await t.put(`/api/users/${u.id}`, { email: first }, { token: admin });
     expect(put1.status).toBe(200);
     expect(put1.body.data).toMatchObject({ id: u.id, email: first, email_verified: false });
     const firstToken = linkToken(await nthMail(smtp, first, VERIFY_SUBJECT), 'verify-email');
     expect((await verify(firstToken)).body.data).toMatchObject({ email: first, email_verified: true });
 
     // The same address in another case is not a change: still verified, no mail.
-    const same = await t.put(`/api/users/${u.id}`, { email: first.toUpperCase() }, { token: u.access });
+    const same = await t.put(`/api/users/${u.id}`, { email: first.toUpperCase() }, { token: admin });
     expect(same.status).toBe(200);
     expect(same.body.data).toMatchObject({ email: first, email_verified: true });
 
     // Second change, from a verified address: the flag is cleared and the new address gets the link.
     const second = uniqueEmail('second');
-    const put2 = await t.put(`/api/users/${u.id}`, { email: second }, { token: u.access });
+    const put2 = await t.put(`/api/users/${u.id}`, { email: second }, { token: admin });
     expect(put2.status).toBe(200);
     expect(put2.body.data).toMatchObject({ id: u.id, email: second, email_verified: false });
     expect(await userRow(u.id)).toMatchObject({ email: second, email_verified: false });

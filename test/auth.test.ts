@@ -33,6 +33,7 @@ const USER_SHAPE = {
   role: 'user',
   is_active: true,
   email_verified: false,
+  pending_email: null,
   created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/),
   updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/),
 };

@@ -115,7 +115,7 @@ describe('common passwords are refused wherever a password is set', () => {
 
   it('PUT /api/users/{id} → 422 on body.password, by the user and by an admin; the password stays', async () => {
     const u = await t.register();
-    expectRefused(await t.put(`/api/users/${u.id}`, { password: 'iloveyou' }, { token: u.access }), 'body.password', TOO_COMMON);
+    expectRefused(await t.put(`/api/users/${u.id}`, { password: 'iloveyou', current_password: u.password }, { token: u.access }), 'body.password', TOO_COMMON);
     const admin = await t.adminToken();
     expectRefused(await t.put(`/api/users/${u.id}`, { password: 'QWERTYUIOP', name: 'Renamed' }, { token: admin }), 'body.password', TOO_COMMON);
     expect((await t.post('/api/auth/login/json', { email: u.email, password: u.password })).status).toBe(200);
@@ -156,9 +156,13 @@ describe('a password equal to the account e-mail is refused', () => {
 
   it('PUT /api/users/{id}: the current e-mail, or the new one when the e-mail changes too', async () => {
     const u = await t.register();
-    expectRefused(await t.put(`/api/users/${u.id}`, { password: u.email }, { token: u.access }), 'body.password', SAME_AS_EMAIL);
+    expectRefused(await t.put(`/api/users/${u.id}`, { password: u.email, current_password: u.password }, { token: u.access }), 'body.password', SAME_AS_EMAIL);
     const next = uniqueEmail('next');
-    expectRefused(await t.put(`/api/users/${u.id}`, { email: next, password: next.toUpperCase() }, { token: u.access }), 'body.password', SAME_AS_EMAIL);
+    expectRefused(
+      await t.put(`/api/users/${u.id}`, { email: next, password: next.toUpperCase(), current_password: u.password }, { token: u.access }),
+      'body.password',
+      SAME_AS_EMAIL,
+    );
     const admin = await t.adminToken();
     expectRefused(await t.put(`/api/users/${u.id}`, { password: ` ${u.email.toUpperCase()} ` }, { token: admin }), 'body.password', SAME_AS_EMAIL);
     // Nothing changed.
@@ -413,11 +417,12 @@ describe('logs never hold a password, a token or a hash', () => {
       expect((await http().post('/api/auth/forgot-password').send({ email })).status).toBe(200);
       const mailKey = deriveKey(base.config.secretKey, 'mail-outbox');
       const mails = await db.selectFrom('mail_outbox').select(['subject', 'payload']).where('recipient', '=', email).execute();
-      expect(mails.length).toBe(2); // the verification link from registration, and the reset link
-      const links = mails.map((mail) => (JSON.parse(unseal(mailKey, mail.payload!)!) as { link: string }).link);
+      // The verification link from registration, the notice of the password change, and the reset link.
+      expect(mails.length).toBe(3);
+      const links = mails.flatMap((mail) => (JSON.parse(unseal(mailKey, mail.payload!)!) as { link?: string }).link ?? []);
       const tokens = links.map((link) => new URL(link).searchParams.get('token')!);
       keep(...tokens, ...tokens.map(sha256));
-      const resetToken = tokens[mails.findIndex((mail) => /reset/i.test(mail.subject))];
+      const resetToken = tokens[links.findIndex((link) => link.includes('/reset-password'))];
 
       const reset = await http().post('/api/auth/reset-password').send({ token: resetToken, new_password: third });
       expect(reset.status).toBe(200);
@@ -429,7 +434,7 @@ describe('logs never hold a password, a token or a hash', () => {
       keep(relogin.body.data.access_token, relogin.body.data.refresh_token);
       await sql`alter table users add constraint security_test_no_writes check (false) not valid`.execute(db);
       try {
-        const update = await http().put(`/api/users/${userId}`).set('Authorization', `Bearer ${relogin.body.data.access_token}`).send({ password: failedUpdate });
+        const update = await http().put(`/api/users/${userId}`).set('Authorization', `Bearer ${relogin.body.data.access_token}`).send({ password: failedUpdate, current_password: third });
         expect(update.status).toBe(500);
         expect(update.body).toEqual({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } });
         const insert = await http().post('/api/auth/register').send({ email: uniqueEmail('logs'), password: failedRegister, name: 'Log Test' });

@@ -7,7 +7,7 @@ import type { UserRow } from '../src/db/types';
 import { createLogger } from '../src/logger';
 import { ADMIN, TEST_SECRET, startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
 
-const USER_KEYS = ['created_at', 'email', 'email_verified', 'id', 'is_active', 'name', 'role', 'updated_at'];
+const USER_KEYS = ['created_at', 'email', 'email_verified', 'id', 'is_active', 'name', 'pending_email', 'role', 'updated_at'];
 const ADMIN_VIEW_KEYS = [...USER_KEYS, 'deleted_at'].sort();
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const MAX_ID = 2147483647;
@@ -92,6 +92,7 @@ function selfView(r: UserRow) {
     role: r.role,
     is_active: r.is_active,
     email_verified: r.email_verified,
+    pending_email: r.pending_email,
     created_at: new Date(r.created_at).toISOString(),
     updated_at: new Date(r.updated_at).toISOString(),
   };
@@ -244,15 +245,19 @@ describe('permissions', () => {
     }
   });
 
-  it('a user updates their own name, e-mail and password', async () => {
+  it('a user updates their own name, e-mail (pending until confirmed) and password, with their current password', async () => {
     const email = uniqueEmail('self-update');
-    const res = await t.put(`/api/users/${bob.id}`, { name: 'Bob Renamed', email, password: 'bob-new-password' }, { token: bob.access });
+    const res = await t.put(
+      `/api/users/${bob.id}`,
+      { name: 'Bob Renamed', email, password: 'bob-new-password', current_password: bob.password },
+      { token: bob.access },
+    );
     expect(res.status).toBe(200);
     expect(Object.keys(res.body.data).sort()).toEqual(USER_KEYS);
-    expect(res.body.data).toMatchObject({ id: bob.id, name: 'Bob Renamed', email, role: 'user', is_active: true });
+    expect(res.body.data).toMatchObject({ id: bob.id, name: 'Bob Renamed', email: bob.email, pending_email: email, role: 'user', is_active: true });
     expect(res.body).toEqual({ success: true, data: selfView(await row(bob.id)) });
-    expect((await login(email, 'bob-new-password')).status).toBe(200);
-    bob = { ...bob, email, password: 'bob-new-password' };
+    expect((await login(bob.email, 'bob-new-password')).status).toBe(200);
+    bob = { ...bob, password: 'bob-new-password' };
   });
 
   it('a user deletes their own record', async () => {
@@ -415,7 +420,8 @@ describe('PUT /api/users/{id}', () => {
     const u = await t.register();
     await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', u.id).execute();
     const email = uniqueEmail('Changed');
-    const res = await t.put(`/api/users/${u.id}`, { email: ` ${email.toUpperCase()}` }, { token: u.access });
+    // An admin's change applies at once (a user's own stays pending: test/credentials.test.ts).
+    const res = await t.put(`/api/users/${u.id}`, { email: ` ${email.toUpperCase()}` }, { token: admin });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ email: email.toLowerCase(), email_verified: false });
     expect(await row(u.id)).toMatchObject({ email: email.toLowerCase(), email_verified: false });
@@ -426,7 +432,7 @@ describe('PUT /api/users/{id}', () => {
   it('the same e-mail in another case is not a new e-mail', async () => {
     const u = await t.register();
     await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', u.id).execute();
-    const res = await t.put(`/api/users/${u.id}`, { email: u.email.toUpperCase() }, { token: u.access });
+    const res = await t.put(`/api/users/${u.id}`, { email: u.email.toUpperCase(), current_password: u.password }, { token: u.access });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ email: u.email, email_verified: true });
     expect(await row(u.id)).toMatchObject({ email: u.email, email_verified: true });
@@ -438,7 +444,7 @@ describe('PUT /api/users/{id}', () => {
     const gone = await createUser();
     expect((await t.delete(`/api/users/${gone.id}`, { token: admin })).status).toBe(204);
     const before = await row(u.id);
-    expectError(await t.put(`/api/users/${u.id}`, { email: other.email.toUpperCase() }, { token: u.access }), 409, 'CONFLICT');
+    expectError(await t.put(`/api/users/${u.id}`, { email: other.email.toUpperCase(), current_password: u.password }, { token: u.access }), 409, 'CONFLICT');
     expectError(await t.put(`/api/users/${u.id}`, { email: gone.email }, { token: admin }), 409, 'CONFLICT');
     expectError(await t.put(`/api/users/${u.id}`, { email: ADMIN.email, name: 'Not Applied' }, { token: admin }), 409, 'CONFLICT');
     expect(await row(u.id)).toEqual(before);
@@ -451,7 +457,7 @@ describe('PUT /api/users/{id}', () => {
     const other = second.body.data;
     expect(await tokenWorks(other.access_token)).toBe(true);
 
-    const res = await t.put(`/api/users/${u.id}`, { password: 'second-password' }, { token: u.access });
+    const res = await t.put(`/api/users/${u.id}`, { password: 'second-password', current_password: 'first-password' }, { token: u.access });
     expect(res.status).toBe(200);
     expect(Object.keys(res.body.data).sort()).toEqual(USER_KEYS);
 
