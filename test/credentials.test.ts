@@ -250,6 +250,24 @@ describe('a new e-mail of your own stays pending until its link is followed', ()
   });
 });
 
+describe('several users confirming one new address at once', () => {
+  it('one link moves its account, the others answer 409 and keep their addresses', async () => {
+    const wanted = uniqueEmail('raced');
+    const users = await Promise.all([0, 1, 2].map(() => registered({ password: 'original-password' })));
+    for (const u of users) {
+      expect((await t.put(`/api/users/${u.id}`, { email: wanted, current_password: 'original-password' }, { token: u.access })).status).toBe(200);
+    }
+    await until(() => mailsTo(wanted, CHANGE_SUBJECT).length === users.length, `${users.length} links to ${wanted}`);
+    const tokens = mailsTo(wanted, CHANGE_SUBJECT).map((m) => linkToken(m, 'verify-email'));
+    const answers = await Promise.all(tokens.map((token) => verify(token)));
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 409, 409]);
+    for (const res of answers.filter((r) => r.status !== 200)) expectError(res, 409, 'CONFLICT');
+    const rows = await Promise.all(users.map((u) => userRow(u.id)));
+    expect(rows.filter((r) => r.email === wanted)).toHaveLength(1);
+    for (const [i, r] of rows.entries()) if (r.email !== wanted) expect(r).toMatchObject({ email: users[i].email, pending_email: wanted });
+  });
+});
+
 describe('an admin changing another user', () => {
   it("applies a new e-mail at once, tells the old address, and audits which fields changed and by whom", async () => {
     const u = await registered({ password: 'original-password' });
