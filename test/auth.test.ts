@@ -77,9 +77,9 @@ const loginForm = (fields: Record<string, string>) => t.post('/api/auth/login', 
 const me = (token: string) => t.get('/api/auth/me', { token });
 const refresh = (refreshToken: string) => t.post('/api/auth/refresh', { refresh_token: refreshToken });
 
-/** A token signed with the service's own secret and claims chosen by the test. */
+/** A token signed with the service's own secret and claims chosen by the test (its issuer and audience unless they say otherwise). */
 function sign(claims: Record<string, unknown>, options: jwt.SignOptions = {}, secret = TEST_SECRET): string {
-  return jwt.sign({ jti: randomUUID(), ...claims }, secret, { algorithm: 'HS256', ...options });
+  return jwt.sign({ jti: randomUUID(), iss: t.config.jwtIssuer, aud: t.config.jwtAudience, ...claims }, secret, { algorithm: 'HS256', ...options });
 }
 
 const VALID = { password: 'password-123', name: 'Ada Lovelace' };
