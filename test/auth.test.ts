@@ -286,13 +286,16 @@ describe('POST /api/auth/register', () => {
 });
 
 describe('JWT claims', () => {
-  it('access token: sub, email, type access, 30 minutes, jti and sid, signed HS256 with the secret', async () => {
+  it('access token: iss, aud, sub, email, email_verified, type access, 30 minutes, jti and sid, signed HS256 with the secret', async () => {
     const u = await t.register();
     const verified = jwt.verify(u.access, TEST_SECRET, { algorithms: ['HS256'] }) as Claims;
     expect(headerOf(u.access).alg).toBe('HS256');
     expect(verified).toEqual({
+      iss: 'http://127.0.0.1:8000',
+      aud: 'account-service',
       sub: String(u.id),
       email: u.email,
+      email_verified: false,
       type: 'access',
       iat: expect.any(Number),
       exp: expect.any(Number),
@@ -304,12 +307,14 @@ describe('JWT claims', () => {
     expect(Math.abs(verified.iat - now())).toBeLessThan(60);
   });
 
-  it('refresh token: sub, type refresh, 7 days, jti and the same sid, no e-mail', async () => {
+  it('refresh token: iss, aud, sub, type refresh, 7 days, jti and the same sid, no e-mail', async () => {
     const u = await t.register();
     const access = claimsOf(u.access);
     const verified = jwt.verify(u.refresh, TEST_SECRET, { algorithms: ['HS256'] }) as Claims;
     expect(headerOf(u.refresh).alg).toBe('HS256');
     expect(verified).toEqual({
+      iss: 'http://127.0.0.1:8000',
+      aud: 'account-service',
       sub: String(u.id),
       type: 'refresh',
       iat: expect.any(Number),
