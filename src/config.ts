@@ -162,7 +162,6 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
   const nodeEnv = read('NODE_ENV') ?? 'development';
   const production = nodeEnv === 'production';
 
-
   const maxPageSize = integer('MAX_PAGE_SIZE', 100, 1, 1000);
   const defaultPageSize = integer('DEFAULT_PAGE_SIZE', 20, 1, 1000);
   if (defaultPageSize > maxPageSize) {
