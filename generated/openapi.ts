@@ -18,6 +18,11 @@ export interface paths {
          * @description Creates a user with the role `user` and opens a session for it. The e-mail is trimmed and
          *     lower-cased; an e-mail already taken, by a deleted account too, is a 409. A verification
          *     link is e-mailed to the address (see verify-email).
+         *
+         *     With `REQUIRE_VERIFIED_EMAIL=true` the account is created and the link sent, but no session
+         *     is opened: the answer is still 201, with the user and without the token fields, and the
+         *     user signs in after following the link. Registration says nothing more about the address
+         *     than it does otherwise.
          */
         post: operations["register"];
         delete?: never;
@@ -43,7 +48,8 @@ export interface paths {
          *     work unchanged. After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail within
          *     `LOGIN_LOCKOUT_MINUTES` (15), logins for that e-mail answer 429 `RATE_LIMITED`, even with
          *     the right password, for `LOGIN_LOCKOUT_MINUTES`; an unknown e-mail is locked the same way,
-         *     and a successful login clears the count.
+         *     and a successful login clears the count. With `REQUIRE_VERIFIED_EMAIL=true`, the right
+         *     password for an account whose e-mail is not verified answers 403 `FORBIDDEN`, saying so.
          */
         post: operations["login"];
         delete?: never;
@@ -68,7 +74,8 @@ export interface paths {
          *     After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail within
          *     `LOGIN_LOCKOUT_MINUTES` (15), logins for that e-mail answer 429 `RATE_LIMITED`, even with
          *     the right password, for `LOGIN_LOCKOUT_MINUTES`; an unknown e-mail is locked the same way,
-         *     and a successful login clears the count.
+         *     and a successful login clears the count. With `REQUIRE_VERIFIED_EMAIL=true`, the right
+         *     password for an account whose e-mail is not verified answers 403 `FORBIDDEN`, saying so.
          */
         post: operations["loginJson"];
         delete?: never;
@@ -94,8 +101,12 @@ export interface paths {
          *     refreshing at once: the token that answer carries stays valid beside the current one until
          *     the next rotation, so whichever a client keeps goes on working. Presented after the grace
          *     period, a replaced token is treated as stolen: the whole session is revoked and the answer
-         *     is 401 `UNAUTHORIZED`. Each refresh renews the session for `REFRESH_TOKEN_EXPIRE_DAYS`. An
-         *     expired refresh token answers 401 `TOKEN_EXPIRED`.
+         *     is 401 `UNAUTHORIZED`. Each refresh renews the session for `REFRESH_TOKEN_EXPIRE_DAYS`, but
+         *     never past `SESSION_MAX_DAYS` (30) from the session's opening: the new refresh token's `exp`
+         *     and the session's `expires_at` stop there, and after it the answer is 401 `UNAUTHORIZED`
+         *     (sign in again). An expired refresh token answers 401 `TOKEN_EXPIRED`. With
+         *     `REQUIRE_VERIFIED_EMAIL=true`, a session of an account whose e-mail is not verified is not
+         *     refreshed (403 `FORBIDDEN`; the refresh token stays valid for after the verification).
          */
         post: operations["refreshToken"];
         delete?: never;
@@ -431,7 +442,8 @@ export interface paths {
          *     so a slow transaction can commit an event with a lower id after a faster one with a higher id.
          *
          *     Event types: `user.registered`, `login.succeeded`, `login.failed` (`details.reason`:
-         *     `invalid_credentials` or `account_disabled`; the e-mail that was tried is not kept),
+         *     `invalid_credentials`, `account_disabled` or `email_not_verified`; the e-mail that was tried
+         *     is not kept),
          *     `login.locked` (the failure that started a lockout), `session.refreshed`,
          *     `session.refresh_reuse_detected` (a replaced refresh token presented after the grace
          *     period; the session is revoked), `session.logged_out` (`details.all`), `session.revoked`
@@ -682,12 +694,12 @@ export interface components {
         };
         TokenPair: {
             /**
-             * @description JWT with sub, email, type "access", exp, iat, jti and sid.
+             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti and sid.
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl
              */
             access_token: string;
             /**
-             * @description JWT with sub, type "refresh", exp, iat, jti and sid.
+             * @description JWT with iss, aud, sub, type "refresh", exp, iat, jti and sid.
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl
              */
             refresh_token: string;
@@ -709,6 +721,22 @@ export interface components {
             token_type: "bearer";
             /** @example 1800 */
             expires_in: number;
+        };
+        /**
+         * @description The new user and, unless `REQUIRE_VERIFIED_EMAIL` is true, the token pair of the session
+         *     registration opened. With `REQUIRE_VERIFIED_EMAIL=true` the token fields are absent: the
+         *     user signs in once the e-mail address is verified.
+         */
+        Registration: {
+            user: components["schemas"]["User"];
+            /** @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl */
+            access_token?: string;
+            /** @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl */
+            refresh_token?: string;
+            /** @enum {string} */
+            token_type?: "bearer";
+            /** @example 1800 */
+            expires_in?: number;
         };
         Session: {
             /**
@@ -743,7 +771,7 @@ export interface components {
         RegisterResponse: {
             /** @enum {boolean} */
             success: true;
-            data: components["schemas"]["TokenPairWithUser"];
+            data: components["schemas"]["Registration"];
         };
         LoginResponse: {
             /** @enum {boolean} */
@@ -1000,7 +1028,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Authenticated but not allowed (role, another user's record, a disabled account at login). */
+        /** @description Authenticated but not allowed (role, another user's record, a disabled account at login, or with `REQUIRE_VERIFIED_EMAIL` an e-mail address not yet verified at login or refresh). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -1204,28 +1232,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "data": {
-                     *         "user": {
-                     *           "id": 7,
-                     *           "email": "ada@example.com",
-                     *           "name": "Ada Lovelace",
-                     *           "role": "user",
-                     *           "is_active": true,
-                     *           "email_verified": false,
-                     *           "pending_email": null,
-                     *           "created_at": "2026-01-02T03:04:05.000Z",
-                     *           "updated_at": "2026-01-02T03:04:05.000Z"
-                     *         },
-                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
-                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl",
-                     *         "token_type": "bearer",
-                     *         "expires_in": 1800
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["RegisterResponse"];
                 };
             };
@@ -1391,6 +1397,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

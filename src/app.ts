@@ -11,7 +11,7 @@ import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
 import { accessLog, bodies, errors, requestId } from './http/middleware';
-import { corsFor, securityHeaders } from './http/security';
+import { corsFor, noStoreUnder, securityHeaders } from './http/security';
 import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
@@ -96,6 +96,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1 });
     koa.silent = true;
     koa.use(securityHeaders());
+    koa.use(noStoreUnder('/api'));
     koa.use(requestId);
     koa.use(async (ctx, next) => {
       // A stopping process lets keep-alive clients know to reconnect (to another process) after this response.

@@ -83,6 +83,16 @@ export interface Config {
   readonly housekeepingBatchSize: number;
   /** How long a revoked or expired session, a spent token or finished mail is kept before it is purged. */
   readonly housekeepingRetentionHours: number;
+
+  // Sessions and the tokens other services trust.
+  /** `iss` of every token issued, and the only issuer accepted; by default APP_URL. */
+  readonly jwtIssuer: string;
+  /** `aud` of every token issued, and the only audience accepted. */
+  readonly jwtAudience: string;
+  /** A session ends this many days after it was opened, however often it is refreshed. */
+  readonly sessionMaxDays: number;
+  /** Sign-in (logins and refresh) waits until the account's e-mail address is verified. */
+  readonly requireVerifiedEmail: boolean;
 }
 
 export class ConfigError extends Error {
@@ -97,7 +107,11 @@ type Env = Record<string, string | undefined>;
 const ALGORITHMS: readonly Algorithm[] = ['HS256', 'HS384', 'HS512', 'RS256', 'ES256'];
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
-const MIN_SECRET_LENGTH = 32;
+/**
+ * The shortest SECRET_KEY, in bytes, per algorithm: an HMAC key as long as the hash's output
+ * (RFC 7518 §3.2). With RS256 and ES256 the secret only seals queued mail.
+ */
+const MIN_SECRET_BYTES: Record<Algorithm, number> = { HS256: 32, HS384: 48, HS512: 64, RS256: 32, ES256: 32 };
 
 /**
  * Parses the environment into a frozen Config. Every problem is collected and reported at once,
@@ -148,19 +162,6 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
   const nodeEnv = read('NODE_ENV') ?? 'development';
   const production = nodeEnv === 'production';
 
-  let secretKey = read('SECRET_KEY');
-  let secretKeyGenerated = false;
-  if (secretKey !== undefined && secretKey.length < MIN_SECRET_LENGTH) {
-    problems.push(`SECRET_KEY must be at least ${MIN_SECRET_LENGTH} characters, got ${secretKey.length}`);
-  } else if (secretKey === undefined) {
-    if (production) {
-      problems.push(`SECRET_KEY is required when NODE_ENV=production (at least ${MIN_SECRET_LENGTH} characters)`);
-    } else {
-      secretKey = randomBytes(48).toString('base64url');
-      secretKeyGenerated = true;
-    }
-  }
-
   const maxPageSize = integer('MAX_PAGE_SIZE', 100, 1, 1000);
   const defaultPageSize = integer('DEFAULT_PAGE_SIZE', 20, 1, 1000);
   if (defaultPageSize > maxPageSize) {
@@ -206,6 +207,19 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
   }
 
   const algorithm = oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase());
+  const minSecretBytes = MIN_SECRET_BYTES[algorithm];
+  let secretKey = read('SECRET_KEY');
+  let secretKeyGenerated = false;
+  if (secretKey !== undefined && Buffer.byteLength(secretKey, 'utf8') < minSecretBytes) {
+    problems.push(`SECRET_KEY must be at least ${minSecretBytes} bytes with ${algorithm}, got ${Buffer.byteLength(secretKey, 'utf8')}`);
+  } else if (secretKey === undefined) {
+    if (production) {
+      problems.push(`SECRET_KEY is required when NODE_ENV=production (at least ${minSecretBytes} bytes with ${algorithm})`);
+    } else {
+      secretKey = randomBytes(64).toString('base64url');
+      secretKeyGenerated = true;
+    }
+  }
   const { jwtPrivateKey, jwtPreviousPublicKeys } = signingKeys(algorithm, read('JWT_PRIVATE_KEY'), read('JWT_PREVIOUS_PUBLIC_KEYS'), problems);
 
   const webConcurrencyRaw = read('WEB_CONCURRENCY')?.toLowerCase();
@@ -213,6 +227,15 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
   if (webConcurrency > 1 && databaseUrl === undefined) {
     problems.push('WEB_CONCURRENCY above 1 needs DATABASE_URL (the embedded database serves one process only)');
   }
+
+  // Sessions and the tokens other services trust.
+  const refreshTokenExpireDays = integer('REFRESH_TOKEN_EXPIRE_DAYS', 7, 1, 365);
+  const sessionMaxDays = integer('SESSION_MAX_DAYS', 30, 1, 3650);
+  if (sessionMaxDays < refreshTokenExpireDays) {
+    problems.push(`SESSION_MAX_DAYS (${sessionMaxDays}) must not be less than REFRESH_TOKEN_EXPIRE_DAYS (${refreshTokenExpireDays})`);
+  }
+  const jwtIssuer = read('JWT_ISSUER') ?? appUrl;
+  const jwtAudience = read('JWT_AUDIENCE') ?? 'account-service';
 
   const config: Config = {
     nodeEnv,
@@ -227,7 +250,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     jwtPrivateKey,
     jwtPreviousPublicKeys,
     accessTokenExpireMinutes: integer('ACCESS_TOKEN_EXPIRE_MINUTES', 30, 1, 24 * 60),
-    refreshTokenExpireDays: integer('REFRESH_TOKEN_EXPIRE_DAYS', 7, 1, 365),
+    refreshTokenExpireDays,
     refreshReuseGraceSeconds: integer('REFRESH_REUSE_GRACE_SECONDS', 10, 0, 3600),
     bcryptCost: integer('BCRYPT_COST', 12, 4, 31),
     passwordHashConcurrency: integer('PASSWORD_HASH_CONCURRENCY', defaultHashConcurrency(env), 1, 1024),
@@ -267,6 +290,10 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     housekeepingBatchSize: integer('HOUSEKEEPING_BATCH_SIZE', 1000, 1, 100_000),
     // Rows stay a while after they stop mattering, for whoever looks into a recent sign-out or failed delivery.
     housekeepingRetentionHours: integer('HOUSEKEEPING_RETENTION_HOURS', 24, 1, 24 * 365),
+    jwtIssuer,
+    jwtAudience,
+    sessionMaxDays,
+    requireVerifiedEmail: boolean('REQUIRE_VERIFIED_EMAIL', false),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

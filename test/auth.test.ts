@@ -78,9 +78,9 @@ const loginForm = (fields: Record<string, string>) => t.post('/api/auth/login', 
 const me = (token: string) => t.get('/api/auth/me', { token });
 const refresh = (refreshToken: string) => t.post('/api/auth/refresh', { refresh_token: refreshToken });
 
-/** A token signed with the service's own secret and claims chosen by the test. */
+/** A token signed with the service's own secret and claims chosen by the test (its issuer and audience unless they say otherwise). */
 function sign(claims: Record<string, unknown>, options: jwt.SignOptions = {}, secret = TEST_SECRET): string {
-  return jwt.sign({ jti: randomUUID(), ...claims }, secret, { algorithm: 'HS256', ...options });
+  return jwt.sign({ jti: randomUUID(), iss: t.config.jwtIssuer, aud: t.config.jwtAudience, ...claims }, secret, { algorithm: 'HS256', ...options });
 }
 
 const VALID = { password: 'password-123', name: 'Ada Lovelace' };
@@ -287,13 +287,16 @@ describe('POST /api/auth/register', () => {
 });
 
 describe('JWT claims', () => {
-  it('access token: sub, email, type access, 30 minutes, jti and sid, signed HS256 with the secret', async () => {
+  it('access token: iss, aud, sub, email, email_verified, type access, 30 minutes, jti and sid, signed HS256 with the secret', async () => {
     const u = await t.register();
     const verified = jwt.verify(u.access, TEST_SECRET, { algorithms: ['HS256'] }) as Claims;
     expect(headerOf(u.access).alg).toBe('HS256');
     expect(verified).toEqual({
+      iss: 'http://127.0.0.1:8000',
+      aud: 'account-service',
       sub: String(u.id),
       email: u.email,
+      email_verified: false,
       type: 'access',
       iat: expect.any(Number),
       exp: expect.any(Number),
@@ -305,12 +308,14 @@ describe('JWT claims', () => {
     expect(Math.abs(verified.iat - now())).toBeLessThan(60);
   });
 
-  it('refresh token: sub, type refresh, 7 days, jti and the same sid, no e-mail', async () => {
+  it('refresh token: iss, aud, sub, type refresh, 7 days, jti and the same sid, no e-mail', async () => {
     const u = await t.register();
     const access = claimsOf(u.access);
     const verified = jwt.verify(u.refresh, TEST_SECRET, { algorithms: ['HS256'] }) as Claims;
     expect(headerOf(u.refresh).alg).toBe('HS256');
     expect(verified).toEqual({
+      iss: 'http://127.0.0.1:8000',
+      aud: 'account-service',
       sub: String(u.id),
       type: 'refresh',
       iat: expect.any(Number),

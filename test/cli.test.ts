@@ -106,7 +106,7 @@ describe('usage', () => {
   it('exits 1 naming each bad setting', async () => {
     const run = await cli(['purge'], { env: { SECRET_KEY: 'short', HOUSEKEEPING_BATCH_SIZE: '0' } });
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain('SECRET_KEY must be at least 32 characters');
+    expect(run.stderr).toContain('SECRET_KEY must be at least 32 bytes with HS256');
     expect(run.stderr).toContain('HOUSEKEEPING_BATCH_SIZE must be between');
   });
 });

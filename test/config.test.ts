@@ -28,13 +28,39 @@ describe('configuration', () => {
       appVersion: '1.0.0',
       databaseUrl: undefined,
       databasePreparedStatements: true,
+      jwtIssuer: 'http://127.0.0.1:8000',
+      jwtAudience: 'account-service',
+      sessionMaxDays: 30,
+      requireVerifiedEmail: false,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
 
   it('refuses to start in production without a secret key, and with a short one anywhere', () => {
     expect(problemsOf({ NODE_ENV: 'production' })).toEqual([expect.stringContaining('SECRET_KEY is required')]);
-    expect(problemsOf({ SECRET_KEY: 'short' })).toEqual([expect.stringContaining('at least 32 characters')]);
+    expect(problemsOf({ SECRET_KEY: 'short' })).toEqual(['SECRET_KEY must be at least 32 bytes with HS256, got 5']);
+  });
+
+  it('asks SECRET_KEY for as many bytes as the HMAC algorithm\'s hash: 32 for HS256, 48 for HS384, 64 for HS512', () => {
+    for (const [algorithm, bytes] of [['HS256', 32], ['HS384', 48], ['HS512', 64]] as const) {
+      expect(problemsOf({ ALGORITHM: algorithm, SECRET_KEY: 'x'.repeat(bytes - 1) })).toEqual([`SECRET_KEY must be at least ${bytes} bytes with ${algorithm}, got ${bytes - 1}`]);
+      expect(problemsOf({ ALGORITHM: algorithm, SECRET_KEY: 'x'.repeat(bytes) })).toEqual([]);
+      expect(problemsOf({ NODE_ENV: 'production', ALGORITHM: algorithm })).toEqual([`SECRET_KEY is required when NODE_ENV=production (at least ${bytes} bytes with ${algorithm})`]);
+      // The key made in development is long enough for each.
+      expect(Buffer.byteLength(loadConfig({ ALGORITHM: algorithm }).secretKey)).toBeGreaterThanOrEqual(bytes);
+    }
+    // Bytes, not characters: 31 two-byte characters are 62 bytes.
+    expect(problemsOf({ ALGORITHM: 'HS512', SECRET_KEY: 'é'.repeat(31) })).toEqual(['SECRET_KEY must be at least 64 bytes with HS512, got 62']);
+    expect(problemsOf({ ALGORITHM: 'HS512', SECRET_KEY: 'é'.repeat(32) })).toEqual([]);
+  });
+
+  it('reads the session and token settings, JWT_ISSUER following APP_URL unless set', () => {
+    const config = loadConfig({ SECRET_KEY: 'x'.repeat(32), APP_URL: 'https://accounts.example.com/', SESSION_MAX_DAYS: '90', REQUIRE_VERIFIED_EMAIL: 'true' });
+    expect(config).toMatchObject({ jwtIssuer: 'https://accounts.example.com', jwtAudience: 'account-service', sessionMaxDays: 90, requireVerifiedEmail: true });
+    expect(loadConfig({ SECRET_KEY: 'x'.repeat(32), JWT_ISSUER: 'https://id.example.com', JWT_AUDIENCE: 'api' })).toMatchObject({ jwtIssuer: 'https://id.example.com', jwtAudience: 'api' });
+    // A session cannot be shorter than the refresh token that keeps it going.
+    expect(problemsOf({ SECRET_KEY: 'x'.repeat(32), SESSION_MAX_DAYS: '5' })).toEqual(['SESSION_MAX_DAYS (5) must not be less than REFRESH_TOKEN_EXPIRE_DAYS (7)']);
+    expect(problemsOf({ SECRET_KEY: 'x'.repeat(32), SESSION_MAX_DAYS: '0' })).toEqual(['SESSION_MAX_DAYS must be between 1 and 3650, got 0']);
   });
 
   it('makes a random key in development and says so', () => {

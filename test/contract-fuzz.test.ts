@@ -363,7 +363,7 @@ function authorization(): fc.Arbitrary<Record<string, string>> {
   const bearer = (token: () => string) => fc.constant(0).map(() => ({ authorization: `Bearer ${token()}` }));
   const claims = () => {
     const c = jwt.decode(known.userToken) as Json;
-    return { sub: c.sub, email: c.email, type: 'access', sid: c.sid, jti: c.jti, iat: now() };
+    return { iss: c.iss, aud: c.aud, sub: c.sub, email: c.email, type: 'access', sid: c.sid, jti: c.jti, iat: now() };
   };
   const crafted = fc.constantFrom<() => string>(
     () => sign({ ...claims(), exp: now() - 60 }),

@@ -35,16 +35,24 @@ async function me(app: TestContext, token: string) {
 }
 
 describe.each([
-  // The RSA key in PKCS#8 PEM, the EC key in SEC1 PEM on one line with `\n` escapes.
-  { algorithm: 'RS256' as const, keys: rsaKey(), privatePem: (key: KeyObject) => pkcs8(key) },
-  { algorithm: 'ES256' as const, keys: ecKey(), privatePem: (key: KeyObject) => oneLine(key.export({ type: 'sec1', format: 'pem' }).toString()) },
-])('ALGORITHM=$algorithm', ({ algorithm, keys, privatePem }) => {
+  // The RSA key in PKCS#8 PEM, the EC key in SEC1 PEM on one line with `\n` escapes; RS256 with the
+  // default issuer (APP_URL) and audience, ES256 with both configured.
+  { algorithm: 'RS256' as const, keys: rsaKey(), privatePem: (key: KeyObject) => pkcs8(key), env: {} as Record<string, string>, issuer: 'http://127.0.0.1:8000', audience: 'account-service' },
+  {
+    algorithm: 'ES256' as const,
+    keys: ecKey(),
+    privatePem: (key: KeyObject) => oneLine(key.export({ type: 'sec1', format: 'pem' }).toString()),
+    env: { JWT_ISSUER: 'https://accounts.example.com', JWT_AUDIENCE: 'https://api.example.com' },
+    issuer: 'https://accounts.example.com',
+    audience: 'https://api.example.com',
+  },
+])('ALGORITHM=$algorithm', ({ algorithm, keys, privatePem, env, issuer, audience }) => {
   let app: TestContext;
   let jose: Jose;
 
   beforeAll(async () => {
     jose = await importJose('jose');
-    app = await startTestApp({ ALGORITHM: algorithm, JWT_PRIVATE_KEY: privatePem(keys.privateKey) });
+    app = await startTestApp({ ALGORITHM: algorithm, JWT_PRIVATE_KEY: privatePem(keys.privateKey), ...env });
   });
   afterAll(() => app?.close());
 
@@ -69,16 +77,20 @@ describe.each([
     for (const token of [login!.data.access_token, login!.data.refresh_token]) {
       expect(headerOf(token)).toEqual({ alg: algorithm, typ: 'JWT', kid: jwks.keys[0].kid });
     }
-    const { payload, protectedHeader } = await jose.jwtVerify(login!.data.access_token, keySet, { algorithms: [algorithm] });
+    // As the README tells other services to verify them: algorithm, issuer and audience.
+    const verifyOptions = { algorithms: [algorithm], issuer, audience };
+    const { payload, protectedHeader } = await jose.jwtVerify(login!.data.access_token, keySet, verifyOptions);
     expect(protectedHeader.kid).toBe(jwks.keys[0].kid);
-    expect(payload).toMatchObject({ sub: String(user.id), email: user.email, type: 'access' });
+    expect(payload).toMatchObject({ iss: issuer, aud: audience, sub: String(user.id), email: user.email, email_verified: false, type: 'access' });
     expect(payload.exp! - payload.iat!).toBe(30 * 60);
+    await expect(jose.jwtVerify(login!.data.refresh_token, keySet, verifyOptions)).resolves.toMatchObject({ payload: { type: 'refresh' } });
+    await expect(jose.jwtVerify(login!.data.access_token, keySet, { ...verifyOptions, audience: 'another-service' })).rejects.toThrow(/aud/);
 
     // And the service itself takes them: the access token on /me, the refresh token on refresh.
     expect((await me(app, login!.data.access_token)).body.data.email).toBe(user.email);
     const refreshed = await app.post('/api/auth/refresh', { refresh_token: login!.data.refresh_token });
     expect(refreshed.status).toBe(200);
-    await expect(jose.jwtVerify(refreshed.body.data.access_token, keySet, { algorithms: [algorithm] })).resolves.toBeDefined();
+    await expect(jose.jwtVerify(refreshed.body.data.access_token, keySet, verifyOptions)).resolves.toBeDefined();
   });
 
   it('refuses a token without a kid, with an unknown kid, or signed by another key under its kid', async () => {
@@ -92,7 +104,10 @@ describe.each([
     const forged = jwt.sign({ ...claims, jti: randomUUID() }, other.privateKey, { algorithm, keyid: jwks.keys[0].kid });
     // The public key as an HMAC secret: the classic algorithm confusion.
     const confused = jwt.sign({ ...claims, jti: randomUUID() }, spki(keys.publicKey), { algorithm: 'HS256', keyid: jwks.keys[0].kid });
-    for (const token of [noKid, unknownKid, forged, confused]) expectError(await me(app, token), 401, 'UNAUTHORIZED');
+    // Our own key, for another audience or issuer.
+    const otherAudience = jwt.sign({ ...claims, aud: 'another-service', jti: randomUUID() }, keys.privateKey, { algorithm, keyid: jwks.keys[0].kid });
+    const otherIssuer = jwt.sign({ ...claims, iss: 'https://staging.example.com', jti: randomUUID() }, keys.privateKey, { algorithm, keyid: jwks.keys[0].kid });
+    for (const token of [noKid, unknownKid, forged, confused, otherAudience, otherIssuer]) expectError(await me(app, token), 401, 'UNAUTHORIZED');
 
     // The same claims, signed properly, pass: the refusals above are about the key alone.
     const good = jwt.sign({ ...claims, jti: randomUUID() }, keys.privateKey, { algorithm, keyid: jwks.keys[0].kid });
@@ -102,8 +117,8 @@ describe.each([
 
 /** A token's claims, with a fresh expiry, to sign again under another header. */
 function freshClaims(token: string) {
-  const { sub, email, type, sid } = jwt.decode(token) as Record<string, string>;
-  return { sub, email, type, sid, iat: now(), exp: now() + 600 };
+  const { iss, aud, sub, email, type, sid } = jwt.decode(token) as Record<string, string>;
+  return { iss, aud, sub, email, type, sid, iat: now(), exp: now() + 600 };
 }
 
 describe('key rotation', () => {
@@ -171,6 +186,19 @@ describe('ALGORITHM=HS256', () => {
     const { jwks, cacheControl } = await jwksOf(app);
     expect(jwks).toEqual({ keys: [] });
     expect(cacheControl).toBe('public, max-age=300');
+  });
+
+  it('signs tokens jose verifies with the shared secret, checking algorithm, issuer (APP_URL) and audience', async () => {
+    const jose = await importJose('jose');
+    const user = await app.register();
+    const secret = new TextEncoder().encode(TEST_SECRET);
+    const options = { algorithms: ['HS256'], issuer: 'http://127.0.0.1:8000', audience: 'account-service' };
+    const { payload } = await jose.jwtVerify(user.access, secret, options);
+    expect(payload).toMatchObject({ iss: options.issuer, aud: options.audience, sub: String(user.id), email: user.email, email_verified: false, type: 'access' });
+    await expect(jose.jwtVerify(user.refresh, secret, options)).resolves.toMatchObject({ payload: { type: 'refresh' } });
+    await expect(jose.jwtVerify(user.access, secret, { ...options, audience: 'another-service' })).rejects.toThrow(/aud/);
+    await expect(jose.jwtVerify(user.access, secret, { ...options, issuer: 'https://elsewhere.example' })).rejects.toThrow(/iss/);
+    await expect(jose.jwtVerify(user.access, secret, { ...options, algorithms: ['HS512'] })).rejects.toThrow(/alg/);
   });
 
   it('signs without a kid, and ignores one a token brings', async () => {

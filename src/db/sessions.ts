@@ -26,6 +26,12 @@ const AUTHENTICATED_USER_SQL = preparedStatement(
     and sessions.id = $2 and sessions.revoked_at is null and sessions.expires_at > now()`,
 );
 
+/** When a session was opened, or undefined for an unknown one. */
+export async function findSessionCreatedAt(db: Executor, sessionId: string): Promise<Date | undefined> {
+  const row = await db.selectFrom('sessions').select('created_at').where('id', '=', sessionId).executeTakeFirst();
+  return row?.created_at;
+}
+
 /** Grace answers kept per rotation; one more within the grace period is taken for a stolen token. */
 const MAX_GRACE_TOKENS = 16;
 

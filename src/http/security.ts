@@ -65,6 +65,19 @@ function helmetHeaders(): ReadonlyArray<[string, string]> {
   return [...headers];
 }
 
+/**
+ * `Cache-Control: no-store` on every response under `prefix`, errors and unknown routes included:
+ * tokens and personal data must stay out of browser and proxy caches (RFC 6749 §5.1 asks it of
+ * token responses; every API answer here is about someone). Set before the request is handled, so
+ * that the one error renderer keeps it.
+ */
+export function noStoreUnder(prefix: string): Middleware {
+  return async (ctx: Context, next) => {
+    if (ctx.path === prefix || ctx.path.startsWith(`${prefix}/`)) ctx.set('Cache-Control', 'no-store');
+    await next();
+  };
+}
+
 /** Headers a browser client may read: request id, rate-limit state and the bearer challenge. */
 export const CORS_EXPOSED_HEADERS = [
   'X-Request-Id',

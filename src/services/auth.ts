@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config';
 import { conflict, forbidden, invalidCredentials, tokenExpired, unauthorized } from '../http/errors';
-import { findAuthenticatedUser, insertSession, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
+import { findAuthenticatedUser, findSessionCreatedAt, insertSession, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
@@ -28,6 +28,11 @@ export interface ClientInfo {
 }
 
 export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** REQUIRE_VERIFIED_EMAIL's refusal: the password was right, so it may say why. */
+const emailNotVerified = () => forbidden('Email address must be verified before signing in; follow the link sent to it');
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -59,10 +64,12 @@ export class AuthService {
         role: 'user',
       });
       if (!user) throw conflict('Email already registered');
-      const { sessionId, tokens } = await this.openSession(trx, user, client);
+      // With REQUIRE_VERIFIED_EMAIL no session opens until the address is verified: the account
+      // exists, the verification link is on its way, and signing in comes after it.
+      const opened = this.config.requireVerifiedEmail ? undefined : await this.openSession(trx, user, client);
       await this.mail.sendVerification(trx, user);
-      await record({ type: 'user.registered', actor: user.id, subject: user.id, details: { session_id: sessionId } });
-      return { user, tokens };
+      await record({ type: 'user.registered', actor: user.id, subject: user.id, details: opened ? { session_id: opened.sessionId } : {} });
+      return { user, tokens: opened?.tokens };
     });
     this.mail.flush();
     return registered;
@@ -87,6 +94,10 @@ export class AuthService {
       await this.audit.record(client, { type: 'login.failed', actor: null, subject: user.id, details: { reason: 'account_disabled' } });
       throw forbidden('Account is disabled');
     }
+    if (this.config.requireVerifiedEmail && !user.email_verified) {
+      await this.audit.record(client, { type: 'login.failed', actor: null, subject: user.id, details: { reason: 'email_not_verified' } });
+      throw emailNotVerified();
+    }
     const { tokens } = await this.audit.transaction(client, async (trx, record) => {
       const opened = await this.openSession(trx, user, client);
       await record({ type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: opened.sessionId } });
@@ -95,14 +106,21 @@ export class AuthService {
     return { user, tokens };
   }
 
-  /** Rotates a refresh token; a rotated token presented after the grace period revokes its session. */
+  /**
+   * Rotates a refresh token; a rotated token presented after the grace period revokes its session.
+   * No refresh carries a session past SESSION_MAX_DAYS from its opening; after that it is over.
+   */
   async refresh(refreshToken: string, client: ClientInfo): Promise<TokenPair> {
     const verified = this.tokens.verify(refreshToken, 'refresh');
     if (!verified.ok) throw verified.reason === 'expired' ? tokenExpired() : unauthorized();
     const userId = Number(verified.claims.sub);
     const sessionId = verified.claims.sid;
-    const next = this.tokens.issueRefresh(userId, sessionId);
-    const user = await this.audit.transaction(client, async (trx, record) => {
+    const rotation = await this.audit.transaction(client, async (trx, record) => {
+      const createdAt = await findSessionCreatedAt(trx, sessionId);
+      if (createdAt === undefined) return undefined;
+      const sessionEnd = new Date(createdAt.getTime() + this.config.sessionMaxDays * DAY_MS);
+      if (sessionEnd.getTime() <= Date.now()) return undefined;
+      const next = this.tokens.issueRefresh(userId, sessionId, sessionEnd);
       const rotated = await rotateRefreshToken(trx, {
         sessionId,
         presentedHash: sha256(refreshToken),
@@ -112,8 +130,10 @@ export class AuthService {
       });
       const details = { session_id: sessionId };
       if (rotated?.id === userId) {
+        // Thrown, so the rotation rolls back: the session waits, intact, for the address to be verified.
+        if (this.config.requireVerifiedEmail && !rotated.email_verified) throw emailNotVerified();
         await record({ type: 'session.refreshed', actor: userId, subject: userId, details });
-        return rotated;
+        return { user: rotated, next };
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
@@ -121,10 +141,10 @@ export class AuthService {
       if (wasLive) await record({ type: 'session.refresh_reuse_detected', actor: null, subject: userId, details });
       return undefined;
     });
-    if (!user) throw unauthorized();
+    if (!rotation) throw unauthorized();
     return {
-      access_token: this.tokens.issueAccess(user, sessionId),
-      refresh_token: next.token,
+      access_token: this.tokens.issueAccess(rotation.user, sessionId),
+      refresh_token: rotation.next.token,
       token_type: 'bearer',
       expires_in: this.tokens.accessTtlSeconds,
     };

@@ -6,13 +6,24 @@ import { keyRingFor, type KeyRing } from './keys';
 export type TokenType = 'access' | 'refresh';
 
 export interface TokenClaims {
+  iss: string;
+  aud: string;
   sub: string;
   type: TokenType;
   sid: string;
   jti: string;
   iat: number;
   exp: number;
+  /** Access tokens only, as they were when the token was issued. */
   email?: string;
+  email_verified?: boolean;
+}
+
+/** The user an access token speaks for. */
+export interface TokenSubject {
+  id: number;
+  email: string;
+  email_verified: boolean;
 }
 
 export interface IssuedPair {
@@ -30,6 +41,12 @@ export type TokenFailure = 'expired' | 'invalid';
 
 export type Verified = { ok: true; claims: TokenClaims } | { ok: false; reason: TokenFailure };
 
+/**
+ * How far in the future a token's `iat` may be: the clocks of the service's own processes may
+ * differ a little, but a token issued later than that would outlive its lifetime.
+ */
+const MAX_CLOCK_SKEW_SECONDS = 60;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const USER_ID = /^[1-9]\d{0,9}$/;
 
@@ -39,16 +56,20 @@ export function sha256(value: string): string {
 
 export class TokenService {
   private readonly keys: KeyRing;
+  private readonly issuer: string;
+  private readonly audience: string;
   readonly accessTtlSeconds: number;
   readonly refreshTtlSeconds: number;
 
   constructor(config: Config) {
     this.keys = keyRingFor(config);
+    this.issuer = config.jwtIssuer;
+    this.audience = config.jwtAudience;
     this.accessTtlSeconds = config.accessTokenExpireMinutes * 60;
     this.refreshTtlSeconds = config.refreshTokenExpireDays * 24 * 60 * 60;
   }
 
-  issuePair(user: { id: number; email: string }, sessionId: string): IssuedPair {
+  issuePair(user: TokenSubject, sessionId: string): IssuedPair {
     const refresh = this.issueRefresh(user.id, sessionId);
     return {
       access_token: this.issueAccess(user, sessionId),
@@ -60,30 +81,40 @@ export class TokenService {
     };
   }
 
-  issueAccess(user: { id: number; email: string }, sessionId: string): string {
+  issueAccess(user: TokenSubject, sessionId: string): string {
     const now = Math.floor(Date.now() / 1000);
     return this.sign({
-      sub: String(user.id), email: user.email, type: 'access', sid: sessionId, jti: randomUUID(), iat: now, exp: now + this.accessTtlSeconds,
+      iss: this.issuer, aud: this.audience, sub: String(user.id), email: user.email, email_verified: user.email_verified,
+      type: 'access', sid: sessionId, jti: randomUUID(), iat: now, exp: now + this.accessTtlSeconds,
     });
   }
 
-  issueRefresh(userId: number, sessionId: string): { token: string; hash: string; expiresAt: Date } {
+  /** A refresh token for the session, expiring after its lifetime but never after `notAfter` (the session's end). */
+  issueRefresh(userId: number, sessionId: string, notAfter?: Date): { token: string; hash: string; expiresAt: Date } {
     const now = Math.floor(Date.now() / 1000);
-    const exp = now + this.refreshTtlSeconds;
-    const token = this.sign({ sub: String(userId), type: 'refresh', sid: sessionId, jti: randomUUID(), iat: now, exp });
+    const exp = Math.min(now + this.refreshTtlSeconds, notAfter === undefined ? Infinity : Math.floor(notAfter.getTime() / 1000));
+    const token = this.sign({ iss: this.issuer, aud: this.audience, sub: String(userId), type: 'refresh', sid: sessionId, jti: randomUUID(), iat: now, exp });
     return { token, hash: sha256(token), expiresAt: new Date(exp * 1000) };
   }
 
   /**
    * Verifies signature, algorithm (pinned to the configured one, or to a retired key's own, chosen
-   * by `kid`), expiry and the claims this service puts in its tokens. Never throws.
+   * by `kid`), issuer, audience, expiry, age and the claims this service puts in its tokens. A
+   * token older than its type's lifetime counts as expired whatever its `exp` says, so a token
+   * signed with a longer lifetime (by another holder of an HS* secret, or under an earlier
+   * setting) lasts no longer than the service's own. Never throws.
    */
   verify(token: string, type: TokenType): Verified {
     const verifier = this.keys.verifierFor(token);
     if (!verifier) return { ok: false, reason: 'invalid' };
     let payload: unknown;
     try {
-      payload = jwt.verify(token, verifier.key, { algorithms: [verifier.algorithm] });
+      payload = jwt.verify(token, verifier.key, {
+        algorithms: [verifier.algorithm],
+        issuer: this.issuer,
+        audience: this.audience,
+        maxAge: type === 'access' ? this.accessTtlSeconds : this.refreshTtlSeconds,
+      });
     } catch (error) {
       return { ok: false, reason: error instanceof jwt.TokenExpiredError ? 'expired' : 'invalid' };
     }
@@ -91,6 +122,7 @@ export class TokenService {
     const valid =
       typeof payload === 'object' &&
       claims.type === type &&
+      typeof claims.iat === 'number' && claims.iat <= Date.now() / 1000 + MAX_CLOCK_SKEW_SECONDS &&
       typeof claims.sub === 'string' && USER_ID.test(claims.sub) && Number(claims.sub) <= 2147483647 &&
       typeof claims.sid === 'string' && UUID.test(claims.sid) &&
       typeof claims.exp === 'number';

@@ -174,14 +174,9 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
       const input = { email: uniqueEmail(), password: 'password-123', name: 'Test User', ...overrides };
       const { data, error, response } = await client.POST('/api/auth/register', { body: input });
       if (!data) throw new Error(`register failed: ${response.status} ${JSON.stringify(error)}`);
-      return {
-        id: data.data.user.id,
-        email: data.data.user.email,
-        password: input.password,
-        name: input.name,
-        access: data.data.access_token,
-        refresh: data.data.refresh_token,
-      };
+      const { user, access_token: access, refresh_token: refresh } = data.data;
+      if (access === undefined || refresh === undefined) throw new Error('register opened no session (REQUIRE_VERIFIED_EMAIL is on)');
+      return { id: user.id, email: user.email, password: input.password, name: input.name, access, refresh };
     },
     async adminToken() {
       const { data, error, response } = await client.POST('/api/auth/login/json', { body: ADMIN });

@@ -69,6 +69,10 @@ export function assertMatchesContract(method: string, url: string, status: numbe
   const onPath = operations.filter((op) => op.pattern.test(path));
   const match = onPath.find((op) => op.method === verb || (verb === 'head' && op.method === 'get'));
   const where = `${method} ${url} → ${status}`;
+  // Tokens and personal data: no API answer may be kept by a browser or proxy cache.
+  if (/^\/api(\/|$)/.test(path) && headers['cache-control'] !== 'no-store') {
+    throw new Error(`${where}: Cache-Control is ${JSON.stringify(headers['cache-control'])}, expected no-store on every /api response`);
+  }
 
   if (!match) {
     if (onPath.length === 0 && status !== 404) throw new Error(`${where}: no such route in the contract, expected 404`);
