@@ -67,11 +67,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       observe: metrics && ((seconds) => metrics.observePasswordHash(seconds)),
     });
     const lifecycle = { draining: false };
+    const loginGuard = limiter && (await LoginGuard.create(config, limiter));
     const services: Services = {
       config,
       db,
-      auth: new AuthService(db, config, tokens, mail, passwords, audit, limiter && (await LoginGuard.create(config, limiter))),
-      account: new AccountService(db, config, mail, passwords, audit),
+      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard),
+      account: new AccountService(db, config, mail, passwords, audit, loginGuard),
       users: new UserService(db, config, mail, passwords, audit),
       audit,
       startedAt: Date.now(),

@@ -83,6 +83,16 @@ export interface Config {
   readonly housekeepingBatchSize: number;
   /** How long a revoked or expired session, a spent token or finished mail is kept before it is purged. */
   readonly housekeepingRetentionHours: number;
+
+  // Nobody locks out anyone else.
+  /** Failed sign-ins per account and hour, from any clients, that lock the account for everyone. */
+  readonly loginAccountMaxFailures: number;
+  /** Places in the password-hash queue (running or waiting) one caller may hold at once. */
+  readonly passwordHashCallerMax: number;
+  /** Least time between two reset mails to one account. */
+  readonly passwordResetMailIntervalSeconds: number;
+  /** Reset mails one account may be sent per hour. */
+  readonly passwordResetMailsPerHour: number;
 }
 
 export class ConfigError extends Error {
@@ -267,6 +277,11 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     housekeepingBatchSize: integer('HOUSEKEEPING_BATCH_SIZE', 1000, 1, 100_000),
     // Rows stay a while after they stop mattering, for whoever looks into a recent sign-out or failed delivery.
     housekeepingRetentionHours: integer('HOUSEKEEPING_RETENTION_HOURS', 24, 1, 24 * 365),
+
+    loginAccountMaxFailures: integer('LOGIN_ACCOUNT_MAX_FAILURES', 100, 1, 1_000_000),
+    passwordHashCallerMax: integer('PASSWORD_HASH_CALLER_MAX', 2, 1, 100_000),
+    passwordResetMailIntervalSeconds: integer('PASSWORD_RESET_MAIL_INTERVAL_SECONDS', 60, 0, 24 * 3600),
+    passwordResetMailsPerHour: integer('PASSWORD_RESET_MAILS_PER_HOUR', 5, 1, 1000),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

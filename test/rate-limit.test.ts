@@ -58,9 +58,9 @@ function expectLocked(res: Response, lockoutSeconds: number): void {
   expect(int(res, 'Retry-After')).toBeLessThanOrEqual(lockoutSeconds);
 }
 
-const loginJson = (t: TestContext, email: string, password: string) => t.post('/api/auth/login/json', { email, password }, from(freshIp()));
-const loginForm = (t: TestContext, email: string, password: string) =>
-  t.post('/api/auth/login', { username: email, password }, { form: true, ...from(freshIp()) });
+const loginJson = (t: TestContext, email: string, password: string, ip = freshIp()) => t.post('/api/auth/login/json', { email, password }, from(ip));
+const loginForm = (t: TestContext, email: string, password: string, ip = freshIp()) =>
+  t.post('/api/auth/login', { username: email, password }, { form: true, ...from(ip) });
 const WRONG = 'wrong-password-1';
 
 /** Header names, minus those that differ per response by nature. */
@@ -221,87 +221,117 @@ describe('rate limits behind a trusted proxy', () => {
     });
   });
 
-  describe('per-account lockout after failed logins', () => {
-    test(`after ${MAX_FAILURES} failures the right password answers 429, from any address`, async () => {
-      const user = await registerFresh();
-      for (let i = 0; i < MAX_FAILURES; i++) expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      const json = await loginJson(t, user.email, user.password);
-      expectLocked(json, LOCKOUT_SECONDS);
-      // A counted route still carries its per-IP budget next to the lockout.
-      expectBudget(json, AUTH_LIMIT, AUTH_LIMIT - 1);
-      expectLocked(await loginForm(t, user.email, user.password), LOCKOUT_SECONDS);
-      expectLocked(await loginJson(t, user.email, WRONG), LOCKOUT_SECONDS);
-      // The lockout is about logins: the account's tokens keep working.
-      expect((await t.get('/api/auth/me', { token: user.access, ...from(freshIp()) })).status).toBe(200);
-    });
+});
 
-    test('both login operations count towards the same lockout', async () => {
-      const user = await registerFresh();
-      expect((await loginForm(t, user.email, WRONG)).status).toBe(401);
-      expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      expect((await loginForm(t, user.email, WRONG)).status).toBe(401);
-      expectLocked(await loginJson(t, user.email, user.password), LOCKOUT_SECONDS);
-    });
+// ---------------------------------------------------------------------------------------------
+// The lockout of one client: each test's attacker is one address, with the per-IP budget out of the
+// way (test/lockout.test.ts covers the other clients, IPv6 and the account-wide limit).
 
-    test('the key is the normalized e-mail', async () => {
-      const user = await registerFresh();
-      const shouting = `  ${user.email.toUpperCase()}  `;
-      for (let i = 0; i < MAX_FAILURES; i++) expect((await loginForm(t, shouting, WRONG)).status).toBe(401);
-      expectLocked(await loginJson(t, user.email, user.password), LOCKOUT_SECONDS);
-    });
+describe('lockout of one client after failed logins', () => {
+  const AUTH_LIMIT = 1000;
+  const MAX_FAILURES = 3;
+  const LOCKOUT_SECONDS = 15 * 60;
+  let t: TestContext;
 
-    test('an unknown e-mail is counted and locked exactly like a known one', async () => {
-      const known = await registerFresh();
-      const unknown = uniqueEmail('nobody');
-      const failures: Response[][] = [[], []];
-      for (let i = 0; i < MAX_FAILURES; i++) {
-        failures[0].push(await loginJson(t, known.email, WRONG));
-        failures[1].push(await loginJson(t, unknown, WRONG));
-      }
-      for (let i = 0; i < MAX_FAILURES; i++) {
-        expect(failures[1][i].status).toBe(failures[0][i].status);
-        expect(failures[1][i].body).toEqual(failures[0][i].body);
-        expect(headerShape(failures[1][i])).toEqual(headerShape(failures[0][i]));
-      }
-      const [lockedKnown, lockedUnknown] = [await loginJson(t, known.email, known.password), await loginJson(t, unknown, 'any-password-1')];
-      expectLocked(lockedKnown, LOCKOUT_SECONDS);
-      expectLocked(lockedUnknown, LOCKOUT_SECONDS);
-      expect(lockedUnknown.body).toEqual(lockedKnown.body);
-      expect(headerShape(lockedUnknown)).toEqual(headerShape(lockedKnown));
-      expect(Math.abs(int(lockedUnknown, 'Retry-After') - int(lockedKnown, 'Retry-After'))).toBeLessThanOrEqual(1);
-      // Registering the locked e-mail afterwards does not lift the lock.
-      const res = await t.post('/api/auth/register', { email: unknown, password: 'password-123', name: 'Late' }, from(freshIp()));
-      expect(res.status).toBe(201);
-      expectLocked(await loginJson(t, unknown, 'password-123'), LOCKOUT_SECONDS);
-    });
+  beforeAll(async () => {
+    t = await startTestApp({ RATE_LIMIT_ENABLED: 'true', AUTH_RATE_LIMIT_PER_MINUTE: String(AUTH_LIMIT), LOGIN_MAX_FAILURES: String(MAX_FAILURES), TRUST_PROXY: 'true' });
+  });
+  afterAll(() => t.close());
 
-    test('a success before the threshold resets the count', async () => {
-      const user = await registerFresh();
-      for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      expect((await loginForm(t, user.email, user.password)).status).toBe(200);
-      // A full run of failures again, less one: still not locked.
-      for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      expect((await loginJson(t, user.email, user.password)).status).toBe(200);
-      // And the threshold still applies from zero.
-      for (let i = 0; i < MAX_FAILURES; i++) expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      expectLocked(await loginJson(t, user.email, user.password), LOCKOUT_SECONDS);
-    });
+  async function registerFresh() {
+    const email = uniqueEmail();
+    const res = await t.post('/api/auth/register', { email, password: 'password-123', name: 'Test User' }, from(freshIp()));
+    expect(res.status).toBe(201);
+    return { email, password: 'password-123', access: res.body.data.access_token as string };
+  }
 
-    test('validation failures (422) do not count', async () => {
-      const user = await registerFresh();
-      for (let i = 0; i < MAX_FAILURES + 2; i++) {
-        expect((await t.post('/api/auth/login/json', { email: user.email }, from(freshIp()))).status).toBe(422);
-        expect((await t.post('/api/auth/login/json', { email: user.email, password: '' }, from(freshIp()))).status).toBe(422);
-      }
-      expect((await loginJson(t, user.email, user.password)).status).toBe(200);
-    });
+  test(`after ${MAX_FAILURES} failures the right password answers 429 to that client; another client signs in`, async () => {
+    const user = await registerFresh();
+    const attacker = freshIp();
+    for (let i = 0; i < MAX_FAILURES; i++) expect((await loginJson(t, user.email, WRONG, attacker)).status).toBe(401);
+    const json = await loginJson(t, user.email, user.password, attacker);
+    expectLocked(json, LOCKOUT_SECONDS);
+    // A counted route still carries its per-IP budget next to the lockout.
+    expectBudget(json, AUTH_LIMIT, AUTH_LIMIT - 1 - MAX_FAILURES);
+    expectLocked(await loginForm(t, user.email, user.password, attacker), LOCKOUT_SECONDS);
+    expectLocked(await loginJson(t, user.email, WRONG, attacker), LOCKOUT_SECONDS);
+    // The lockout is about that client's logins: the owner, elsewhere, signs in, and tokens keep working.
+    expect((await loginJson(t, user.email, user.password)).status).toBe(200);
+    expect((await t.get('/api/auth/me', { token: user.access, ...from(freshIp()) })).status).toBe(200);
+  });
 
-    test('one account locked leaves the others alone', async () => {
-      const [locked, other] = [await registerFresh(), await registerFresh()];
-      for (let i = 0; i < MAX_FAILURES; i++) await loginJson(t, locked.email, WRONG);
-      expectLocked(await loginJson(t, locked.email, locked.password), LOCKOUT_SECONDS);
-      expect((await loginJson(t, other.email, other.password)).status).toBe(200);
-    });
+  test('both login operations count towards the same lockout', async () => {
+    const user = await registerFresh();
+    const attacker = freshIp();
+    expect((await loginForm(t, user.email, WRONG, attacker)).status).toBe(401);
+    expect((await loginJson(t, user.email, WRONG, attacker)).status).toBe(401);
+    expect((await loginForm(t, user.email, WRONG, attacker)).status).toBe(401);
+    expectLocked(await loginJson(t, user.email, user.password, attacker), LOCKOUT_SECONDS);
+  });
+
+  test('the key is the normalized e-mail', async () => {
+    const user = await registerFresh();
+    const attacker = freshIp();
+    const shouting = `  ${user.email.toUpperCase()}  `;
+    for (let i = 0; i < MAX_FAILURES; i++) expect((await loginForm(t, shouting, WRONG, attacker)).status).toBe(401);
+    expectLocked(await loginJson(t, user.email, user.password, attacker), LOCKOUT_SECONDS);
+  });
+
+  test('an unknown e-mail is counted and locked exactly like a known one', async () => {
+    const known = await registerFresh();
+    const unknown = uniqueEmail('nobody');
+    const attacker = freshIp();
+    const failures: Response[][] = [[], []];
+    for (let i = 0; i < MAX_FAILURES; i++) {
+      failures[0].push(await loginJson(t, known.email, WRONG, attacker));
+      failures[1].push(await loginJson(t, unknown, WRONG, attacker));
+    }
+    for (let i = 0; i < MAX_FAILURES; i++) {
+      expect(failures[1][i].status).toBe(failures[0][i].status);
+      expect(failures[1][i].body).toEqual(failures[0][i].body);
+      expect(headerShape(failures[1][i])).toEqual(headerShape(failures[0][i]));
+    }
+    const [lockedKnown, lockedUnknown] = [await loginJson(t, known.email, known.password, attacker), await loginJson(t, unknown, 'any-password-1', attacker)];
+    expectLocked(lockedKnown, LOCKOUT_SECONDS);
+    expectLocked(lockedUnknown, LOCKOUT_SECONDS);
+    expect(lockedUnknown.body).toEqual(lockedKnown.body);
+    expect(headerShape(lockedUnknown)).toEqual(headerShape(lockedKnown));
+    expect(Math.abs(int(lockedUnknown, 'Retry-After') - int(lockedKnown, 'Retry-After'))).toBeLessThanOrEqual(1);
+    // Registering the locked e-mail afterwards does not lift the lock.
+    const res = await t.post('/api/auth/register', { email: unknown, password: 'password-123', name: 'Late' }, from(freshIp()));
+    expect(res.status).toBe(201);
+    expectLocked(await loginJson(t, unknown, 'password-123', attacker), LOCKOUT_SECONDS);
+  });
+
+  test('a success before the threshold resets the count', async () => {
+    const user = await registerFresh();
+    const client = freshIp();
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await loginJson(t, user.email, WRONG, client)).status).toBe(401);
+    expect((await loginForm(t, user.email, user.password, client)).status).toBe(200);
+    // A full run of failures again, less one: still not locked.
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await loginJson(t, user.email, WRONG, client)).status).toBe(401);
+    expect((await loginJson(t, user.email, user.password, client)).status).toBe(200);
+    // And the threshold still applies from zero.
+    for (let i = 0; i < MAX_FAILURES; i++) expect((await loginJson(t, user.email, WRONG, client)).status).toBe(401);
+    expectLocked(await loginJson(t, user.email, user.password, client), LOCKOUT_SECONDS);
+  });
+
+  test('validation failures (422) do not count', async () => {
+    const user = await registerFresh();
+    const client = freshIp();
+    for (let i = 0; i < MAX_FAILURES + 2; i++) {
+      expect((await t.post('/api/auth/login/json', { email: user.email }, from(client))).status).toBe(422);
+      expect((await t.post('/api/auth/login/json', { email: user.email, password: '' }, from(client))).status).toBe(422);
+    }
+    expect((await loginJson(t, user.email, user.password, client)).status).toBe(200);
+  });
+
+  test('one account locked leaves the others alone', async () => {
+    const [locked, other] = [await registerFresh(), await registerFresh()];
+    const attacker = freshIp();
+    for (let i = 0; i < MAX_FAILURES; i++) await loginJson(t, locked.email, WRONG, attacker);
+    expectLocked(await loginJson(t, locked.email, locked.password, attacker), LOCKOUT_SECONDS);
+    expect((await loginJson(t, other.email, other.password, attacker)).status).toBe(200);
   });
 });
 
@@ -358,19 +388,18 @@ async function lockoutWindowPasses(pool?: Pool): Promise<void> {
   const config = pool ? { ...base, rateLimitStore: 'postgres' as const } : base;
   const guard = await LoginGuard.create({ ...config, loginLockoutMinutes: 0.01 }, limiterFactory(config, pool));
   const email = uniqueEmail('window');
-  await guard.check(email);
-  await guard.failed(email);
-  await guard.check(email);
-  await guard.failed(email);
-  const locked = await guard.check(email).catch((error: unknown) => error);
+  const ip = '192.0.2.9';
+  expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
+  expect(await (await guard.begin(email, ip)).failed()).toBe('client');
+  const locked = await guard.begin(email, ip).catch((error: unknown) => error);
   expect(locked).toMatchObject({ status: 429, code: 'RATE_LIMITED', headers: { 'Retry-After': '1' } });
   await new Promise((resolve) => setTimeout(resolve, 800));
-  await expect(guard.check(` ${email.toUpperCase()} `)).resolves.toBeUndefined();
+  await (await guard.begin(` ${email.toUpperCase()} `, ip)).abandoned();
   // One failure, a success, one failure: never two in a row, never locked.
-  await guard.failed(email);
-  await guard.succeeded(email);
-  await guard.failed(email);
-  await expect(guard.check(email)).resolves.toBeUndefined();
+  await (await guard.begin(email, ip)).failed();
+  await (await guard.begin(email, ip)).succeeded();
+  expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
+  await (await guard.begin(email, ip)).abandoned();
 }
 
 describe('the lockout window', () => {
@@ -427,18 +456,6 @@ if (!onPostgres) {
       for (let i = 0; i < 6; i++) expect((await (i % 2 ? a : b).get('/api/auth/me', { token, ...from(ip) })).status).toBe(200);
       expectIpLimited(await a.get('/api/auth/me', { token, ...from(ip) }), 6);
       expectIpLimited(await b.get('/api/auth/me', { token, ...from(ip) }), 6);
-    });
-
-    test('a lockout earned on one app holds on the other; a success on either resets', async () => {
-      const email = uniqueEmail();
-      const created = await a.post('/api/auth/register', { email, password: 'password-123', name: 'Shared' }, from(freshIp()));
-      expect(created.status).toBe(201);
-      expect((await loginJson(a, email, WRONG)).status).toBe(401);
-      expect((await loginJson(b, email, WRONG)).status).toBe(401);
-      expect((await loginJson(a, email, 'password-123')).status).toBe(200);
-      for (const app of [b, a, b]) expect((await loginJson(app, email, WRONG)).status).toBe(401);
-      expectLocked(await loginJson(a, email, 'password-123'), 15 * 60);
-      expectLocked(await loginForm(b, email, 'password-123'), 15 * 60);
     });
 
     test('the counters live in the database', async () => {

@@ -9,6 +9,7 @@ import { conflict, invalidPassword, invalidToken, notFound } from '../http/error
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
 import { normalizeEmail, type ClientInfo, type Principal } from './auth';
+import { countedCheck, type LoginGuard } from './login-guard';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 import { sha256 } from './tokens';
 
@@ -20,12 +21,17 @@ export class AccountService {
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
     private readonly audit: AuditTrail,
+    /** Counts a wrong current password like a failed login; absent when rate limiting is off. */
+    private readonly loginGuard?: LoginGuard,
   ) {}
 
   /** Keeps the current session and revokes every other one of the user. */
   async changePassword(principal: Principal, currentPassword: string, newPassword: string): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password', principal.user.email);
-    if (!(await this.passwords.verify(currentPassword, principal.user.password_hash))) throw invalidPassword();
+    const current = await countedCheck(this.loginGuard, principal.user.email, principal.client.ip, () =>
+      this.passwords.verify(currentPassword, principal.user.password_hash),
+    );
+    if (!current.valid) throw invalidPassword();
     const passwordHash = await this.passwords.hash(newPassword);
     const id = principal.user.id;
     await this.audit.transaction(principal.client, async (trx, record) => {
@@ -53,7 +59,7 @@ export class AccountService {
   async resetPassword(token: string, newPassword: string, client: ClientInfo): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password');
     const passwordHash = await this.passwords.hash(newPassword);
-    await this.audit.transaction(client, async (trx, record) => {
+    const email = await this.audit.transaction(client, async (trx, record) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
       if (!owner) throw invalidToken();
       // Refused before anything is written: the transaction rolls back and the token stays usable.
@@ -62,7 +68,10 @@ export class AccountService {
       if (!user || user.email !== owner.email) throw invalidToken();
       await revokeUserSessions(trx, user.id);
       await record({ type: 'password.reset_completed', actor: user.id, subject: user.id });
+      return user.email;
     });
+    // The owner has proved the address: the account-wide lock, and this client's, are lifted.
+    await this.loginGuard?.clear(email, client.ip);
   }
 
   /** Marks the address verified; a token for an address the user no longer has is void. */
