@@ -64,6 +64,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       cost: config.bcryptCost,
       concurrency: config.passwordHashConcurrency,
       maxWaiting: config.passwordHashQueueMax,
+      maxPerCaller: config.passwordHashCallerMax,
       observe: metrics && ((seconds) => metrics.observePasswordHash(seconds)),
     });
     const lifecycle = { draining: false };
@@ -84,8 +85,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
 
     const document = contractFor(config);
+    const limits = limiter && (await rateLimitGuard(config, limiter));
     const { router, compileValidators } = await buildApi(document, handlers, services, {
-      guard: limiter && (await rateLimitGuard(config, limiter)),
+      guard: limits?.guard,
+      bodyGuard: limits?.bodyGuard,
       parseBody: bodies(config.maxBodyBytes),
     });
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier

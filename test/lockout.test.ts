@@ -1,3 +1,4 @@
+import type { AuditEventTable } from '../src/db/audit';
 import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
 import { expectError } from './support/expect';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
@@ -62,6 +63,7 @@ async function registerFresh(app = t) {
 /** The audit rows a user's failed and locked logins left, oldest first. */
 const failureRows = (userId: number, app = t) =>
   app.db
+    .withTables<{ audit_events: AuditEventTable }>()
     .selectFrom('audit_events')
     .select(['event_type', 'ip', 'details'])
     .where('subject_user_id', '=', userId)

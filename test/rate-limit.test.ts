@@ -144,6 +144,41 @@ describe('rate limits behind a trusted proxy', () => {
     });
   });
 
+  describe('operations that hash a password', () => {
+    test('change-password, user creation and an update that sets a password spend the credential budget; other updates do not', async () => {
+      const ip = freshIp();
+      const user = await registerFresh();
+      const admin = await t.adminToken();
+      const changed = await t.post('/api/auth/change-password', { current_password: 'not-the-password-9', new_password: 'another-password-1' }, { token: user.access, ...from(ip) });
+      expect(changed.status).toBe(400);
+      expectBudget(changed, AUTH_LIMIT, AUTH_LIMIT - 1);
+      const id = Number(JSON.parse(Buffer.from(user.access.split('.')[1], 'base64url').toString()).sub);
+      const renamed = await t.put(`/api/users/${id}`, { name: 'Renamed' }, { token: admin, ...from(ip) });
+      expect(renamed.status).toBe(200);
+      expectBudget(renamed, GENERAL_LIMIT, GENERAL_LIMIT - 1);
+      const password = await t.put(`/api/users/${id}`, { password: 'set-by-admin-2' }, { token: admin, ...from(ip) });
+      expect(password.status).toBe(200);
+      expectBudget(password, AUTH_LIMIT, AUTH_LIMIT - 2);
+      const body = { name: 'Made', email: uniqueEmail('made'), password: 'made-password-3' };
+      const created = await t.post('/api/users', body, { token: admin, ...from(ip) });
+      expect(created.status).toBe(201);
+      expectBudget(created, AUTH_LIMIT, 0);
+      const email = uniqueEmail('refused');
+      expectIpLimited(await t.post('/api/users', { ...body, email }, { token: admin, ...from(ip) }), AUTH_LIMIT);
+      expectIpLimited(await t.put(`/api/users/${id}`, { password: 'set-by-admin-4' }, { token: admin, ...from(ip) }), AUTH_LIMIT);
+      expect(await t.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst()).toBeUndefined();
+      expect((await t.put(`/api/users/${id}`, { name: 'Still Fine' }, { token: admin, ...from(ip) })).status).toBe(200);
+    });
+
+    test('an IPv6 client is counted by its /64', async () => {
+      for (let i = 0; i < AUTH_LIMIT; i++) {
+        expect((await t.post('/api/auth/forgot-password', { email: uniqueEmail() }, from(`2001:db8:42:1::${i + 1}`))).status).toBe(200);
+      }
+      expectIpLimited(await t.post('/api/auth/forgot-password', { email: uniqueEmail() }, from('2001:db8:42:1:abcd::1')), AUTH_LIMIT);
+      expect((await t.post('/api/auth/forgot-password', { email: uniqueEmail() }, from('2001:db8:42:2::1'))).status).toBe(200);
+    });
+  });
+
   describe('general per-IP limit', () => {
     test('GET /api/auth/me: RATE_LIMIT_PER_MINUTE requests, then 429', async () => {
       const ip = freshIp();
