@@ -3,6 +3,7 @@ import * as initial from './20261121000000_initial';
 import * as accountTokensAndOutbox from './20261121010000_account_tokens_and_outbox';
 import * as userCountsAndSearch from './20261121020000_user_counts_and_search';
 import * as auditEvents from './20261121030000_audit_events';
+import * as accountTokensRecent from './20261123160532_account_tokens_recent';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '20261121010000_account_tokens_and_outbox': accountTokensAndOutbox,
   '20261121020000_user_counts_and_search': userCountsAndSearch,
   '20261121030000_audit_events': auditEvents,
+  '20261123160532_account_tokens_recent': accountTokensRecent,
 };

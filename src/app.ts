@@ -73,7 +73,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       config,
       db,
       auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard),
-      account: new AccountService(db, config, mail, passwords, audit, loginGuard),
+      account: new AccountService(db, config, mail, passwords, audit, logger, loginGuard),
       users: new UserService(db, config, mail, passwords, audit),
       audit,
       startedAt: Date.now(),
@@ -138,6 +138,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       },
       async close() {
         stopCompiling();
+        await services.account.settled();
         await housekeeping.stop();
         await audit.stop();
         await outbox.stop();
