@@ -63,6 +63,14 @@ const loginForm = (t: TestContext, email: string, password: string, ip = freshIp
   t.post('/api/auth/login', { username: email, password }, { form: true, ...from(ip) });
 const WRONG = 'wrong-password-1';
 
+/** Registers a user from an address of its own, leaving the test's addresses untouched. */
+async function registerFreshOn(t: TestContext) {
+  const email = uniqueEmail();
+  const res = await t.post('/api/auth/register', { email, password: 'password-123', name: 'Test User' }, from(freshIp()));
+  expect(res.status).toBe(201);
+  return { email, password: 'password-123', access: res.body.data.access_token as string };
+}
+
 /** Header names, minus those that differ per response by nature. */
 const headerShape = (res: Response) =>
   Object.keys(res.headers)
@@ -90,13 +98,7 @@ describe('rate limits behind a trusted proxy', () => {
   });
   afterAll(() => t.close());
 
-  /** Registers a user from an address of its own, leaving the test's addresses untouched. */
-  async function registerFresh() {
-    const email = uniqueEmail();
-    const res = await t.post('/api/auth/register', { email, password: 'password-123', name: 'Test User' }, from(freshIp()));
-    expect(res.status).toBe(201);
-    return { email, password: 'password-123', access: res.body.data.access_token as string };
-  }
+  const registerFresh = () => registerFreshOn(t);
 
   describe('per-IP limit on the credential operations', () => {
     test('N requests pass with a shrinking budget, then 429 RATE_LIMITED with Retry-After', async () => {
@@ -273,12 +275,7 @@ describe('lockout of one client after failed logins', () => {
   });
   afterAll(() => t.close());
 
-  async function registerFresh() {
-    const email = uniqueEmail();
-    const res = await t.post('/api/auth/register', { email, password: 'password-123', name: 'Test User' }, from(freshIp()));
-    expect(res.status).toBe(201);
-    return { email, password: 'password-123', access: res.body.data.access_token as string };
-  }
+  const registerFresh = () => registerFreshOn(t);
 
   test(`after ${MAX_FAILURES} failures the right password answers 429 to that client; another client signs in`, async () => {
     const user = await registerFresh();
