@@ -45,11 +45,7 @@ export interface paths {
          * @description OAuth2 password-style login: `username` holds the e-mail. `grant_type`, `scope`, `client_id`
          *     and `client_secret` are accepted and ignored. The token fields are returned inside `data` and
          *     also at the top level (RFC 6749 §5.1), so OAuth2 clients and the Authorize dialog of /docs
-         *     work unchanged. After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail within
-         *     `LOGIN_LOCKOUT_MINUTES` (15), logins for that e-mail answer 429 `RATE_LIMITED`, even with
-         *     the right password, for `LOGIN_LOCKOUT_MINUTES`; an unknown e-mail is locked the same way,
-         *     and a successful login clears the count. With `REQUIRE_VERIFIED_EMAIL=true`, the right
-         *     password for an account whose e-mail is not verified answers 403 `FORBIDDEN`, saying so.
+         *     work unchanged. The lockout is the one of `POST /api/auth/login/json`. With `REQUIRE_VERIFIED_EMAIL=true`, the right password for an account whose e-mail is not verified answers 403 `FORBIDDEN`, saying so.
          */
         post: operations["login"];
         delete?: never;
@@ -71,10 +67,15 @@ export interface paths {
          * Log in with JSON
          * @description Checks the e-mail and password and opens a session. A wrong password, an unknown e-mail and
          *     a deleted account all answer 401 `INVALID_CREDENTIALS`; a disabled account answers 403.
-         *     After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail within
-         *     `LOGIN_LOCKOUT_MINUTES` (15), logins for that e-mail answer 429 `RATE_LIMITED`, even with
-         *     the right password, for `LOGIN_LOCKOUT_MINUTES`; an unknown e-mail is locked the same way,
-         *     and a successful login clears the count. With `REQUIRE_VERIFIED_EMAIL=true`, the right
+         *     After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail from one client (an IPv6
+         *     client by its /64) within `LOGIN_LOCKOUT_MINUTES` (15), that client's logins for that
+         *     e-mail answer 429 `RATE_LIMITED`, even with the right password, for
+         *     `LOGIN_LOCKOUT_MINUTES`; other clients, the owner's among them, are not affected. After
+         *     `LOGIN_ACCOUNT_MAX_FAILURES` (100) within an hour from any clients, every login for that
+         *     e-mail answers 429 for an hour, or until a password reset completes. An unknown e-mail is
+         *     locked the same way. Each attempt is counted before the password is checked, so attempts
+         *     in flight count too; a successful login clears the client's count.
+         *     With `REQUIRE_VERIFIED_EMAIL=true`, the right
          *     password for an account whose e-mail is not verified answers 403 `FORBIDDEN`, saying so.
          */
         post: operations["loginJson"];
@@ -169,7 +170,9 @@ export interface paths {
          * Change the current user's password
          * @description Checks `current_password` and sets `new_password`. Every other session of the user is
          *     revoked; the current one stays, and a notice goes to the account's address. A wrong current
-         *     password answers 400 `INVALID_PASSWORD` and counts as a failed login for the account lockout.
+         *     password answers 400 `INVALID_PASSWORD` and counts like a failed login of the account from
+         *     this client (see `loginJson`): once locked, the answer is 429 `RATE_LIMITED`. Spends the
+         *     credential budget (`AUTH_RATE_LIMIT_PER_MINUTE`).
          */
         post: operations["changePassword"];
         delete?: never;
@@ -192,7 +195,11 @@ export interface paths {
          * @description Answers the same body whether or not an account has the e-mail; an existing account that
          *     can sign in (not deleted, not disabled) is sent a link to
          *     `{APP_URL}/reset-password?token=...`, valid `PASSWORD_RESET_EXPIRE_MINUTES` (30). A new
-         *     request voids the earlier links. The mail is queued, never sent within the request.
+         *     link voids the earlier ones. An account is sent at most one link per
+         *     `PASSWORD_RESET_MAIL_INTERVAL_SECONDS` (60) and `PASSWORD_RESET_MAILS_PER_HOUR` (5) an hour;
+         *     a request within that cooldown sends nothing and leaves the link already sent working. The
+         *     answer comes before the account is looked up: the lookup, the link and the mail happen
+         *     after it, so its time is the same for every e-mail.
          */
         post: operations["forgotPassword"];
         delete?: never;
@@ -1175,7 +1182,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The database cannot be reached, or (on operations that check or set a password) more password hashes are already waiting than `PASSWORD_HASH_QUEUE_MAX`. The second case carries `Retry-After` in seconds; a refused request changed nothing. */
+        /** @description The database cannot be reached, or (on operations that check or set a password) more password hashes are already waiting than `PASSWORD_HASH_QUEUE_MAX`. The second case carries `Retry-After` in seconds; a refused request changed nothing. (One caller holding `PASSWORD_HASH_CALLER_MAX` places already is answered 429 `RATE_LIMITED` instead.) */
         ServiceUnavailable: {
             headers: {
                 /** @description Seconds to wait before trying again, when the service knows. */

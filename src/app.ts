@@ -65,6 +65,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       cost: config.bcryptCost,
       concurrency: config.passwordHashConcurrency,
       maxWaiting: config.passwordHashQueueMax,
+      maxPerCaller: config.passwordHashCallerMax,
       observe: metrics && ((seconds) => metrics.observePasswordHash(seconds)),
     });
     const lifecycle = { draining: false };
@@ -75,7 +76,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       config,
       db,
       auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard),
-      account: new AccountService(db, config, mail, passwords, audit, currentPassword),
+      account: new AccountService(db, config, mail, passwords, audit, logger, currentPassword, loginGuard),
       users: new UserService(db, config, mail, passwords, audit, currentPassword),
       audit,
       startedAt: Date.now(),
@@ -87,8 +88,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
 
     const document = contractFor(config);
+    const limits = limiter && (await rateLimitGuard(config, limiter));
     const { router, compileValidators } = await buildApi(document, handlers, services, {
-      guard: limiter && (await rateLimitGuard(config, limiter)),
+      guard: limits?.guard,
+      bodyGuard: limits?.bodyGuard,
       parseBody: bodies(config.maxBodyBytes),
     });
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
@@ -139,6 +142,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       },
       async close() {
         stopCompiling();
+        await services.account.settled();
         await housekeeping.stop();
         await audit.stop();
         await outbox.stop();

@@ -93,6 +93,15 @@ export interface Config {
   readonly sessionMaxDays: number;
   /** Sign-in (logins and refresh) waits until the account's e-mail address is verified. */
   readonly requireVerifiedEmail: boolean;
+  // Nobody locks out anyone else.
+  /** Failed sign-ins per account and hour, from any clients, that lock the account for everyone. */
+  readonly loginAccountMaxFailures: number;
+  /** Places in the password-hash queue (running or waiting) one caller may hold at once. */
+  readonly passwordHashCallerMax: number;
+  /** Least time between two reset mails to one account. */
+  readonly passwordResetMailIntervalSeconds: number;
+  /** Reset mails one account may be sent per hour. */
+  readonly passwordResetMailsPerHour: number;
 }
 
 export class ConfigError extends Error {
@@ -294,6 +303,11 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     jwtAudience,
     sessionMaxDays,
     requireVerifiedEmail: boolean('REQUIRE_VERIFIED_EMAIL', false),
+
+    loginAccountMaxFailures: integer('LOGIN_ACCOUNT_MAX_FAILURES', 100, 1, 1_000_000),
+    passwordHashCallerMax: integer('PASSWORD_HASH_CALLER_MAX', 2, 1, 100_000),
+    passwordResetMailIntervalSeconds: integer('PASSWORD_RESET_MAIL_INTERVAL_SECONDS', 60, 0, 24 * 3600),
+    passwordResetMailsPerHour: integer('PASSWORD_RESET_MAILS_PER_HOUR', 5, 1, 1000),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

@@ -203,7 +203,11 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
     expectUnavailable(...spread(await timed(() => app().post('/api/auth/refresh', { refresh_token: user.refresh }))));
     expectUnavailable(...spread(await timed(() => app().post('/api/auth/register', { email: 'new-during-outage@example.com', password: 'password-123', name: 'Outage' }))));
     expectUnavailable(...spread(await timed(() => app().post('/api/auth/login', { username: user.email, password: user.password }, { form: true }))));
-    expectUnavailable(...spread(await timed(() => app().post('/api/auth/forgot-password', { email: user.email }))));
+    // Forgot-password answers before it touches the database (its timing must not tell which e-mails
+    // exist), so it answers as always; the lookup after the answer fails and is logged.
+    const forgot = await timed(() => app().post('/api/auth/forgot-password', { email: user.email }));
+    expect(forgot.res.status).toBe(200);
+    expect(forgot.ms).toBeLessThan(REQUEST_BUDGET_MS);
 
     // The same again, many at once: every one answers, quickly, with the 503.
     const started = Date.now();

@@ -58,10 +58,18 @@ function expectLocked(res: Response, lockoutSeconds: number): void {
   expect(int(res, 'Retry-After')).toBeLessThanOrEqual(lockoutSeconds);
 }
 
-const loginJson = (t: TestContext, email: string, password: string) => t.post('/api/auth/login/json', { email, password }, from(freshIp()));
-const loginForm = (t: TestContext, email: string, password: string) =>
-  t.post('/api/auth/login', { username: email, password }, { form: true, ...from(freshIp()) });
+const loginJson = (t: TestContext, email: string, password: string, ip = freshIp()) => t.post('/api/auth/login/json', { email, password }, from(ip));
+const loginForm = (t: TestContext, email: string, password: string, ip = freshIp()) =>
+  t.post('/api/auth/login', { username: email, password }, { form: true, ...from(ip) });
 const WRONG = 'wrong-password-1';
+
+/** Registers a user from an address of its own, leaving the test's addresses untouched. */
+async function registerFreshOn(t: TestContext) {
+  const email = uniqueEmail();
+  const res = await t.post('/api/auth/register', { email, password: 'password-123', name: 'Test User' }, from(freshIp()));
+  expect(res.status).toBe(201);
+  return { email, password: 'password-123', access: res.body.data.access_token as string };
+}
 
 /** Header names, minus those that differ per response by nature. */
 const headerShape = (res: Response) =>
@@ -90,13 +98,7 @@ describe('rate limits behind a trusted proxy', () => {
   });
   afterAll(() => t.close());
 
-  /** Registers a user from an address of its own, leaving the test's addresses untouched. */
-  async function registerFresh() {
-    const email = uniqueEmail();
-    const res = await t.post('/api/auth/register', { email, password: 'password-123', name: 'Test User' }, from(freshIp()));
-    expect(res.status).toBe(201);
-    return { email, password: 'password-123', access: res.body.data.access_token as string };
-  }
+  const registerFresh = () => registerFreshOn(t);
 
   describe('per-IP limit on the credential operations', () => {
     test('N requests pass with a shrinking budget, then 429 RATE_LIMITED with Retry-After', async () => {
@@ -141,6 +143,41 @@ describe('rate limits behind a trusted proxy', () => {
       expectIpLimited(await t.post('/api/auth/register', { email, password: 'password-123', name: 'X' }, from(ip)), AUTH_LIMIT);
       const row = await t.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
       expect(row).toBeUndefined();
+    });
+  });
+
+  describe('operations that hash a password', () => {
+    test('change-password, user creation and an update that sets a password spend the credential budget; other updates do not', async () => {
+      const ip = freshIp();
+      const user = await registerFresh();
+      const admin = await t.adminToken();
+      const changed = await t.post('/api/auth/change-password', { current_password: 'not-the-password-9', new_password: 'another-password-1' }, { token: user.access, ...from(ip) });
+      expect(changed.status).toBe(400);
+      expectBudget(changed, AUTH_LIMIT, AUTH_LIMIT - 1);
+      const id = Number(JSON.parse(Buffer.from(user.access.split('.')[1], 'base64url').toString()).sub);
+      const renamed = await t.put(`/api/users/${id}`, { name: 'Renamed' }, { token: admin, ...from(ip) });
+      expect(renamed.status).toBe(200);
+      expectBudget(renamed, GENERAL_LIMIT, GENERAL_LIMIT - 1);
+      const password = await t.put(`/api/users/${id}`, { password: 'set-by-admin-2' }, { token: admin, ...from(ip) });
+      expect(password.status).toBe(200);
+      expectBudget(password, AUTH_LIMIT, AUTH_LIMIT - 2);
+      const body = { name: 'Made', email: uniqueEmail('made'), password: 'made-password-3' };
+      const created = await t.post('/api/users', body, { token: admin, ...from(ip) });
+      expect(created.status).toBe(201);
+      expectBudget(created, AUTH_LIMIT, 0);
+      const email = uniqueEmail('refused');
+      expectIpLimited(await t.post('/api/users', { ...body, email }, { token: admin, ...from(ip) }), AUTH_LIMIT);
+      expectIpLimited(await t.put(`/api/users/${id}`, { password: 'set-by-admin-4' }, { token: admin, ...from(ip) }), AUTH_LIMIT);
+      expect(await t.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst()).toBeUndefined();
+      expect((await t.put(`/api/users/${id}`, { name: 'Still Fine' }, { token: admin, ...from(ip) })).status).toBe(200);
+    });
+
+    test('an IPv6 client is counted by its /64', async () => {
+      for (let i = 0; i < AUTH_LIMIT; i++) {
+        expect((await t.post('/api/auth/forgot-password', { email: uniqueEmail() }, from(`2001:db8:42:1::${i + 1}`))).status).toBe(200);
+      }
+      expectIpLimited(await t.post('/api/auth/forgot-password', { email: uniqueEmail() }, from('2001:db8:42:1:abcd::1')), AUTH_LIMIT);
+      expect((await t.post('/api/auth/forgot-password', { email: uniqueEmail() }, from('2001:db8:42:2::1'))).status).toBe(200);
     });
   });
 
@@ -221,87 +258,112 @@ describe('rate limits behind a trusted proxy', () => {
     });
   });
 
-  describe('per-account lockout after failed logins', () => {
-    test(`after ${MAX_FAILURES} failures the right password answers 429, from any address`, async () => {
-      const user = await registerFresh();
-      for (let i = 0; i < MAX_FAILURES; i++) expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      const json = await loginJson(t, user.email, user.password);
-      expectLocked(json, LOCKOUT_SECONDS);
-      // A counted route still carries its per-IP budget next to the lockout.
-      expectBudget(json, AUTH_LIMIT, AUTH_LIMIT - 1);
-      expectLocked(await loginForm(t, user.email, user.password), LOCKOUT_SECONDS);
-      expectLocked(await loginJson(t, user.email, WRONG), LOCKOUT_SECONDS);
-      // The lockout is about logins: the account's tokens keep working.
-      expect((await t.get('/api/auth/me', { token: user.access, ...from(freshIp()) })).status).toBe(200);
-    });
+});
 
-    test('both login operations count towards the same lockout', async () => {
-      const user = await registerFresh();
-      expect((await loginForm(t, user.email, WRONG)).status).toBe(401);
-      expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      expect((await loginForm(t, user.email, WRONG)).status).toBe(401);
-      expectLocked(await loginJson(t, user.email, user.password), LOCKOUT_SECONDS);
-    });
+// ---------------------------------------------------------------------------------------------
+// The lockout of one client: each test's attacker is one address, with the per-IP budget out of the
+// way (test/lockout.test.ts covers the other clients, IPv6 and the account-wide limit).
 
-    test('the key is the normalized e-mail', async () => {
-      const user = await registerFresh();
-      const shouting = `  ${user.email.toUpperCase()}  `;
-      for (let i = 0; i < MAX_FAILURES; i++) expect((await loginForm(t, shouting, WRONG)).status).toBe(401);
-      expectLocked(await loginJson(t, user.email, user.password), LOCKOUT_SECONDS);
-    });
+describe('lockout of one client after failed logins', () => {
+  const AUTH_LIMIT = 1000;
+  const MAX_FAILURES = 3;
+  const LOCKOUT_SECONDS = 15 * 60;
+  let t: TestContext;
 
-    test('an unknown e-mail is counted and locked exactly like a known one', async () => {
-      const known = await registerFresh();
-      const unknown = uniqueEmail('nobody');
-      const failures: Response[][] = [[], []];
-      for (let i = 0; i < MAX_FAILURES; i++) {
-        failures[0].push(await loginJson(t, known.email, WRONG));
-        failures[1].push(await loginJson(t, unknown, WRONG));
-      }
-      for (let i = 0; i < MAX_FAILURES; i++) {
-        expect(failures[1][i].status).toBe(failures[0][i].status);
-        expect(failures[1][i].body).toEqual(failures[0][i].body);
-        expect(headerShape(failures[1][i])).toEqual(headerShape(failures[0][i]));
-      }
-      const [lockedKnown, lockedUnknown] = [await loginJson(t, known.email, known.password), await loginJson(t, unknown, 'any-password-1')];
-      expectLocked(lockedKnown, LOCKOUT_SECONDS);
-      expectLocked(lockedUnknown, LOCKOUT_SECONDS);
-      expect(lockedUnknown.body).toEqual(lockedKnown.body);
-      expect(headerShape(lockedUnknown)).toEqual(headerShape(lockedKnown));
-      expect(Math.abs(int(lockedUnknown, 'Retry-After') - int(lockedKnown, 'Retry-After'))).toBeLessThanOrEqual(1);
-      // Registering the locked e-mail afterwards does not lift the lock.
-      const res = await t.post('/api/auth/register', { email: unknown, password: 'password-123', name: 'Late' }, from(freshIp()));
-      expect(res.status).toBe(201);
-      expectLocked(await loginJson(t, unknown, 'password-123'), LOCKOUT_SECONDS);
-    });
+  beforeAll(async () => {
+    t = await startTestApp({ RATE_LIMIT_ENABLED: 'true', AUTH_RATE_LIMIT_PER_MINUTE: String(AUTH_LIMIT), LOGIN_MAX_FAILURES: String(MAX_FAILURES), TRUST_PROXY: 'true' });
+  });
+  afterAll(() => t.close());
 
-    test('a success before the threshold resets the count', async () => {
-      const user = await registerFresh();
-      for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      expect((await loginForm(t, user.email, user.password)).status).toBe(200);
-      // A full run of failures again, less one: still not locked.
-      for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      expect((await loginJson(t, user.email, user.password)).status).toBe(200);
-      // And the threshold still applies from zero.
-      for (let i = 0; i < MAX_FAILURES; i++) expect((await loginJson(t, user.email, WRONG)).status).toBe(401);
-      expectLocked(await loginJson(t, user.email, user.password), LOCKOUT_SECONDS);
-    });
+  const registerFresh = () => registerFreshOn(t);
 
-    test('validation failures (422) do not count', async () => {
-      const user = await registerFresh();
-      for (let i = 0; i < MAX_FAILURES + 2; i++) {
-        expect((await t.post('/api/auth/login/json', { email: user.email }, from(freshIp()))).status).toBe(422);
-        expect((await t.post('/api/auth/login/json', { email: user.email, password: '' }, from(freshIp()))).status).toBe(422);
-      }
-      expect((await loginJson(t, user.email, user.password)).status).toBe(200);
-    });
+  test(`after ${MAX_FAILURES} failures the right password answers 429 to that client; another client signs in`, async () => {
+    const user = await registerFresh();
+    const attacker = freshIp();
+    for (let i = 0; i < MAX_FAILURES; i++) expect((await loginJson(t, user.email, WRONG, attacker)).status).toBe(401);
+    const json = await loginJson(t, user.email, user.password, attacker);
+    expectLocked(json, LOCKOUT_SECONDS);
+    // A counted route still carries its per-IP budget next to the lockout.
+    expectBudget(json, AUTH_LIMIT, AUTH_LIMIT - 1 - MAX_FAILURES);
+    expectLocked(await loginForm(t, user.email, user.password, attacker), LOCKOUT_SECONDS);
+    expectLocked(await loginJson(t, user.email, WRONG, attacker), LOCKOUT_SECONDS);
+    // The lockout is about that client's logins: the owner, elsewhere, signs in, and tokens keep working.
+    expect((await loginJson(t, user.email, user.password)).status).toBe(200);
+    expect((await t.get('/api/auth/me', { token: user.access, ...from(freshIp()) })).status).toBe(200);
+  });
 
-    test('one account locked leaves the others alone', async () => {
-      const [locked, other] = [await registerFresh(), await registerFresh()];
-      for (let i = 0; i < MAX_FAILURES; i++) await loginJson(t, locked.email, WRONG);
-      expectLocked(await loginJson(t, locked.email, locked.password), LOCKOUT_SECONDS);
-      expect((await loginJson(t, other.email, other.password)).status).toBe(200);
-    });
+  test('both login operations count towards the same lockout', async () => {
+    const user = await registerFresh();
+    const attacker = freshIp();
+    expect((await loginForm(t, user.email, WRONG, attacker)).status).toBe(401);
+    expect((await loginJson(t, user.email, WRONG, attacker)).status).toBe(401);
+    expect((await loginForm(t, user.email, WRONG, attacker)).status).toBe(401);
+    expectLocked(await loginJson(t, user.email, user.password, attacker), LOCKOUT_SECONDS);
+  });
+
+  test('the key is the normalized e-mail', async () => {
+    const user = await registerFresh();
+    const attacker = freshIp();
+    const shouting = `  ${user.email.toUpperCase()}  `;
+    for (let i = 0; i < MAX_FAILURES; i++) expect((await loginForm(t, shouting, WRONG, attacker)).status).toBe(401);
+    expectLocked(await loginJson(t, user.email, user.password, attacker), LOCKOUT_SECONDS);
+  });
+
+  test('an unknown e-mail is counted and locked exactly like a known one', async () => {
+    const known = await registerFresh();
+    const unknown = uniqueEmail('nobody');
+    const attacker = freshIp();
+    const failures: Response[][] = [[], []];
+    for (let i = 0; i < MAX_FAILURES; i++) {
+      failures[0].push(await loginJson(t, known.email, WRONG, attacker));
+      failures[1].push(await loginJson(t, unknown, WRONG, attacker));
+    }
+    for (let i = 0; i < MAX_FAILURES; i++) {
+      expect(failures[1][i].status).toBe(failures[0][i].status);
+      expect(failures[1][i].body).toEqual(failures[0][i].body);
+      expect(headerShape(failures[1][i])).toEqual(headerShape(failures[0][i]));
+    }
+    const [lockedKnown, lockedUnknown] = [await loginJson(t, known.email, known.password, attacker), await loginJson(t, unknown, 'any-password-1', attacker)];
+    expectLocked(lockedKnown, LOCKOUT_SECONDS);
+    expectLocked(lockedUnknown, LOCKOUT_SECONDS);
+    expect(lockedUnknown.body).toEqual(lockedKnown.body);
+    expect(headerShape(lockedUnknown)).toEqual(headerShape(lockedKnown));
+    expect(Math.abs(int(lockedUnknown, 'Retry-After') - int(lockedKnown, 'Retry-After'))).toBeLessThanOrEqual(1);
+    // Registering the locked e-mail afterwards does not lift the lock.
+    const res = await t.post('/api/auth/register', { email: unknown, password: 'password-123', name: 'Late' }, from(freshIp()));
+    expect(res.status).toBe(201);
+    expectLocked(await loginJson(t, unknown, 'password-123', attacker), LOCKOUT_SECONDS);
+  });
+
+  test('a success before the threshold resets the count', async () => {
+    const user = await registerFresh();
+    const client = freshIp();
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await loginJson(t, user.email, WRONG, client)).status).toBe(401);
+    expect((await loginForm(t, user.email, user.password, client)).status).toBe(200);
+    // A full run of failures again, less one: still not locked.
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await loginJson(t, user.email, WRONG, client)).status).toBe(401);
+    expect((await loginJson(t, user.email, user.password, client)).status).toBe(200);
+    // And the threshold still applies from zero.
+    for (let i = 0; i < MAX_FAILURES; i++) expect((await loginJson(t, user.email, WRONG, client)).status).toBe(401);
+    expectLocked(await loginJson(t, user.email, user.password, client), LOCKOUT_SECONDS);
+  });
+
+  test('validation failures (422) do not count', async () => {
+    const user = await registerFresh();
+    const client = freshIp();
+    for (let i = 0; i < MAX_FAILURES + 2; i++) {
+      expect((await t.post('/api/auth/login/json', { email: user.email }, from(client))).status).toBe(422);
+      expect((await t.post('/api/auth/login/json', { email: user.email, password: '' }, from(client))).status).toBe(422);
+    }
+    expect((await loginJson(t, user.email, user.password, client)).status).toBe(200);
+  });
+
+  test('one account locked leaves the others alone', async () => {
+    const [locked, other] = [await registerFresh(), await registerFresh()];
+    const attacker = freshIp();
+    for (let i = 0; i < MAX_FAILURES; i++) await loginJson(t, locked.email, WRONG, attacker);
+    expectLocked(await loginJson(t, locked.email, locked.password, attacker), LOCKOUT_SECONDS);
+    expect((await loginJson(t, other.email, other.password, attacker)).status).toBe(200);
   });
 });
 
@@ -358,19 +420,18 @@ async function lockoutWindowPasses(pool?: Pool): Promise<void> {
   const config = pool ? { ...base, rateLimitStore: 'postgres' as const } : base;
   const guard = await LoginGuard.create({ ...config, loginLockoutMinutes: 0.01 }, limiterFactory(config, pool));
   const email = uniqueEmail('window');
-  await guard.check(email);
-  await guard.failed(email);
-  await guard.check(email);
-  await guard.failed(email);
-  const locked = await guard.check(email).catch((error: unknown) => error);
+  const ip = '192.0.2.9';
+  expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
+  expect(await (await guard.begin(email, ip)).failed()).toBe('client');
+  const locked = await guard.begin(email, ip).catch((error: unknown) => error);
   expect(locked).toMatchObject({ status: 429, code: 'RATE_LIMITED', headers: { 'Retry-After': '1' } });
   await new Promise((resolve) => setTimeout(resolve, 800));
-  await expect(guard.check(` ${email.toUpperCase()} `)).resolves.toBeUndefined();
+  await (await guard.begin(` ${email.toUpperCase()} `, ip)).abandoned();
   // One failure, a success, one failure: never two in a row, never locked.
-  await guard.failed(email);
-  await guard.succeeded(email);
-  await guard.failed(email);
-  await expect(guard.check(email)).resolves.toBeUndefined();
+  await (await guard.begin(email, ip)).failed();
+  await (await guard.begin(email, ip)).succeeded();
+  expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
+  await (await guard.begin(email, ip)).abandoned();
 }
 
 describe('the lockout window', () => {
@@ -427,18 +488,6 @@ if (!onPostgres) {
       for (let i = 0; i < 6; i++) expect((await (i % 2 ? a : b).get('/api/auth/me', { token, ...from(ip) })).status).toBe(200);
       expectIpLimited(await a.get('/api/auth/me', { token, ...from(ip) }), 6);
       expectIpLimited(await b.get('/api/auth/me', { token, ...from(ip) }), 6);
-    });
-
-    test('a lockout earned on one app holds on the other; a success on either resets', async () => {
-      const email = uniqueEmail();
-      const created = await a.post('/api/auth/register', { email, password: 'password-123', name: 'Shared' }, from(freshIp()));
-      expect(created.status).toBe(201);
-      expect((await loginJson(a, email, WRONG)).status).toBe(401);
-      expect((await loginJson(b, email, WRONG)).status).toBe(401);
-      expect((await loginJson(a, email, 'password-123')).status).toBe(200);
-      for (const app of [b, a, b]) expect((await loginJson(app, email, WRONG)).status).toBe(401);
-      expectLocked(await loginJson(a, email, 'password-123'), 15 * 60);
-      expectLocked(await loginForm(b, email, 'password-123'), 15 * 60);
     });
 
     test('the counters live in the database', async () => {

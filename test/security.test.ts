@@ -416,6 +416,8 @@ describe('logs never hold a password, a token or a hash', () => {
       // A reset link goes to an SMTP server that is not there: delivery fails and is logged.
       expect((await http().post('/api/auth/forgot-password').send({ email })).status).toBe(200);
       const mailKey = deriveKey(base.config.secretKey, 'mail-outbox');
+      // The link is queued after the answer: wait for its row.
+      await app.services.account.settled();
       const mails = await db.selectFrom('mail_outbox').select(['subject', 'payload']).where('recipient', '=', email).execute();
       // The verification link from registration, the notice of the password change, and the reset link.
       expect(mails.length).toBe(3);

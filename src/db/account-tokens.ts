@@ -50,3 +50,27 @@ export function consumeAccountToken(
     .returning(['user_id', 'email'])
     .executeTakeFirst();
 }
+
+/**
+ * Locks the user's row for the rest of the transaction and counts the tokens of a purpose issued to
+ * them within the last `seconds` and within the last hour, used or not: two requests at once see
+ * each other's token.
+ */
+export async function recentAccountTokens(
+  db: Executor,
+  userId: number,
+  purpose: TokenPurpose,
+  seconds: number,
+): Promise<{ withinSeconds: number; withinHour: number }> {
+  await db.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
+  return db
+    .selectFrom('account_tokens')
+    .select([
+      sql<number>`(count(*) filter (where created_at > now() - make_interval(secs => ${seconds})))::int`.as('withinSeconds'),
+      sql<number>`count(*)::int`.as('withinHour'),
+    ])
+    .where('user_id', '=', userId)
+    .where('purpose', '=', purpose)
+    .where('created_at', '>', sql<Date>`now() - interval '1 hour'`)
+    .executeTakeFirstOrThrow();
+}

@@ -37,7 +37,7 @@ export const changePassword: Handler<'changePassword'> = async (input, { account
 };
 
 export const forgotPassword: Handler<'forgotPassword'> = async ({ body, client }, { account }) => {
-  await account.forgotPassword(body.email, client);
+  account.forgotPassword(body.email, client);
   return ok({ message: 'If the account exists, a reset link has been sent' });
 };
 

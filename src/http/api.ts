@@ -5,6 +5,8 @@ import type { Context as KoaContext } from 'koa';
 import OpenAPIBackend, { type Context as ApiContext, type Document, type Operation, type ParsedRequest, type Request } from 'openapi-backend';
 import type { HandlerInput, HandlerMap, OperationId, Reply, Services } from '../handlers/types';
 import type { ClientInfo, Principal } from '../services/auth';
+import { clientKey } from '../services/client-address';
+import { asCaller } from '../services/passwords';
 import { bearerToken } from './bearer';
 import type { OpenApiDocument } from './contract';
 import { badRequest, unauthorized, validationError, type FieldError } from './errors';
@@ -30,6 +32,8 @@ export interface ContractApi {
 export interface ApiOptions {
   /** Runs once the operation is known (`ctx.state.operationId`) and before anything else; may throw. */
   guard?: (ctx: KoaContext) => Promise<void>;
+  /** Runs once the body has been read, before it is validated; may throw. */
+  bodyGuard?: (ctx: KoaContext) => Promise<void>;
   /** Reads the body, for the operations whose contract has one; other operations never read it. */
   parseBody?: (ctx: KoaContext, next: () => Promise<void>) => Promise<void>;
 }
@@ -177,7 +181,7 @@ function direct(
   };
 }
 
-function dispatcher(operation: Operation, handle: (ctx: KoaContext, request: RoutedRequest) => Promise<Reply>, { guard, parseBody }: ApiOptions) {
+function dispatcher(operation: Operation, handle: (ctx: KoaContext, request: RoutedRequest) => Promise<Reply>, { guard, bodyGuard, parseBody }: ApiOptions) {
   const requestBody = operation.requestBody && 'content' in operation.requestBody ? operation.requestBody : undefined;
   const mediaTypes = Object.keys(requestBody?.content ?? {});
   return async (ctx: KoaContext) => {
@@ -187,6 +191,7 @@ function dispatcher(operation: Operation, handle: (ctx: KoaContext, request: Rou
     if (mediaTypes.length > 0) {
       if (withBody && !ctx.request.is(mediaTypes)) throw badRequest(`Unsupported content type; send ${mediaTypes.join(' or ')}`);
       await parseBody?.(ctx, async () => {});
+      if (bodyGuard) await bodyGuard(ctx);
     }
     const request: RoutedRequest = {
       operationId: operation.operationId!,
@@ -198,7 +203,8 @@ function dispatcher(operation: Operation, handle: (ctx: KoaContext, request: Rou
       // A required body that was not sent validates as an empty one, so each missing field is named.
       body: withBody ? ctx.request.body : requestBody?.required ? {} : undefined,
     };
-    const reply: Reply = await handle(ctx, request);
+    // Password hashes count against the signed-in user, else the client, for their share of the queue.
+    const reply: Reply = await asCaller(() => hashCallerOf(ctx), () => handle(ctx, request));
     ctx.status = reply.status;
     if (reply.headers) ctx.set(reply.headers);
     ctx.body = reply.body ?? null;
@@ -207,6 +213,11 @@ function dispatcher(operation: Operation, handle: (ctx: KoaContext, request: Rou
 
 function hasBody(ctx: KoaContext): boolean {
   return (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
+}
+
+function hashCallerOf(ctx: KoaContext): string {
+  const principal = ctx.state.principal as Principal | undefined;
+  return principal ? `user:${principal.user.id}` : `client:${clientKey(ctx.ip)}`;
 }
 
 /** User agents are kept up to this length on sessions and audit events. */

@@ -13,14 +13,17 @@ export class ApiError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: FieldError[],
-    options?: { cause?: unknown; headers?: Record<string, string> },
+    options?: { cause?: unknown; headers?: Record<string, string>; logLevel?: 'warn' },
   ) {
     super(message, { cause: options?.cause });
     this.name = 'ApiError';
     this.headers = options?.headers ?? {};
+    this.logLevel = options?.logLevel;
   }
 
   readonly headers: Record<string, string>;
+  /** An expected refusal worth a line at this level, without a stack (an overload, say). */
+  readonly logLevel: 'warn' | undefined;
 }
 
 export const badRequest = (message = 'Malformed request body') => new ApiError(400, 'BAD_REQUEST', message);
@@ -44,7 +47,8 @@ export const serviceUnavailable = (cause?: unknown) =>
 export const invalidToken = () => new ApiError(400, 'INVALID_TOKEN', 'Invalid or expired token');
 export const invalidPassword = () => new ApiError(400, 'INVALID_PASSWORD', 'Current password is incorrect');
 /** 429 with `Retry-After` in whole seconds (at least 1), plus any rate-limit headers to send. */
-export const rateLimited = (retryAfterMs: number, message = 'Too many requests', headers: Record<string, string> = {}) =>
+export const rateLimited = (retryAfterMs: number, message = 'Too many requests', headers: Record<string, string> = {}, logLevel?: 'warn') =>
   new ApiError(429, 'RATE_LIMITED', message, undefined, {
     headers: { ...headers, 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
+    logLevel,
   });

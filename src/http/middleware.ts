@@ -50,7 +50,9 @@ export function errors(logger: Logger) {
       await next();
     } catch (thrown) {
       const error = toApiError(thrown);
-      if (error.status >= 500) {
+      if (error.logLevel) {
+        logger[error.logLevel]({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: error.status, code: error.code }, error.message);
+      } else if (error.status >= 500) {
         logger.error({ err: error.cause ?? thrown, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, error.message);
       }
       ctx.status = error.status;

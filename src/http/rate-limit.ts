@@ -1,21 +1,27 @@
 import type { Context } from 'koa';
-import { RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config';
 import type { OperationId } from '../handlers/types';
+import { clientKey } from '../services/client-address';
 import type { LimiterFactory } from '../services/rate-limiter';
 import { rateLimited } from './errors';
 
-/** The operations that take credentials or tokens: the tighter per-IP budget. */
+/** The operations that take credentials or tokens, or hash a password: the tighter per-IP budget. */
 export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'register',
   'login',
   'loginJson',
   'refreshToken',
+  'changePassword',
   'forgotPassword',
   'resetPassword',
   'verifyEmail',
   'resendVerification',
+  'createUser',
 ]);
+
+/** Operations that hash a password only when their body carries one: on the tighter budget then too. */
+const PASSWORD_FIELD_OPERATIONS: ReadonlyMap<OperationId, string> = new Map<OperationId, string>([['updateUser', 'password']]);
 
 const WINDOW_SECONDS = 60;
 
@@ -26,19 +32,22 @@ const UNLIMITED_PATH = /^\/health(\/|$)/;
  * A per-IP budget per minute for the operation `ctx.state.operationId` names: AUTH_RATE_LIMIT_PER_MINUTE
  * on the operations in AUTH_OPERATIONS, RATE_LIMIT_PER_MINUTE on the others. Every counted response
  * carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (seconds); an exhausted budget is
- * a 429 with Retry-After.
+ * a 429 with Retry-After. `guard` runs before the body is read; `bodyGuard` after, for the operations
+ * whose cost depends on it (an update that sets a password).
  */
-export async function rateLimitGuard(config: Config, limiter: LimiterFactory): Promise<(ctx: Context) => Promise<void>> {
+export async function rateLimitGuard(
+  config: Config,
+  limiter: LimiterFactory,
+): Promise<{ guard: (ctx: Context) => Promise<void>; bodyGuard: (ctx: Context) => Promise<void> }> {
   const auth = await limiter({ keyPrefix: 'ip-auth', points: config.authRateLimitPerMinute, duration: WINDOW_SECONDS });
   const general = await limiter({ keyPrefix: 'ip', points: config.rateLimitPerMinute, duration: WINDOW_SECONDS });
 
-  return async (ctx) => {
-    if (UNLIMITED_PATH.test(ctx.path)) return;
-    const budget = AUTH_OPERATIONS.has(ctx.state.operationId) ? auth : general;
+  const spend = async (ctx: Context, budget: RateLimiterAbstract) => {
     let state: RateLimiterRes;
     let limited = false;
     try {
-      state = await budget.consume(ctx.ip || 'unknown');
+      // An IPv6 client is counted by its /64, which is what one subscriber gets.
+      state = await budget.consume(clientKey(ctx.ip));
     } catch (rejected) {
       if (!(rejected instanceof RateLimiterRes)) throw rejected;
       state = rejected;
@@ -51,5 +60,18 @@ export async function rateLimitGuard(config: Config, limiter: LimiterFactory): P
     };
     ctx.set(headers);
     if (limited) throw rateLimited(state.msBeforeNext, 'Too many requests', headers);
+  };
+
+  return {
+    guard: async (ctx) => {
+      if (UNLIMITED_PATH.test(ctx.path)) return;
+      await spend(ctx, AUTH_OPERATIONS.has(ctx.state.operationId) ? auth : general);
+    },
+    // A request that sets a password through an operation of the general budget spends the credential one too.
+    bodyGuard: async (ctx) => {
+      const field = PASSWORD_FIELD_OPERATIONS.get(ctx.state.operationId);
+      const body = (ctx.request as { body?: unknown }).body;
+      if (field !== undefined && body !== null && typeof body === 'object' && field in body) await spend(ctx, auth);
+    },
   };
 }

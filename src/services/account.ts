@@ -1,27 +1,35 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config';
-import { consumeAccountToken } from '../db/account-tokens';
+import { consumeAccountToken, recentAccountTokens } from '../db/account-tokens';
 import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../db/sessions';
 import type { Database, SessionRow, UserRow } from '../db/types';
 import { isUniqueViolation } from '../db/errors';
 import { findUserByEmail, findUserById, updateLiveUser } from '../db/users';
 import { conflict, invalidToken, notFound } from '../http/errors';
+import type { Logger } from '../logger';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
 import { normalizeEmail, type ClientInfo, type Principal } from './auth';
 import type { CurrentPassword } from './current-password';
+import type { LoginGuard } from './login-guard';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 import { sha256 } from './tokens';
 
 /** Password change and reset, e-mail verification, and the user's own sessions. */
 export class AccountService {
+  /** Work started after an answer (reset links), so that a stop can wait for it. */
+  private readonly pending = new Set<Promise<void>>();
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly config: Config,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
     private readonly audit: AuditTrail,
+    private readonly logger: Logger,
     private readonly currentPassword: CurrentPassword,
+    /** Lifted by a completed password reset; absent when rate limiting is off. */
+    private readonly loginGuard?: LoginGuard,
   ) {}
 
   /** Keeps the current session and revokes every other one of the user. */
@@ -41,24 +49,43 @@ export class AccountService {
   }
 
   /**
-   * Queues a reset link for an account that can sign in, and does nothing otherwise: the caller
-   * answers the same either way, and no mail is sent within the request.
+   * Answers at once: the lookup, the token and the mail happen after the answer, so its timing says
+   * nothing about which e-mails have accounts. An account that can sign in gets a link, unless one
+   * went out within `PASSWORD_RESET_MAIL_INTERVAL_SECONDS` or `PASSWORD_RESET_MAILS_PER_HOUR`
+   * already did; then the link already sent stays the valid one. Failures are logged.
    */
-  async forgotPassword(email: string, client: ClientInfo): Promise<void> {
+  forgotPassword(email: string, client: ClientInfo): void {
+    const work = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.sendResetLink(email, client))
+      .catch((error: unknown) => this.logger.error({ err: error, requestId: client.requestId }, 'forgot-password: the reset link could not be queued'));
+    this.pending.add(work);
+    void work.finally(() => this.pending.delete(work));
+  }
+
+  /** Resolves once the work started after earlier answers (reset links) has finished. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  private async sendResetLink(email: string, client: ClientInfo): Promise<void> {
     const user = await findUserByEmail(this.db, normalizeEmail(email));
     if (!user || user.deleted_at !== null || !user.is_active) return;
-    await this.audit.transaction(client, async (trx, record) => {
+    const sent = await this.audit.transaction(client, async (trx, record) => {
+      const recent = await recentAccountTokens(trx, user.id, 'password_reset', this.config.passwordResetMailIntervalSeconds);
+      if (recent.withinSeconds > 0 || recent.withinHour >= this.config.passwordResetMailsPerHour) return false;
       await this.mail.sendPasswordReset(trx, user);
       await record({ type: 'password.reset_requested', actor: null, subject: user.id });
+      return true;
     });
-    this.mail.flush();
+    if (sent) this.mail.flush();
+    else this.logger.info({ userId: user.id, requestId: client.requestId }, 'forgot-password: no new link, one was sent to this account recently');
   }
 
   /** Sets a new password with a reset token; every session ends and the e-mail counts as verified. */
   async resetPassword(token: string, newPassword: string, client: ClientInfo): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password');
     const passwordHash = await this.passwords.hash(newPassword);
-    await this.audit.transaction(client, async (trx, record) => {
+    const email = await this.audit.transaction(client, async (trx, record) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
       if (!owner) throw invalidToken();
       // Refused before anything is written: the transaction rolls back and the token stays usable.
@@ -68,8 +95,11 @@ export class AccountService {
       await revokeUserSessions(trx, user.id);
       await this.mail.sendPasswordChangedNotice(trx, user, 'reset');
       await record({ type: 'password.reset_completed', actor: user.id, subject: user.id });
+      return user.email;
     });
     this.mail.flush();
+    // The owner has proved the address: the account-wide lock, and this client's, are lifted.
+    await this.loginGuard?.clear(email, client.ip);
   }
 
   /**

@@ -7,7 +7,7 @@ import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
-import type { LoginGuard } from './login-guard';
+import { countedCheck, type LoginGuard } from './login-guard';
 import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
 
@@ -77,33 +77,36 @@ export class AuthService {
 
   /** Checks credentials; never says which half was wrong. */
   async login(email: string, password: string, client: ClientInfo) {
-    await this.loginGuard?.check(email);
-    const user = await findUserByEmail(this.db, normalizeEmail(email));
-    // An unknown e-mail costs the same bcrypt work as a wrong password.
-    const valid = await this.passwords.verify(password, user?.password_hash);
-    if (!user || !valid || user.deleted_at !== null) {
-      const locked = await this.loginGuard?.failed(email);
+    let user: UserRow | undefined;
+    // The attempt is counted before the password is checked, so parallel guesses stay within the limit.
+    const { valid, locked } = await countedCheck(this.loginGuard, email, client.ip, async () => {
+      user = await findUserByEmail(this.db, normalizeEmail(email));
+      // An unknown e-mail costs the same bcrypt work as a wrong password.
+      const matches = await this.passwords.verify(password, user?.password_hash);
+      return matches && user !== undefined && user.deleted_at === null;
+    });
+    const found = user as UserRow | undefined;
+    if (!valid || !found) {
       // The e-mail that was tried is not kept: people type their password into the wrong field.
-      const subject = user?.id ?? null;
+      const subject = found?.id ?? null;
       await this.audit.record(client, { type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' } });
-      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject });
+      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject, details: { scope: locked } });
       throw invalidCredentials();
     }
-    await this.loginGuard?.succeeded(email);
-    if (!user.is_active) {
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject: user.id, details: { reason: 'account_disabled' } });
+    if (!found.is_active) {
+      await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' } });
       throw forbidden('Account is disabled');
     }
-    if (this.config.requireVerifiedEmail && !user.email_verified) {
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject: user.id, details: { reason: 'email_not_verified' } });
+    if (this.config.requireVerifiedEmail && !found.email_verified) {
+      await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' } });
       throw emailNotVerified();
     }
     const { tokens } = await this.audit.transaction(client, async (trx, record) => {
-      const opened = await this.openSession(trx, user, client);
-      await record({ type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: opened.sessionId } });
+      const opened = await this.openSession(trx, found, client);
+      await record({ type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId } });
       return opened;
     });
-    return { user, tokens };
+    return { user: found, tokens };
   }
 
   /**

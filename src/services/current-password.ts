@@ -2,7 +2,7 @@ import type { UserRow } from '../db/types';
 import { invalidPassword } from '../http/errors';
 import type { AuditTrail } from './audit';
 import type { ClientInfo } from './auth';
-import type { LoginGuard } from './login-guard';
+import { countedCheck, type LoginGuard } from './login-guard';
 import type { PasswordHasher } from './passwords';
 
 /**
@@ -20,14 +20,10 @@ export class CurrentPassword {
 
   /** Resolves when `password` is the user's current one; throws 400 INVALID_PASSWORD (or 429 while locked). */
   async confirm(user: Pick<UserRow, 'id' | 'email' | 'password_hash'>, password: string, client: ClientInfo): Promise<void> {
-    await this.loginGuard?.check(user.email);
-    if (await this.passwords.verify(password, user.password_hash)) {
-      await this.loginGuard?.succeeded(user.email);
-      return;
-    }
-    const locked = await this.loginGuard?.failed(user.email);
+    const { valid, locked } = await countedCheck(this.loginGuard, user.email, client.ip, () => this.passwords.verify(password, user.password_hash));
+    if (valid) return;
     await this.audit.record(client, { type: 'login.failed', actor: user.id, subject: user.id, details: { reason: 'wrong_current_password' } });
-    if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject: user.id });
+    if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked } });
     throw invalidPassword();
   }
 }

@@ -1,53 +1,182 @@
-import { createHash } from 'node:crypto';
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { createHmac } from 'node:crypto';
+import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config } from '../config';
 import { rateLimited } from '../http/errors';
+import { clientKey } from './client-address';
 import type { LimiterFactory } from './rate-limiter';
 
+/** The window of the account-wide count, and how long an account-wide lock lasts. */
+export const ACCOUNT_WINDOW_SECONDS = 3600;
+
+const LOCKED_MESSAGE = 'Too many failed login attempts; try again later';
+
+/** Which lock a failure started: the one client's, or the whole account's. */
+export type LockScope = 'client' | 'account';
+
 /**
- * Locks an account's logins after `LOGIN_MAX_FAILURES` wrong credentials within
- * `LOGIN_LOCKOUT_MINUTES`, for `LOGIN_LOCKOUT_MINUTES`. The key is the normalized e-mail whether or
- * not an account has it, so a lockout says nothing about which e-mails exist.
+ * Failed sign-ins, counted per account and client (an IPv6 client by its /64): after
+ * `LOGIN_MAX_FAILURES` within `LOGIN_LOCKOUT_MINUTES` that client is locked out of that account
+ * for `LOGIN_LOCKOUT_MINUTES`, and nobody else is. Past `LOGIN_ACCOUNT_MAX_FAILURES` within an
+ * hour, from any clients, the account is locked for everyone for an hour, or until a password
+ * reset. Keys are keyed digests of the normalized e-mail, whether or not an account has it, so
+ * the store holds no e-mail and a lockout says nothing about which e-mails exist.
+ *
+ * Each attempt takes its point before the password is checked and gives it back when the check
+ * succeeds or never ran, so parallel guesses can never have more checks than the limit.
  */
 export class LoginGuard {
   private constructor(
-    private readonly failures: RateLimiterAbstract,
-    private readonly maxFailures: number,
+    private readonly clientFailures: RateLimiterAbstract,
+    private readonly accountFailures: RateLimiterAbstract,
+    private readonly locks: RateLimiterAbstract,
+    private readonly secret: string,
     private readonly lockoutSeconds: number,
   ) {}
 
   static async create(config: Config, limiter: LimiterFactory): Promise<LoginGuard> {
     const lockoutSeconds = config.loginLockoutMinutes * 60;
-    const failures = await limiter({ keyPrefix: 'login-failures', points: config.loginMaxFailures, duration: lockoutSeconds });
-    return new LoginGuard(failures, config.loginMaxFailures, lockoutSeconds);
-  }
-
-  /** Throws 429 while the e-mail is locked; cheap, so it runs before any password hashing. */
-  async check(email: string): Promise<void> {
-    const state = await this.failures.get(keyOf(email));
-    if (state && state.consumedPoints >= this.maxFailures && state.msBeforeNext > 0) {
-      throw rateLimited(state.msBeforeNext, 'Too many failed login attempts; try again later');
-    }
+    const [clientFailures, accountFailures, locks] = await Promise.all([
+      limiter({ keyPrefix: 'login-client-failures', points: config.loginMaxFailures, duration: lockoutSeconds }),
+      limiter({ keyPrefix: 'login-account-failures', points: config.loginAccountMaxFailures, duration: ACCOUNT_WINDOW_SECONDS }),
+      // Only ever blocked (with the lock's own duration) and read.
+      limiter({ keyPrefix: 'login-locks', points: 1, duration: lockoutSeconds }),
+    ]);
+    return new LoginGuard(clientFailures, accountFailures, locks, config.secretKey, lockoutSeconds);
   }
 
   /**
-   * Counts a wrong e-mail or password; the failure that reaches the limit starts the lockout. True
-   * for that one failure only (the count is atomic, so of racing failures just one sees the limit).
+   * Takes one attempt at `email` from `ip`, atomically, before any password is checked: 429 while
+   * either lock holds, or when attempts in flight already hold every point left.
    */
-  async failed(email: string): Promise<boolean> {
-    const key = keyOf(email);
-    const counted = await this.failures.penalty(key);
-    if (counted.consumedPoints >= this.maxFailures) await this.failures.block(key, this.lockoutSeconds);
-    return counted.consumedPoints === this.maxFailures;
+  async begin(email: string, ip: string | null): Promise<LoginAttempt> {
+    const account = this.digest(email.trim().toLowerCase());
+    const pair = this.digest(`${account}\n${clientKey(ip)}`);
+    const [clientLock, accountLock, client, whole] = await Promise.all([
+      this.locks.get(`c:${pair}`),
+      this.locks.get(`a:${account}`),
+      this.clientFailures.penalty(pair),
+      this.accountFailures.penalty(account),
+    ]);
+    const held = [clientLock, accountLock].filter(isLocked);
+    const over = [client, whole].filter((state, i) => state.consumedPoints > [this.clientFailures, this.accountFailures][i].points);
+    if (held.length > 0 || over.length > 0) {
+      // Points taken over the limit are given back at once, so they never outlive this answer.
+      await Promise.all([this.clientFailures.reward(pair), this.accountFailures.reward(account)]);
+      const waitMs = Math.max(...[...held, ...over].map((state) => state.msBeforeNext));
+      throw rateLimited(waitMs, LOCKED_MESSAGE);
+    }
+    return new LoginAttempt(this, pair, account, client.consumedPoints, whole.consumedPoints);
   }
 
-  /** Valid credentials clear the count. */
-  async succeeded(email: string): Promise<void> {
-    await this.failures.delete(keyOf(email));
+  /** After a completed password reset: the account-wide count and lock, and the resetting client's. */
+  async clear(email: string, ip: string | null): Promise<void> {
+    const account = this.digest(email.trim().toLowerCase());
+    const pair = this.digest(`${account}\n${clientKey(ip)}`);
+    await Promise.all([
+      this.accountFailures.delete(account),
+      this.locks.delete(`a:${account}`),
+      this.clientFailures.delete(pair),
+      this.locks.delete(`c:${pair}`),
+    ]);
+  }
+
+  /** @internal Settles an attempt; see LoginAttempt. */
+  async settle(attempt: { pair: string; account: string; clientPoint: number; accountPoint: number }, outcome: 'succeeded' | 'failed' | 'abandoned'): Promise<LockScope | undefined> {
+    const { pair, account } = attempt;
+    if (outcome === 'abandoned') {
+      await Promise.all([this.clientFailures.reward(pair), this.accountFailures.reward(account)]);
+      return undefined;
+    }
+    if (outcome === 'succeeded') {
+      // The client's count starts again; the account's keeps every other client's failures.
+      await Promise.all([this.clientFailures.delete(pair), this.accountFailures.reward(account)]);
+      return undefined;
+    }
+    // The failure that took the last point locks, unless a point given back since leaves room.
+    let scope: LockScope | undefined;
+    if (attempt.accountPoint >= this.accountFailures.points && (await this.reached(this.accountFailures, account))) {
+      await this.locks.block(`a:${account}`, ACCOUNT_WINDOW_SECONDS);
+      scope = 'account';
+    }
+    if (attempt.clientPoint >= this.clientFailures.points && (await this.reached(this.clientFailures, pair))) {
+      await this.locks.block(`c:${pair}`, this.lockoutSeconds);
+      scope ??= 'client';
+    }
+    return scope;
+  }
+
+  private async reached(counter: RateLimiterAbstract, key: string): Promise<boolean> {
+    const state = await counter.get(key);
+    return state !== null && state.consumedPoints >= counter.points;
+  }
+
+  /** An HMAC under the service's secret: the store's keys cannot be tested against guessed e-mails. */
+  private digest(value: string): string {
+    return createHmac('sha256', this.secret).update(`login-guard\n${value}`).digest('base64url');
   }
 }
 
-/** E-mails are never stored in the counters, only their digest. */
-function keyOf(email: string): string {
-  return createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');
+/** One counted attempt: exactly one of its three outcomes must follow `begin`. */
+export class LoginAttempt {
+  private settled = false;
+
+  constructor(
+    private readonly guard: LoginGuard,
+    readonly pair: string,
+    readonly account: string,
+    readonly clientPoint: number,
+    readonly accountPoint: number,
+  ) {}
+
+  /** Right credentials: the client's count is cleared and the account's point given back. */
+  succeeded(): Promise<void> {
+    return this.finish('succeeded').then(() => undefined);
+  }
+
+  /** Wrong credentials: the point stays; says which lock this failure started, if any. */
+  failed(): Promise<LockScope | undefined> {
+    return this.finish('failed');
+  }
+
+  /** No credentials were checked (the hash queue was full, say): the point is given back. */
+  abandoned(): Promise<void> {
+    return this.finish('abandoned').then(() => undefined);
+  }
+
+  private async finish(outcome: 'succeeded' | 'failed' | 'abandoned'): Promise<LockScope | undefined> {
+    if (this.settled) return undefined;
+    this.settled = true;
+    return this.guard.settle(this, outcome);
+  }
+}
+
+/**
+ * Runs `check` (true for the right credentials) as one counted attempt at `email` from `ip`:
+ * the attempt is taken first, and given back if the check throws. Without a guard (rate limits
+ * off) it only runs the check. `locked` names the lock a failure started.
+ */
+export async function countedCheck(
+  guard: LoginGuard | undefined,
+  email: string,
+  ip: string | null,
+  check: () => Promise<boolean>,
+): Promise<{ valid: boolean; locked?: LockScope }> {
+  if (!guard) return { valid: await check() };
+  const attempt = await guard.begin(email, ip);
+  let valid: boolean;
+  try {
+    valid = await check();
+  } catch (error) {
+    await attempt.abandoned();
+    throw error;
+  }
+  if (valid) {
+    await attempt.succeeded();
+    return { valid };
+  }
+  return { valid, locked: await attempt.failed() };
+}
+
+function isLocked(state: RateLimiterRes | null): state is RateLimiterRes {
+  return state !== null && state.consumedPoints > 1 && state.msBeforeNext !== 0;
 }

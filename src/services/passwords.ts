@@ -1,9 +1,10 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { hash, verify } from '@node-rs/bcrypt';
 import { dictionary } from '@zxcvbn-ts/language-common';
-import { ApiError, validationError } from '../http/errors';
+import { ApiError, rateLimited, validationError } from '../http/errors';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
 export const MAX_PASSWORD_BYTES = 72;
@@ -12,7 +13,22 @@ export const MAX_PASSWORD_BYTES = 72;
 export const hashingBusy = (retryAfterSeconds: number) =>
   new ApiError(503, 'SERVICE_UNAVAILABLE', 'Too many password checks in progress; try again shortly', undefined, {
     headers: { 'Retry-After': String(retryAfterSeconds) },
+    logLevel: 'warn',
   });
+
+/** Says why this caller's password could not be hashed now: it holds its share of the queue already. */
+export const callerHashingBusy = (retryAfterSeconds: number) =>
+  rateLimited(retryAfterSeconds * 1000, 'Too many password operations at once; try again shortly', {}, 'warn');
+
+const callers = new AsyncLocalStorage<() => string>();
+
+/**
+ * Runs `work` with every password hash it causes counted against `caller` (read when a hash
+ * starts): the signed-in user, else the client. Hashes outside any caller are not counted.
+ */
+export function asCaller<T>(caller: () => string, work: () => T): T {
+  return callers.run(caller, work);
+}
 
 export interface HasherOptions {
   cost: number;
@@ -20,6 +36,8 @@ export interface HasherOptions {
   concurrency: number;
   /** Hashes that may wait for a free slot; one more is refused at once with 503. */
   maxWaiting: number;
+  /** Places (running or waiting) one caller may hold; one more is refused at once with 429. */
+  maxPerCaller?: number;
   /** Told the seconds of each hash or check, its wait for a slot aside (for metrics). */
   observe?: (seconds: number) => void;
 }
@@ -32,6 +50,8 @@ export interface HasherOptions {
 export class PasswordHasher {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
+  /** Places held per caller, for the callers that hold any. */
+  private readonly heldBy = new Map<string, number>();
   private dummy: Promise<string> | undefined;
   /** Seconds per hash, as last measured; sizes Retry-After. */
   private secondsPerHash = 0.2;
@@ -67,26 +87,46 @@ export class PasswordHasher {
   }
 
   private async rationed<T>(work: () => Promise<T>): Promise<T> {
-    if (this.running >= this.options.concurrency) {
-      if (this.waiting.length >= this.options.maxWaiting) {
-        const rounds = Math.ceil((this.waiting.length + 1) / this.options.concurrency);
-        throw hashingBusy(Math.max(1, Math.ceil(rounds * this.secondsPerHash)));
-      }
-      // The slot is handed over by the finishing hash, so `running` already counts this one.
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    } else {
-      this.running++;
+    const caller = callers.getStore()?.();
+    const held = caller === undefined ? 0 : (this.heldBy.get(caller) ?? 0);
+    // One caller cannot take the queue from everyone else: past its share it is told to slow down.
+    if (caller !== undefined && held >= (this.options.maxPerCaller ?? Infinity)) {
+      throw callerHashingBusy(this.retryAfterSeconds(held));
     }
-    const started = performance.now();
+    if (this.running >= this.options.concurrency && this.waiting.length >= this.options.maxWaiting) {
+      throw hashingBusy(this.retryAfterSeconds(this.waiting.length + 1));
+    }
+    if (caller !== undefined) this.heldBy.set(caller, held + 1);
     try {
-      return await work();
+      if (this.running >= this.options.concurrency) {
+        // The slot is handed over by the finishing hash, so `running` already counts this one.
+        await new Promise<void>((resolve) => this.waiting.push(resolve));
+      } else {
+        this.running++;
+      }
+      const started = performance.now();
+      try {
+        return await work();
+      } finally {
+        this.secondsPerHash = (performance.now() - started) / 1000;
+        this.options.observe?.(this.secondsPerHash);
+        const next = this.waiting.shift();
+        if (next) next();
+        else this.running--;
+      }
     } finally {
-      this.secondsPerHash = (performance.now() - started) / 1000;
-      this.options.observe?.(this.secondsPerHash);
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
+      if (caller !== undefined) {
+        const left = (this.heldBy.get(caller) ?? 1) - 1;
+        if (left > 0) this.heldBy.set(caller, left);
+        else this.heldBy.delete(caller);
+      }
     }
+  }
+
+  /** Seconds until `hashes` more have run at the measured pace, at least one. */
+  private retryAfterSeconds(hashes: number): number {
+    const rounds = Math.ceil(hashes / this.options.concurrency);
+    return Math.max(1, Math.ceil(rounds * this.secondsPerHash));
   }
 }
 

@@ -124,6 +124,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     RATE_LIMIT_ENABLED: 'false',
     // Suites fire bursts of parallel requests; the hashing-queue suite sets its own bound.
     PASSWORD_HASH_QUEUE_MAX: '10000',
+    PASSWORD_HASH_CALLER_MAX: '10000',
     ...database.env,
     ...env,
   });
