@@ -33,7 +33,7 @@ describe('configuration', () => {
   });
 
   it('refuses to start in production without a secret key, and with a short one anywhere', () => {
-    expect(problemsOf({ NODE_ENV: 'production' })).toEqual([expect.stringContaining('SECRET_KEY is required')]);
+    expect(problemsOf({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' })).toEqual([expect.stringContaining('SECRET_KEY is required')]);
     expect(problemsOf({ SECRET_KEY: 'short' })).toEqual([expect.stringContaining('at least 32 characters')]);
   });
 
