@@ -112,13 +112,13 @@ describe('LOG_FORMAT', () => {
     expect(loadConfig({ ...env }, true).logFormat).toBe('pretty');
     expect(loadConfig({ ...env, NODE_ENV: 'development' }, true).logFormat).toBe('pretty');
     expect(loadConfig({ ...env }, false).logFormat).toBe('json');
-    expect(loadConfig({ ...env, NODE_ENV: 'production' }, true).logFormat).toBe('json');
+    expect(loadConfig({ ...env, NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, true).logFormat).toBe('json');
     expect(loadConfig({ ...env, NODE_ENV: 'test' }, true).logFormat).toBe('json');
   });
 
   it('can be set either way, in any case; anything else stops the start', () => {
     expect(loadConfig({ ...env, LOG_FORMAT: 'json' }, true).logFormat).toBe('json');
-    expect(loadConfig({ ...env, LOG_FORMAT: 'PRETTY', NODE_ENV: 'production' }, false).logFormat).toBe('pretty');
+    expect(loadConfig({ ...env, LOG_FORMAT: 'PRETTY', NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, false).logFormat).toBe('pretty');
     expect(() => loadConfig({ ...env, LOG_FORMAT: 'xml' })).toThrow(ConfigError);
     expect(() => loadConfig({ ...env, LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT must be one of json, pretty, got "xml"/);
   });
