@@ -1,14 +1,5 @@
-import { ConfigError, loadConfig } from '../src/config';
-
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
+import { loadConfig } from '../src/config';
+import { problemsOf } from './support/config';
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
@@ -28,6 +19,13 @@ describe('configuration', () => {
       appVersion: '1.0.0',
       databaseUrl: undefined,
       databasePreparedStatements: true,
+      mailLogLinks: true,
+      smtpRequireTls: false,
+      metricsEnabled: true,
+      metricsPublic: false,
+      headersTimeoutMs: 20_000,
+      requestTimeoutMs: 60_000,
+      maxConnections: 10_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });

@@ -1,10 +1,12 @@
 import { connect, type Socket } from 'node:net';
 import request from 'supertest';
-import { ConfigError, loadConfig } from '../src/config';
+import { loadConfig } from '../src/config';
 import { createApp, type App } from '../src/app';
 import { createLogger } from '../src/logger';
 import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
+import { problemsOf } from './support/config';
 import { expectError } from './support/expect';
+import { captureLog } from './support/log';
 import { startServer, type Running } from './support/server';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp';
 import { until } from './support/wait';
@@ -14,27 +16,6 @@ import { until } from './support/wait';
 const PRODUCTION = { NODE_ENV: 'production', SECRET_KEY: TEST_SECRET };
 const listening = (line: Record<string, any>) => typeof line.msg === 'string' && line.msg.startsWith('listening on');
 
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
-
-/** A destination that keeps what the logger writes. */
-function capture() {
-  let text = '';
-  return {
-    stream: { write: (chunk: string) => void (text += chunk) },
-    get text() {
-      return text;
-    },
-    lines: () => text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>),
-  };
-}
 
 describe('mail in production', () => {
   it('refuses to start without SMTP_URL, naming MAIL_LOG_LINKS as the way to accept links in the log', () => {
@@ -86,15 +67,18 @@ describe('mail in production', () => {
 
     const outboxRow = (t: TestContext, recipient: string) =>
       t.db.selectFrom('mail_outbox').selectAll().where('recipient', '=', recipient).executeTakeFirst();
+    /** The recipient's outbox row once a failed delivery has been recorded on it. */
+    const failedDelivery = (t: TestContext, recipient: string) =>
+      until(async () => {
+        const found = await outboxRow(t, recipient);
+        return found?.last_error ? found : undefined;
+      }, 'the failed delivery recorded in the outbox');
 
     it('sends nothing to a server that offers no STARTTLS: the mail stays queued with the error', async () => {
       const t = await startTestApp({ ...PRODUCTION, SMTP_URL: plain.url });
       try {
         const user = await t.register({ email: uniqueEmail('cleartext') });
-        const row = await until(async () => {
-          const found = await outboxRow(t, user.email);
-          return found?.last_error ? found : undefined;
-        }, 'the failed delivery recorded in the outbox');
+        const row = await failedDelivery(t, user.email);
         expect(row).toMatchObject({ sent_at: null, failed_at: null, attempts: 1 });
         expect(row.last_error).toMatch(/STARTTLS/);
         // The message is still there, sealed, for a later attempt.
@@ -132,10 +116,7 @@ describe('mail in production', () => {
       const t = await startTestApp({ ...PRODUCTION, SMTP_URL: tls.url });
       try {
         const user = await t.register({ email: uniqueEmail('untrusted') });
-        const row = await until(async () => {
-          const found = await outboxRow(t, user.email);
-          return found?.last_error ? found : undefined;
-        }, 'the failed delivery recorded in the outbox');
+        const row = await failedDelivery(t, user.email);
         expect(row.sent_at).toBeNull();
         expect(row.last_error).toMatch(/certificate/i);
         expect(tls.to(user.email)).toEqual([]);
@@ -153,7 +134,7 @@ describe('mail in production', () => {
     afterAll(() => database.drop());
 
     async function registerAndReadLog(env: Record<string, string>): Promise<Record<string, any>> {
-      const log = capture();
+      const log = captureLog();
       const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', RATE_LIMIT_ENABLED: 'false', ...database.env, ...env });
       const app: App = await createApp(config, { logger: createLogger({ logLevel: 'info' }, log.stream) });
       try {
