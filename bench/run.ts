@@ -45,6 +45,8 @@ const serviceEnv = (workers: number): Record<string, string> => ({
   // One client address sends everything here: the per-IP limits would refuse most of it.
   RATE_LIMIT_ENABLED: 'false',
   WEB_CONCURRENCY: String(workers),
+  // No mail server here: production needs this to start without one (mail goes to the log).
+  MAIL_LOG_LINKS: 'true',
 });
 
 async function startService(workers: number): Promise<Proc> {

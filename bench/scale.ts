@@ -60,7 +60,8 @@ async function main(): Promise<void> {
   await freshDatabase(DATABASE_URL);
   const service = await startProcess(
     ['dist/src/server.js'],
-    { NODE_ENV: 'production', DATABASE_URL, SECRET_KEY, LOG_LEVEL: 'warn', RATE_LIMIT_ENABLED: 'false', BCRYPT_COST: '10' },
+    // No mail server here: production needs MAIL_LOG_LINKS=true to start without one.
+    { NODE_ENV: 'production', DATABASE_URL, SECRET_KEY, LOG_LEVEL: 'warn', RATE_LIMIT_ENABLED: 'false', BCRYPT_COST: '10', MAIL_LOG_LINKS: 'true' },
     await freePort(),
     '/health/ready',
   );

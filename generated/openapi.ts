@@ -586,7 +586,12 @@ export interface components {
          */
         Password: string;
         /**
-         * @description Full name, 1 to 100 characters after trimming.
+         * @description Full name, 1 to 100 characters after trimming, with at least one that is not white space.
+         *     Control characters (C0, DEL, C1: tabs and line breaks included) and Unicode's bidirectional
+         *     controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069) are refused with 422:
+         *     they let a name forge log lines or reverse how the text around it reads in a mail, a list or
+         *     an admin's screen, and a name needs none of them in any script. Tabs and line breaks around
+         *     the name are accepted: trimming removes them before it is stored.
          * @example Ada Lovelace
          */
         Name: string;
@@ -944,8 +949,13 @@ export interface components {
             data: components["schemas"]["AuditEvent"][];
             meta: components["schemas"]["CursorMeta"];
         };
-        /** @enum {string} */
-        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        /**
+         * @description `REQUEST_TIMEOUT` (408) and `HEADERS_TOO_LARGE` (431) come from the HTTP server before a request
+         *     reaches an operation (headers or body not received in time; headers over Node's 16 KiB), as
+         *     does a 400 `BAD_REQUEST` for a malformed request line; each closes the connection.
+         * @enum {string}
+         */
+        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
         FieldError: {
             /**
              * @description `body.<name>`, `query.<name>` or `path.<name>`.
@@ -961,7 +971,11 @@ export interface components {
             error: {
                 code: components["schemas"]["ErrorCode"];
                 message: string;
-                /** @description Present only for VALIDATION_ERROR. */
+                /**
+                 * @description Present only for VALIDATION_ERROR: at most 20 entries. When a request has more problems,
+                 *     the first 20 are listed and `message` says how many there were
+                 *     (`Request validation failed: 347 problems, the first 20 listed`).
+                 */
                 details?: components["schemas"]["FieldError"][];
             };
         };

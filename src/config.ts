@@ -102,6 +102,20 @@ export interface Config {
   readonly passwordResetMailIntervalSeconds: number;
   /** Reset mails one account may be sent per hour. */
   readonly passwordResetMailsPerHour: number;
+  // Production defaults that cannot leak.
+  /** Without SMTP_URL, whether the log line that takes the place of a message carries its link. */
+  readonly mailLogLinks: boolean;
+  /** STARTTLS is required of an smtp:// server (production, unless SMTP_URL says `ignoreTLS=true`). */
+  readonly smtpRequireTls: boolean;
+  /** /metrics without a token on purpose (METRICS_PUBLIC=true). */
+  readonly metricsPublic: boolean;
+  /** True when production turned /metrics off because it would have been public; said at start. */
+  readonly metricsWithheld: boolean;
+  /** How long a client may take to send a request's headers, and the whole request. */
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  /** Open connections per process; more are closed as soon as they are accepted. */
+  readonly maxConnections: number;
 }
 
 export class ConfigError extends Error {
@@ -245,6 +259,24 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
   }
   const jwtIssuer = read('JWT_ISSUER') ?? appUrl;
   const jwtAudience = read('JWT_AUDIENCE') ?? 'account-service';
+  const mailLogLinks = boolean('MAIL_LOG_LINKS', !production);
+  if (production && smtpUrl === undefined && !mailLogLinks) {
+    problems.push(
+      'SMTP_URL is required when NODE_ENV=production: without it every e-mail, reset and verification links included, ' +
+        'would be written to the log; set MAIL_LOG_LINKS=true if that is really wanted',
+    );
+  }
+  const smtpRequireTls = production && smtpUrl !== undefined && requiresStartTls(smtpUrl, problems);
+  const metricsToken = read('METRICS_TOKEN');
+  const metricsPublic = boolean('METRICS_PUBLIC', false);
+  const metricsEnabled = boolean('METRICS_ENABLED', true);
+  // A public scrape tells anyone the traffic, the error rates and the sign-in failures: in production it is opt-in.
+  const metricsWithheld = production && metricsEnabled && metricsToken === undefined && !metricsPublic;
+  const headersTimeoutMs = integer('HEADERS_TIMEOUT_MS', 20_000, 100, 3_600_000);
+  const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    problems.push(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
 
   const config: Config = {
     nodeEnv,
@@ -292,8 +324,8 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     corsOrigins,
     webConcurrency,
     shutdownTimeoutSeconds: integer('SHUTDOWN_TIMEOUT_SECONDS', 10, 0, 3600),
-    metricsEnabled: boolean('METRICS_ENABLED', true),
-    metricsToken: read('METRICS_TOKEN'),
+    metricsEnabled: metricsEnabled && !metricsWithheld,
+    metricsToken,
     auditRetentionDays: read('AUDIT_RETENTION_DAYS') === undefined ? undefined : integer('AUDIT_RETENTION_DAYS', 0, 1, 100 * 365),
     housekeepingIntervalSeconds: integer('HOUSEKEEPING_INTERVAL_SECONDS', 3600, 0, 7 * 24 * 3600),
     housekeepingBatchSize: integer('HOUSEKEEPING_BATCH_SIZE', 1000, 1, 100_000),
@@ -308,10 +340,38 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     passwordHashCallerMax: integer('PASSWORD_HASH_CALLER_MAX', 2, 1, 100_000),
     passwordResetMailIntervalSeconds: integer('PASSWORD_RESET_MAIL_INTERVAL_SECONDS', 60, 0, 24 * 3600),
     passwordResetMailsPerHour: integer('PASSWORD_RESET_MAILS_PER_HOUR', 5, 1, 1000),
+    mailLogLinks,
+    smtpRequireTls,
+    metricsPublic,
+    metricsWithheld,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    maxConnections: integer('MAX_CONNECTIONS', 10_000, 1, 1_000_000),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/**
+ * Whether an SMTP_URL must upgrade with STARTTLS: smtp:// does unless its query says `ignoreTLS=true`
+ * (a relay without TLS on the same host or network); smtps:// is TLS from the start. A URL that only
+ * says `requireTLS=false` would send in clear to anyone who strips STARTTLS from the greeting, so in
+ * production it is refused rather than read as a quiet opt-out.
+ */
+function requiresStartTls(smtpUrl: string, problems: string[]): boolean {
+  let url: URL;
+  try {
+    url = new URL(smtpUrl);
+  } catch {
+    return false; // already reported as not an smtp:// URL
+  }
+  if (url.protocol !== 'smtp:') return false;
+  if (url.searchParams.get('ignoreTLS') === 'true') return false;
+  if (url.searchParams.get('requireTLS') === 'false') {
+    problems.push('SMTP_URL says requireTLS=false: in production say ignoreTLS=true for a relay without TLS, or leave STARTTLS required');
+  }
+  return true;
 }
 
 /** One hash per core, but no more than libuv's thread pool (UV_THREADPOOL_SIZE, 4 by default) runs at once. */

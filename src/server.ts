@@ -5,6 +5,7 @@ import { setFlagsFromString } from 'node:v8';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { createApp, type App } from './app';
 import { ConfigError, loadConfig, type Config } from './config';
+import { createHttpServer } from './http/listener';
 import { createLogger, type Logger } from './logger';
 import { serveClusterMetrics } from './services/cluster-metrics';
 
@@ -23,6 +24,9 @@ async function main(): Promise<void> {
   // Cluster workers inherit the primary's key (see supervise), so this is said once.
   if (config.secretKeyGenerated) {
     logger.warn('SECRET_KEY is not set: using a random key, so tokens will not survive a restart');
+  }
+  if (config.metricsWithheld && cluster.isPrimary) {
+    logger.warn('/metrics is off: in production it needs METRICS_TOKEN (or METRICS_PUBLIC=true to serve it to anyone)');
   }
   if (config.webConcurrency > 1 && cluster.isPrimary) {
     supervise(config, logger);
@@ -55,7 +59,8 @@ async function serve(config: Config, logger: Logger): Promise<void> {
 
   started = (async () => {
     const app = await createApp(config, { logger });
-    const server = app.koa.listen(config.port, config.host, () => {
+    const server = createHttpServer(config, app.koa.callback(), logger);
+    server.listen(config.port, config.host, () => {
       if (cluster.isWorker) {
         logger.info({ pid: process.pid }, 'worker listening');
         return;
@@ -66,9 +71,6 @@ async function serve(config: Config, logger: Logger): Promise<void> {
       logger.info({ database: config.databaseUrl ? 'postgres' : `embedded (${config.dataDir})` }, `listening on ${base}`);
       if (config.docsEnabled) logger.info(`API docs: ${base}/docs (ReDoc: ${base}/redoc)`);
     });
-    // Headers must arrive within the request timeout; slow-loris clients do not hold sockets forever.
-    server.headersTimeout = 20_000;
-    server.requestTimeout = 60_000;
     return { app, server };
   })();
   await started;

@@ -1,14 +1,5 @@
-import { ConfigError, loadConfig } from '../src/config';
-
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
+import { loadConfig } from '../src/config';
+import { problemsOf } from './support/config';
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
@@ -32,12 +23,19 @@ describe('configuration', () => {
       jwtAudience: 'account-service',
       sessionMaxDays: 30,
       requireVerifiedEmail: false,
+      mailLogLinks: true,
+      smtpRequireTls: false,
+      metricsEnabled: true,
+      metricsPublic: false,
+      headersTimeoutMs: 20_000,
+      requestTimeoutMs: 60_000,
+      maxConnections: 10_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
 
   it('refuses to start in production without a secret key, and with a short one anywhere', () => {
-    expect(problemsOf({ NODE_ENV: 'production' })).toEqual([expect.stringContaining('SECRET_KEY is required')]);
+    expect(problemsOf({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' })).toEqual([expect.stringContaining('SECRET_KEY is required')]);
     expect(problemsOf({ SECRET_KEY: 'short' })).toEqual(['SECRET_KEY must be at least 32 bytes with HS256, got 5']);
   });
 
@@ -45,7 +43,7 @@ describe('configuration', () => {
     for (const [algorithm, bytes] of [['HS256', 32], ['HS384', 48], ['HS512', 64]] as const) {
       expect(problemsOf({ ALGORITHM: algorithm, SECRET_KEY: 'x'.repeat(bytes - 1) })).toEqual([`SECRET_KEY must be at least ${bytes} bytes with ${algorithm}, got ${bytes - 1}`]);
       expect(problemsOf({ ALGORITHM: algorithm, SECRET_KEY: 'x'.repeat(bytes) })).toEqual([]);
-      expect(problemsOf({ NODE_ENV: 'production', ALGORITHM: algorithm })).toEqual([`SECRET_KEY is required when NODE_ENV=production (at least ${bytes} bytes with ${algorithm})`]);
+      expect(problemsOf({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com', ALGORITHM: algorithm })).toEqual([`SECRET_KEY is required when NODE_ENV=production (at least ${bytes} bytes with ${algorithm})`]);
       // The key made in development is long enough for each.
       expect(Buffer.byteLength(loadConfig({ ALGORITHM: algorithm }).secretKey)).toBeGreaterThanOrEqual(bytes);
     }

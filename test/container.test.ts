@@ -156,7 +156,8 @@ describe('compose.yaml', () => {
     expect(decodeURIComponent(url.username)).toBe(db.environment.POSTGRES_USER);
     expect(decodeURIComponent(url.password)).toBe(db.environment.POSTGRES_PASSWORD);
     expect(url.pathname).toBe(`/${db.environment.POSTGRES_DB}`);
-    expect(env.SMTP_URL).toBe(`smtp://${mailName}:1025`);
+    // Mailpit offers no STARTTLS, which the production image otherwise requires.
+    expect(env.SMTP_URL).toBe(`smtp://${mailName}:1025/?ignoreTLS=true`);
     expect((app.ports as string[]).some((p) => p.endsWith(':8000'))).toBe(true);
     expect((mail.ports as string[]).some((p) => p.endsWith(':8025'))).toBe(true);
   });

@@ -298,7 +298,7 @@ describe('signing keys at start-up', () => {
   it('still requires SECRET_KEY in production, which seals mail and more', () => {
     const problems = (() => {
       try {
-        loadConfig({ NODE_ENV: 'production', ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(ec.privateKey) });
+        loadConfig({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com', ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(ec.privateKey) });
       } catch (error) {
         return (error as ConfigError).problems;
       }

@@ -4,25 +4,14 @@ import { createApp, type App } from '../src/app';
 import { ConfigError, loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
+import { captureLog } from './support/log';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** A destination that keeps what the logger writes. */
-function capture() {
-  let text = '';
-  return {
-    stream: { write: (chunk: string) => void (text += chunk) },
-    get text() {
-      return text;
-    },
-    lines: () => text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>),
-  };
-}
 
 describe('the access log', () => {
   let base: TestContext;
   let app: App;
-  const log = capture();
+  const log = captureLog();
 
   beforeAll(async () => {
     // The harness app logs nowhere: run one on its database and configuration with a logger writing here.
@@ -90,7 +79,7 @@ describe('metrics scrapes at debug level', () => {
   it('are logged, and a refused scrape is logged at info', async () => {
     const base = await startTestApp({ METRICS_TOKEN: 'scrape-token-0123456789' }, { persistent: true });
     await base.stop();
-    const log = capture();
+    const log = captureLog();
     const app = await createApp(base.config, { logger: createLogger({ logLevel: 'debug' }, log.stream) });
     try {
       expect((await request(app.koa.callback()).get('/metrics').set('Authorization', 'Bearer scrape-token-0123456789').set('X-Request-Id', 'scrape-2')).status).toBe(200);
@@ -112,13 +101,13 @@ describe('LOG_FORMAT', () => {
     expect(loadConfig({ ...env }, true).logFormat).toBe('pretty');
     expect(loadConfig({ ...env, NODE_ENV: 'development' }, true).logFormat).toBe('pretty');
     expect(loadConfig({ ...env }, false).logFormat).toBe('json');
-    expect(loadConfig({ ...env, NODE_ENV: 'production' }, true).logFormat).toBe('json');
+    expect(loadConfig({ ...env, NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, true).logFormat).toBe('json');
     expect(loadConfig({ ...env, NODE_ENV: 'test' }, true).logFormat).toBe('json');
   });
 
   it('can be set either way, in any case; anything else stops the start', () => {
     expect(loadConfig({ ...env, LOG_FORMAT: 'json' }, true).logFormat).toBe('json');
-    expect(loadConfig({ ...env, LOG_FORMAT: 'PRETTY', NODE_ENV: 'production' }, false).logFormat).toBe('pretty');
+    expect(loadConfig({ ...env, LOG_FORMAT: 'PRETTY', NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, false).logFormat).toBe('pretty');
     expect(() => loadConfig({ ...env, LOG_FORMAT: 'xml' })).toThrow(ConfigError);
     expect(() => loadConfig({ ...env, LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT must be one of json, pretty, got "xml"/);
   });

@@ -56,7 +56,8 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
     // openapi-backend makes an Ajv instance per operation and validation context, and each would compile
     // the JSON Schema meta-schema to check the contract's schemas before compiling them: most of the
     // start-up time. The lint checks those schemas once, before they ship.
-    ajvOpts: { allErrors: true, strict: false, validateSchema: false },
+    // verbose: an error carries its schema, so a pattern can say in words what it wants (`x-pattern-message`).
+    ajvOpts: { allErrors: true, strict: false, validateSchema: false, verbose: true },
     customizeAjv: (ajv) => {
       addFormats(ajv, ['date-time', 'uuid']);
       // The service trims e-mails before storing them, so surrounding white space is no error.
@@ -271,7 +272,8 @@ function fieldError(error: ErrorObject): FieldError {
   if (error.keyword === 'additionalProperties') {
     return { field: [...segments, String(params.additionalProperty)].join('.'), message: 'is not allowed' };
   }
-  return { field: segments.join('.') || 'body', message: error.message ?? 'is invalid' };
+  const patternMessage = error.keyword === 'pattern' ? (error.parentSchema as { 'x-pattern-message'?: unknown } | undefined)?.['x-pattern-message'] : undefined;
+  return { field: segments.join('.') || 'body', message: typeof patternMessage === 'string' ? patternMessage : (error.message ?? 'is invalid') };
 }
 
 function assertEveryOperationHandled(operations: Operation[], handlers: HandlerMap): void {

@@ -40,8 +40,17 @@ export const invalidCredentials = () =>
 export const forbidden = (message = 'Not allowed') => new ApiError(403, 'FORBIDDEN', message);
 export const notFound = (message = 'Not found') => new ApiError(404, 'NOT_FOUND', message);
 export const conflict = (message: string) => new ApiError(409, 'CONFLICT', message);
+/** A validation error lists this many problems at most: a body of a thousand bad fields gets a short answer. */
+export const MAX_VALIDATION_DETAILS = 20;
 export const validationError = (details: FieldError[]) =>
-  new ApiError(422, 'VALIDATION_ERROR', 'Request validation failed', details);
+  details.length > MAX_VALIDATION_DETAILS
+    ? new ApiError(
+        422,
+        'VALIDATION_ERROR',
+        `Request validation failed: ${details.length} problems, the first ${MAX_VALIDATION_DETAILS} listed`,
+        details.slice(0, MAX_VALIDATION_DETAILS),
+      )
+    : new ApiError(422, 'VALIDATION_ERROR', 'Request validation failed', details);
 export const serviceUnavailable = (cause?: unknown) =>
   new ApiError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', undefined, { cause });
 export const invalidToken = () => new ApiError(400, 'INVALID_TOKEN', 'Invalid or expired token');

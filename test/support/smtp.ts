@@ -14,6 +14,8 @@ export interface ReceivedMail {
   receivedAt: number;
   /** The message source as received. */
   raw: string;
+  /** Whether the session had been upgraded to TLS (STARTTLS) when the message was sent. */
+  secure: boolean;
 }
 
 /** A running test SMTP server and the messages it has accepted. */
@@ -35,14 +37,14 @@ interface Waiter {
   resolve: (m: ReceivedMail) => void;
 }
 
-/** Starts on 127.0.0.1; port 0 = any free port; a given port lets a test bring a server back on the port a service is already configured with. Plain SMTP, no TLS (disabledCommands STARTTLS), any AUTH accepted (authOptional true, onAuth accepting every user). */
-export async function startSmtpServer(port = 0): Promise<TestSmtpServer> {
+/** Starts on 127.0.0.1; port 0 = any free port; a given port lets a test bring a server back on the port a service is already configured with. Plain SMTP, no TLS (disabledCommands STARTTLS) unless `starttls` offers it with smtp-server's built-in self-signed certificate; any AUTH accepted (authOptional true, onAuth accepting every user). */
+export async function startSmtpServer(port = 0, { starttls = false }: { starttls?: boolean } = {}): Promise<TestSmtpServer> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<Waiter>();
   const sockets = new Set<Socket>();
 
   const server = new SMTPServer({
-    disabledCommands: ['STARTTLS'],
+    disabledCommands: starttls ? [] : ['STARTTLS'],
     authOptional: true,
     logger: false,
     closeTimeout: 500,
@@ -66,6 +68,7 @@ export async function startSmtpServer(port = 0): Promise<TestSmtpServer> {
             html: parsed.html || '',
             receivedAt: Date.now(),
             raw: raw.toString('utf8'),
+            secure: session.secure,
           };
           messages.push(mail);
           for (const waiter of waiters) {
