@@ -36,11 +36,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Log in with a form (OAuth2 password grant)
-         * @description OAuth2 password-style login: `username` holds the e-mail. `grant_type`, `scope`, `client_id`
-         *     and `client_secret` are accepted and ignored. The token fields are returned inside `data` and
-         *     also at the top level (RFC 6749 §5.1), so OAuth2 clients and the Authorize dialog of /docs
-         *     work unchanged. After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail within
+         * OAuth2 token endpoint (password and refresh-token grants)
+         * @description The OAuth2 token URL, taking a form. **Password grant**: `username` holds the e-mail;
+         *     `grant_type` is `password` or left out. **Refresh grant** (RFC 6749 §6):
+         *     `grant_type=refresh_token` and `refresh_token`; it rotates the session's refresh token
+         *     exactly as `POST /api/auth/refresh` does, and its failures are that operation's
+         *     (401 `UNAUTHORIZED` or `TOKEN_EXPIRED`). Any other `grant_type` is a 422. `scope`,
+         *     `client_id` and `client_secret` are accepted and ignored in both, as is an
+         *     `Authorization: Basic` header with the client's credentials: this service has no
+         *     registered OAuth2 clients. The token fields are returned inside `data` and also at the top
+         *     level (RFC 6749 §5.1), so OAuth2 client libraries and the Authorize dialog of /docs work
+         *     unchanged. After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail within
          *     `LOGIN_LOCKOUT_MINUTES` (15), logins for that e-mail answer 429 `RATE_LIMITED`, even with
          *     the right password, for `LOGIN_LOCKOUT_MINUTES`; an unknown e-mail is locked the same way,
          *     and a successful login clears the count.
@@ -96,6 +102,11 @@ export interface paths {
          *     period, a replaced token is treated as stolen: the whole session is revoked and the answer
          *     is 401 `UNAUTHORIZED`. Each refresh renews the session for `REFRESH_TOKEN_EXPIRE_DAYS`. An
          *     expired refresh token answers 401 `TOKEN_EXPIRED`.
+         *
+         *     The body is JSON or a form (`application/x-www-form-urlencoded`, as OAuth2 clients send
+         *     it), with the same fields: `grant_type` (`refresh_token`, or left out), `scope`,
+         *     `client_id` and `client_secret` are accepted and ignored. The same exchange is the refresh grant of the OAuth2
+         *     token URL, `POST /api/auth/login`.
          */
         post: operations["refreshToken"];
         delete?: never;
@@ -310,6 +321,10 @@ export interface paths {
          *     id ascending after `cursor`, with `meta` `{next_cursor, has_more}`; `sort` and `order` do not
          *     apply. Mixing the two shapes is a 422. `status` and `q` filter both shapes. Without
          *     `status`, every user that is not deleted is listed.
+         *
+         *     The defaults of `page`, `per_page`, `cursor` and `limit` are stated in their descriptions,
+         *     not declared as schema defaults: a client that sends every declared default would send both
+         *     shapes at once. Leave out what you do not set.
          */
         get: operations["listUsers"];
         put?: never;
@@ -435,9 +450,29 @@ export interface paths {
         };
         /**
          * Health check
-         * @description The service is up; its version and uptime. Also answers at `/health`.
+         * @description The service is up; its version and uptime. `GET /health` answers the same.
          */
         get: operations["healthCheck"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Health check (without the trailing slash)
+         * @description The same as `GET /health/`, for probes configured without the slash.
+         */
+        get: operations["healthCheckAlias"];
         put?: never;
         post?: never;
         delete?: never;
@@ -577,18 +612,40 @@ export interface components {
             password: components["schemas"]["Password"];
             name: components["schemas"]["Name"];
         };
-        LoginForm: {
+        /** @description The form of the OAuth2 token URL; one of the two grants. */
+        LoginForm: components["schemas"]["PasswordGrantForm"] | components["schemas"]["RefreshGrantForm"];
+        PasswordGrantForm: {
+            /**
+             * @description `password`, or left out.
+             * @enum {string}
+             */
+            grant_type?: "password";
             /** @description The e-mail. */
             username: string;
             /** Format: password */
             password: string;
             /** @description Accepted and ignored. */
-            grant_type?: string;
+            scope?: string;
+            /** @description Accepted and ignored. */
+            client_id?: string;
+            /**
+             * Format: password
+             * @description Accepted and ignored.
+             */
+            client_secret?: string;
+        };
+        RefreshGrantForm: {
+            /** @enum {string} */
+            grant_type: "refresh_token";
+            refresh_token: string;
             /** @description Accepted and ignored. */
             scope?: string;
             /** @description Accepted and ignored. */
             client_id?: string;
-            /** @description Accepted and ignored. */
+            /**
+             * Format: password
+             * @description Accepted and ignored.
+             */
             client_secret?: string;
         };
         LoginRequest: {
@@ -596,8 +653,23 @@ export interface components {
             /** Format: password */
             password: string;
         };
+        /** @description As JSON or as a form; the OAuth2 fields a client library adds to a form are accepted too. */
         RefreshRequest: {
             refresh_token: string;
+            /**
+             * @description `refresh_token`, or left out.
+             * @enum {string}
+             */
+            grant_type?: "refresh_token";
+            /** @description Accepted and ignored. */
+            scope?: string;
+            /** @description Accepted and ignored. */
+            client_id?: string;
+            /**
+             * Format: password
+             * @description Accepted and ignored.
+             */
+            client_secret?: string;
         };
         LogoutRequest: {
             /**
@@ -705,11 +777,6 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             data: components["schemas"]["TokenPairWithUser"];
-        };
-        TokenResponse: {
-            /** @enum {boolean} */
-            success: true;
-            data: components["schemas"]["TokenPair"];
         };
         FormLoginResponse: {
             /** @enum {boolean} */
@@ -1199,12 +1266,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "username": "ada@example.com",
-                 *       "password": "correct-horse-battery"
-                 *     }
-                 */
                 "application/x-www-form-urlencoded": components["schemas"]["LoginForm"];
             };
         };
@@ -1234,7 +1295,20 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["InvalidCredentials"];
+            /**
+             * @description Password grant: unknown e-mail, wrong password or deleted account, never saying which
+             *     (`INVALID_CREDENTIALS`). Refresh grant: the refresh token is invalid, revoked or replaced
+             *     (`UNAUTHORIZED`) or expired (`TOKEN_EXPIRED`).
+             */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
@@ -1317,10 +1391,17 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["RefreshRequest"];
+                /**
+                 * @example {
+                 *       "grant_type": "refresh_token",
+                 *       "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["RefreshRequest"];
             };
         };
         responses: {
-            /** @description A new token pair. */
+            /** @description A new token pair, inside `data` and also at the top level (RFC 6749 §5.1), as the token URL answers. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1334,10 +1415,14 @@ export interface operations {
                      *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2giLCJqdGkiOiIyIn0.c2lnbmF0dXJl",
                      *         "token_type": "bearer",
                      *         "expires_in": 1800
-                     *       }
+                     *       },
+                     *       "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyIsImp0aSI6IjIifQ.c2lnbmF0dXJl",
+                     *       "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2giLCJqdGkiOiIyIn0.c2lnbmF0dXJl",
+                     *       "token_type": "bearer",
+                     *       "expires_in": 1800
                      *     }
                      */
-                    "application/json": components["schemas"]["TokenResponse"];
+                    "application/json": components["schemas"]["FormLoginResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -1718,9 +1803,12 @@ export interface operations {
     listUsers: {
         parameters: {
             query?: {
-                /** @description Page number, 1-indexed. */
+                /** @description Page shape. Page number, 1-indexed; 1 when left out. */
                 page?: number;
-                /** @description Items per page, at most `MAX_PAGE_SIZE` (100); default `DEFAULT_PAGE_SIZE` (20). */
+                /**
+                 * @description Page shape. Items per page, at most `MAX_PAGE_SIZE` (100 unless the deployment sets
+                 *     another); `DEFAULT_PAGE_SIZE` (20) when left out.
+                 */
                 per_page?: number;
                 /**
                  * @description Sort field: one of `id`, `email`, `name`, `created_at`, `updated_at`. Any other value
@@ -1735,7 +1823,10 @@ export interface operations {
                 q?: string;
                 /** @description Cursor shape. Only users with an id greater than this are returned (default 0). */
                 cursor?: number;
-                /** @description Cursor shape. Items to return, at most `MAX_PAGE_SIZE` (100); default 20. */
+                /**
+                 * @description Cursor shape. Items to return, at most `MAX_PAGE_SIZE` (100 unless the deployment sets
+                 *     another); `DEFAULT_PAGE_SIZE` (20) when left out.
+                 */
                 limit?: number;
             };
             header?: never;
@@ -2020,6 +2111,37 @@ export interface operations {
         };
     };
     healthCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Up. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "status": "ok",
+                     *         "version": "1.0.0",
+                     *         "uptime_seconds": 42
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HealthResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    healthCheckAlias: {
         parameters: {
             query?: never;
             header?: never;
