@@ -21,10 +21,11 @@ check-generated: node_modules
 	  if ! diff -q $$tmp/openapi.ts generated/openapi.ts >/dev/null; then \
 	    echo "generated/ is stale: run 'make generate' and commit the result"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 
-## lint-contract: lint api/openapi.yaml with the rules in redocly.yaml (errors fail the build)
+## lint-contract: lint api/openapi.yaml with the rules in redocly.yaml and .spectral.yaml (errors and warnings fail the build)
 .PHONY: lint-contract
 lint-contract: node_modules
 	REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx redocly lint --config redocly.yaml api/openapi.yaml
+	SCARF_ANALYTICS=false npx spectral lint --fail-severity=warn --ruleset .spectral.yaml api/openapi.yaml
 
 ## check-install: npm ci accepts the lock file from a clean checkout, with native builds for every platform
 .PHONY: check-install
