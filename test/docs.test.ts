@@ -143,6 +143,13 @@ describe('documentation, enabled', () => {
     expect(res.body).toBeGreaterThan(0);
   });
 
+  it('/redoc/redoc.standalone.js names no CDN: its sidebar logo is an inline image', async () => {
+    const res = await http.get('/redoc/redoc.standalone.js');
+    expect(res.status).toBe(200);
+    expect(res.text).not.toContain('cdn.redoc.ly');
+    expect(res.text).toContain('data:image/svg+xml,');
+  });
+
   it('/redoc keeps images to its own origin (the ReDoc bundle would load its logo from a CDN)', async () => {
     const res = await http.get('/redoc');
     const policy = String(res.headers['content-security-policy'] ?? '');
