@@ -44,7 +44,8 @@ export interface paths {
          *     (401 `UNAUTHORIZED` or `TOKEN_EXPIRED`). Any other `grant_type` is a 422. `scope`,
          *     `client_id` and `client_secret` are accepted and ignored in both, as is an
          *     `Authorization: Basic` header with the client's credentials: this service has no
-         *     registered OAuth2 clients. The token fields are returned inside `data` and also at the top
+         *     registered OAuth2 clients. The same fields may come as `multipart/form-data`, which some
+         *     generated clients send for every form. The token fields are returned inside `data` and also at the top
          *     level (RFC 6749 §5.1), so OAuth2 client libraries and the Authorize dialog of /docs work
          *     unchanged. After `LOGIN_MAX_FAILURES` (5) wrong credentials for one e-mail within
          *     `LOGIN_LOCKOUT_MINUTES` (15), logins for that e-mail answer 429 `RATE_LIMITED`, even with
@@ -1267,6 +1268,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/x-www-form-urlencoded": components["schemas"]["LoginForm"];
+                /**
+                 * @example {
+                 *       "grant_type": "password",
+                 *       "username": "ada@example.com",
+                 *       "password": "correct-horse-battery"
+                 *     }
+                 */
+                "multipart/form-data": components["schemas"]["LoginForm"];
             };
         };
         responses: {

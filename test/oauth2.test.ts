@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import jwt from 'jsonwebtoken';
+import request from 'supertest';
 import { ResourceOwnerPassword } from 'simple-oauth2';
 import { startTestApp, type TestContext } from './support/app';
 import { expectError } from './support/expect';
@@ -111,5 +112,32 @@ describe('the token URL and /api/auth/refresh take form-encoded refresh grants',
     const password = await t.post('/api/auth/login', { username: 'someone@example.com' }, { form: true });
     expectError(password, 422, 'VALIDATION_ERROR');
     expect(password.body.error.details).toEqual([{ field: 'body.password', message: 'is required' }]);
+  });
+});
+
+describe('the token URL takes multipart/form-data too, as some generated clients send every form', () => {
+  it('signs in with a multipart password grant', async () => {
+    const user = await t.register();
+    const res = await request(t.app.koa.callback()).post('/api/auth/login').field('username', user.email).field('password', user.password);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: true, token_type: 'bearer' });
+    expect((await session(sidOf(res.body.refresh_token))).user_id).toBe(user.id);
+  });
+
+  it('refuses a file in a multipart body with 400 BAD_REQUEST and signs nobody in', async () => {
+    const user = await t.register();
+    const res = await request(t.app.koa.callback())
+      .post('/api/auth/login')
+      .field('username', user.email)
+      .attach('password', Buffer.from(user.password), 'password.txt');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ success: false, error: { code: 'BAD_REQUEST', message: 'Files are not accepted' } });
+    expect(await t.db.selectFrom('sessions').select('id').where('user_id', '=', user.id).execute()).toHaveLength(1);
+  });
+
+  it('answers 413 to a multipart body over the limit', async () => {
+    const res = await request(t.app.koa.callback()).post('/api/auth/login').field('username', 'x'.repeat(t.config.maxBodyBytes)).field('password', 'p');
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('PAYLOAD_TOO_LARGE');
   });
 });

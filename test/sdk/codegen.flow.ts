@@ -1,7 +1,6 @@
 // Runs against a client openapi-typescript-codegen generated from api/openapi.yaml (into ../codegen).
 // Its list method sends the declared defaults of `sort` and `order` on every call, cursor shape too.
-// It signs in with the JSON login: its fetch client sends a form body as multipart/form-data
-// whatever the contract's media type, which the form login does not take.
+// Its fetch client sends the form login as multipart/form-data, whatever media type comes first.
 import { ApiError, AuthService, OpenAPI, UsersService } from '../codegen/index.js';
 import { check, sidOf, type FlowInput, type FlowResult } from './flow.js';
 
@@ -10,7 +9,7 @@ export async function run(input: FlowInput): Promise<FlowResult> {
   OpenAPI.TOKEN = undefined;
 
   const registered = await AuthService.register({ requestBody: { email: input.email, password: input.password, name: 'Open Api Codegen' } });
-  const signedIn = (await AuthService.loginJson({ requestBody: { email: input.email, password: input.password } })).data;
+  const signedIn = await AuthService.login({ formData: { username: input.email, password: input.password } });
   OpenAPI.TOKEN = signedIn.access_token;
   const me = await AuthService.getMe();
 
