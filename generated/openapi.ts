@@ -959,6 +959,9 @@ export interface components {
         /** @description The body is not valid JSON or form data, or its content type is not accepted. */
         BadRequest: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -977,6 +980,9 @@ export interface components {
         /** @description The body is malformed (`BAD_REQUEST`), or the token is unknown, expired or already used (`INVALID_TOKEN`). */
         InvalidToken: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -986,6 +992,9 @@ export interface components {
         /** @description The body is malformed (`BAD_REQUEST`), or the current password is wrong (`INVALID_PASSWORD`). */
         InvalidPassword: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -998,6 +1007,9 @@ export interface components {
          */
         Unauthorized: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
@@ -1008,6 +1020,9 @@ export interface components {
         /** @description Unknown e-mail, wrong password or deleted account; never says which. */
         InvalidCredentials: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
@@ -1027,6 +1042,9 @@ export interface components {
         /** @description Authenticated but not allowed (role, another user's record, a disabled account at login). */
         Forbidden: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1045,6 +1063,9 @@ export interface components {
         /** @description No such resource. */
         NotFound: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1063,6 +1084,9 @@ export interface components {
         /** @description The request conflicts with the current state (e-mail taken, user not deleted, e-mail already verified). */
         Conflict: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1081,6 +1105,9 @@ export interface components {
         /** @description The body is larger than the service accepts. */
         PayloadTooLarge: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1099,6 +1126,9 @@ export interface components {
         /** @description The request does not match the contract; `details` names each field. */
         ValidationError: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1131,10 +1161,10 @@ export interface components {
          */
         RateLimited: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Retry-After"?: number;
-                "RateLimit-Limit"?: number;
-                "RateLimit-Remaining"?: number;
-                "RateLimit-Reset"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -1194,7 +1224,18 @@ export interface components {
         UserId: number;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description Requests a client IP may make in the current one-minute window: `AUTH_RATE_LIMIT_PER_MINUTE`
+         *     (20) on the operations that take credentials or tokens, `RATE_LIMIT_PER_MINUTE` on the
+         *     others. Sent on every response of a rate-limited operation while `RATE_LIMIT_ENABLED` is true.
+         */
+        "RateLimit-Limit": number;
+        /** @description Requests left in the current window; 0 on a 429. */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until the current window ends and the budget is whole again. */
+        "RateLimit-Reset": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1222,6 +1263,9 @@ export interface operations {
             /** @description Account created and logged in. */
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1282,6 +1326,9 @@ export interface operations {
             /** @description Logged in. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1311,6 +1358,9 @@ export interface operations {
              */
             401: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
@@ -1348,6 +1398,9 @@ export interface operations {
             /** @description Logged in. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1413,6 +1466,9 @@ export interface operations {
             /** @description A new token pair, inside `data` and also at the top level (RFC 6749 §5.1), as the token URL answers. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1455,6 +1511,9 @@ export interface operations {
             /** @description The current user. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1503,6 +1562,9 @@ export interface operations {
             /** @description Logged out. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1540,6 +1602,9 @@ export interface operations {
             /** @description Password changed. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1584,6 +1649,9 @@ export interface operations {
             /** @description Accepted; the same answer for every e-mail. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1628,6 +1696,9 @@ export interface operations {
             /** @description Password reset. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1671,6 +1742,9 @@ export interface operations {
             /** @description The user, now verified. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1712,6 +1786,9 @@ export interface operations {
             /** @description Sent. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1745,6 +1822,9 @@ export interface operations {
             /** @description The sessions, newest first. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1797,6 +1877,9 @@ export interface operations {
             /** @description Revoked. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1847,6 +1930,9 @@ export interface operations {
             /** @description A page of users. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1885,6 +1971,9 @@ export interface operations {
             /** @description The created user. */
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1933,6 +2022,9 @@ export interface operations {
             /** @description The user. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1972,6 +2064,9 @@ export interface operations {
             /** @description The updated user. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2020,6 +2115,9 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2048,6 +2146,9 @@ export interface operations {
             /** @description The restored user. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2105,6 +2206,9 @@ export interface operations {
             /** @description Events by id ascending. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2255,6 +2359,9 @@ export interface operations {
             /** @description The public keys, current first. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description `public, max-age=300`. */
                     "Cache-Control"?: string;
                     [name: string]: unknown;
