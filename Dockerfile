@@ -4,9 +4,9 @@
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm install rather than npm ci, as in the Makefile: the lock file pins every version, but lists
-# the native packages of one platform only, and npm ci would not add the one this image needs.
-RUN npm install --no-audit --no-fund
+# npm ci, as in the Makefile: exactly the lock file's versions, which include the native packages of
+# every supported platform (amd64 and arm64, glibc and musl), so the image builds on any of them.
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY api ./api
 COPY generated ./generated

@@ -3,10 +3,10 @@ NPM ?= npm
 
 .PHONY: install generate check-generated build run migrate test typecheck clean bench bench-scale
 
-# npm install rather than npm ci: the lock file holds the versions, and npm ci refuses a lock file
-# that lists only this platform's optional native packages.
+# npm ci installs exactly what package-lock.json holds; the lock lists every platform's native
+# packages (.ci/check-install.sh checks it), so the same file installs anywhere.
 node_modules: package.json package-lock.json
-	$(NPM) install --no-audit --no-fund
+	$(NPM) ci --no-audit --no-fund
 	@touch node_modules
 
 install: node_modules
@@ -21,10 +21,16 @@ check-generated: node_modules
 	  if ! diff -q $$tmp/openapi.ts generated/openapi.ts >/dev/null; then \
 	    echo "generated/ is stale: run 'make generate' and commit the result"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 
-## lint-contract: lint api/openapi.yaml with the rules in redocly.yaml (errors fail the build)
+## lint-contract: lint api/openapi.yaml with the rules in redocly.yaml and .spectral.yaml (errors and warnings fail the build)
 .PHONY: lint-contract
 lint-contract: node_modules
 	REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx redocly lint --config redocly.yaml api/openapi.yaml
+	SCARF_ANALYTICS=false npx spectral lint --fail-severity=warn --ruleset .spectral.yaml api/openapi.yaml
+
+## check-install: npm ci accepts the lock file from a clean checkout, with native builds for every platform
+.PHONY: check-install
+check-install:
+	.ci/check-install.sh
 
 build: node_modules
 	$(NPM) run build
@@ -43,7 +49,7 @@ typecheck: node_modules
 ## test: contract freshness, type check, then the whole suite; the timing tests run last, alone,
 ## so that no other test competes with them for the CPU
 SUMMARY := $(shell mktemp -u /tmp/jest-summary.XXXXXX)
-test: node_modules lint-contract check-generated typecheck
+test: check-install node_modules lint-contract check-generated typecheck
 	@rm -f $(SUMMARY)
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --testPathIgnorePatterns '\.timing\.test\.ts$$'
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --runInBand --testPathPatterns '\.timing\.test\.ts$$'

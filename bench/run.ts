@@ -60,7 +60,7 @@ async function startBaseline(workers: number, prepared = false): Promise<Proc> {
 
 /** 1,000 users (one admin) with real cost-12 hashes, loaded with SQL. */
 async function seed(): Promise<void> {
-  const passwordHash = await hash(PASSWORD, { cost: COST });
+  const passwordHash = await hash(PASSWORD, COST);
   const client = new Client({ connectionString: DATABASE_URL });
   await client.connect();
   await client.query(
@@ -76,7 +76,7 @@ async function seed(): Promise<void> {
 
 /** Verifications per second with every core busy: the most logins any server could do. */
 async function bcryptCeiling(seconds: number): Promise<number> {
-  const stored = await hash(PASSWORD, { cost: COST });
+  const stored = await hash(PASSWORD, COST);
   const until = Date.now() + seconds * 1000;
   let done = 0;
   const started = performance.now();

@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   );
   const client = new Client({ connectionString: DATABASE_URL });
   await client.connect();
-  const passwordHash = await hash(PASSWORD, { cost: 10 });
+  const passwordHash = await hash(PASSWORD, 10);
   await client.query(`insert into users (email, name, password_hash, role, email_verified) values ('admin@example.com', 'Admin', $1, 'admin', true)`, [passwordHash]);
   const token = await login(service.url, 'admin@example.com', PASSWORD);
   const get = async (path: string) => {

@@ -41,11 +41,20 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Log in with a form (OAuth2 password grant)
-         * @description OAuth2 password-style login: `username` holds the e-mail. `grant_type`, `scope`, `client_id`
-         *     and `client_secret` are accepted and ignored. The token fields are returned inside `data` and
-         *     also at the top level (RFC 6749 §5.1), so OAuth2 clients and the Authorize dialog of /docs
-         *     work unchanged. The lockout is the one of `POST /api/auth/login/json`. With `REQUIRE_VERIFIED_EMAIL=true`, the right password for an account whose e-mail is not verified answers 403 `FORBIDDEN`, saying so.
+         * OAuth2 token endpoint (password and refresh-token grants)
+         * @description The OAuth2 token URL, taking a form. **Password grant**: `username` holds the e-mail;
+         *     `grant_type` is `password` or left out. **Refresh grant** (RFC 6749 §6):
+         *     `grant_type=refresh_token` and `refresh_token`; it rotates the session's refresh token
+         *     exactly as `POST /api/auth/refresh` does, and its failures are that operation's
+         *     (401 `UNAUTHORIZED` or `TOKEN_EXPIRED`). Any other `grant_type` is a 422. `scope`,
+         *     `client_id` and `client_secret` are accepted and ignored in both, as is an
+         *     `Authorization: Basic` header with the client's credentials: this service has no
+         *     registered OAuth2 clients. The same fields may come as `multipart/form-data`, which some
+         *     generated clients send for every form. The token fields are returned inside `data` and also at the top
+         *     level (RFC 6749 §5.1), so OAuth2 client libraries and the Authorize dialog of /docs work
+         *     unchanged. The lockout is the one of `POST /api/auth/login/json`. With
+         *     `REQUIRE_VERIFIED_EMAIL=true`, the right password for an account whose e-mail is not verified
+         *     answers 403 `FORBIDDEN`, saying so.
          */
         post: operations["login"];
         delete?: never;
@@ -108,6 +117,11 @@ export interface paths {
          *     (sign in again). An expired refresh token answers 401 `TOKEN_EXPIRED`. With
          *     `REQUIRE_VERIFIED_EMAIL=true`, a session of an account whose e-mail is not verified is not
          *     refreshed (403 `FORBIDDEN`; the refresh token stays valid for after the verification).
+         *
+         *     The body is JSON or a form (`application/x-www-form-urlencoded`, as OAuth2 clients send
+         *     it), with the same fields: `grant_type` (`refresh_token`, or left out), `scope`,
+         *     `client_id` and `client_secret` are accepted and ignored. The same exchange is the refresh grant of the OAuth2
+         *     token URL, `POST /api/auth/login`.
          */
         post: operations["refreshToken"];
         delete?: never;
@@ -336,6 +350,10 @@ export interface paths {
          *     id ascending after `cursor`, with `meta` `{next_cursor, has_more}`; `sort` and `order` do not
          *     apply. Mixing the two shapes is a 422. `status` and `q` filter both shapes. Without
          *     `status`, every user that is not deleted is listed.
+         *
+         *     The defaults of `page`, `per_page`, `cursor` and `limit` are stated in their descriptions,
+         *     not declared as schema defaults: a client that sends every declared default would send both
+         *     shapes at once. Leave out what you do not set.
          */
         get: operations["listUsers"];
         put?: never;
@@ -483,9 +501,29 @@ export interface paths {
         };
         /**
          * Health check
-         * @description The service is up; its version and uptime. Also answers at `/health`.
+         * @description The service is up; its version and uptime. `GET /health` answers the same.
          */
         get: operations["healthCheck"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Health check (without the trailing slash)
+         * @description The same as `GET /health/`, for probes configured without the slash.
+         */
+        get: operations["healthCheckAlias"];
         put?: never;
         post?: never;
         delete?: never;
@@ -637,18 +675,40 @@ export interface components {
             password: components["schemas"]["Password"];
             name: components["schemas"]["Name"];
         };
-        LoginForm: {
+        /** @description The form of the OAuth2 token URL; one of the two grants. */
+        LoginForm: components["schemas"]["PasswordGrantForm"] | components["schemas"]["RefreshGrantForm"];
+        PasswordGrantForm: {
+            /**
+             * @description `password`, or left out.
+             * @enum {string}
+             */
+            grant_type?: "password";
             /** @description The e-mail. */
             username: string;
             /** Format: password */
             password: string;
             /** @description Accepted and ignored. */
-            grant_type?: string;
+            scope?: string;
+            /** @description Accepted and ignored. */
+            client_id?: string;
+            /**
+             * Format: password
+             * @description Accepted and ignored.
+             */
+            client_secret?: string;
+        };
+        RefreshGrantForm: {
+            /** @enum {string} */
+            grant_type: "refresh_token";
+            refresh_token: string;
             /** @description Accepted and ignored. */
             scope?: string;
             /** @description Accepted and ignored. */
             client_id?: string;
-            /** @description Accepted and ignored. */
+            /**
+             * Format: password
+             * @description Accepted and ignored.
+             */
             client_secret?: string;
         };
         LoginRequest: {
@@ -656,8 +716,23 @@ export interface components {
             /** Format: password */
             password: string;
         };
+        /** @description As JSON or as a form; the OAuth2 fields a client library adds to a form are accepted too. */
         RefreshRequest: {
             refresh_token: string;
+            /**
+             * @description `refresh_token`, or left out.
+             * @enum {string}
+             */
+            grant_type?: "refresh_token";
+            /** @description Accepted and ignored. */
+            scope?: string;
+            /** @description Accepted and ignored. */
+            client_id?: string;
+            /**
+             * Format: password
+             * @description Accepted and ignored.
+             */
+            client_secret?: string;
         };
         LogoutRequest: {
             /**
@@ -789,11 +864,6 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             data: components["schemas"]["TokenPairWithUser"];
-        };
-        TokenResponse: {
-            /** @enum {boolean} */
-            success: true;
-            data: components["schemas"]["TokenPair"];
         };
         FormLoginResponse: {
             /** @enum {boolean} */
@@ -984,6 +1054,9 @@ export interface components {
         /** @description The body is not valid JSON or form data, or its content type is not accepted. */
         BadRequest: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1002,6 +1075,9 @@ export interface components {
         /** @description The body is malformed (`BAD_REQUEST`), or the token is unknown, expired or already used (`INVALID_TOKEN`). */
         InvalidToken: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1011,6 +1087,9 @@ export interface components {
         /** @description The body is malformed (`BAD_REQUEST`), or the current password is wrong (`INVALID_PASSWORD`). */
         InvalidPassword: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1023,6 +1102,9 @@ export interface components {
          */
         Unauthorized: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
@@ -1033,6 +1115,9 @@ export interface components {
         /** @description Unknown e-mail, wrong password or deleted account; never says which. */
         InvalidCredentials: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
@@ -1052,6 +1137,9 @@ export interface components {
         /** @description Authenticated but not allowed (role, another user's record, a disabled account at login, or with `REQUIRE_VERIFIED_EMAIL` an e-mail address not yet verified at login or refresh). */
         Forbidden: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1070,6 +1158,9 @@ export interface components {
         /** @description No such resource. */
         NotFound: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1091,6 +1182,9 @@ export interface components {
          */
         Conflict: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1109,6 +1203,9 @@ export interface components {
         /** @description The body is larger than the service accepts. */
         PayloadTooLarge: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1127,6 +1224,9 @@ export interface components {
         /** @description The request does not match the contract; `details` names each field. */
         ValidationError: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1159,10 +1259,10 @@ export interface components {
          */
         RateLimited: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Retry-After"?: number;
-                "RateLimit-Limit"?: number;
-                "RateLimit-Remaining"?: number;
-                "RateLimit-Reset"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -1222,7 +1322,18 @@ export interface components {
         UserId: number;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description Requests a client IP may make in the current one-minute window: `AUTH_RATE_LIMIT_PER_MINUTE`
+         *     (20) on the operations that take credentials or tokens, `RATE_LIMIT_PER_MINUTE` on the
+         *     others. Sent on every response of a rate-limited operation while `RATE_LIMIT_ENABLED` is true.
+         */
+        "RateLimit-Limit": number;
+        /** @description Requests left in the current window; 0 on a 429. */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until the current window ends and the budget is whole again. */
+        "RateLimit-Reset": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1250,6 +1361,9 @@ export interface operations {
             /** @description Account created and logged in. */
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1274,19 +1388,24 @@ export interface operations {
         };
         requestBody: {
             content: {
+                "application/x-www-form-urlencoded": components["schemas"]["LoginForm"];
                 /**
                  * @example {
+                 *       "grant_type": "password",
                  *       "username": "ada@example.com",
                  *       "password": "correct-horse-battery"
                  *     }
                  */
-                "application/x-www-form-urlencoded": components["schemas"]["LoginForm"];
+                "multipart/form-data": components["schemas"]["LoginForm"];
             };
         };
         responses: {
             /** @description Logged in. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1309,7 +1428,23 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["InvalidCredentials"];
+            /**
+             * @description Password grant: unknown e-mail, wrong password or deleted account, never saying which
+             *     (`INVALID_CREDENTIALS`). Refresh grant: the refresh token is invalid, revoked or replaced
+             *     (`UNAUTHORIZED`) or expired (`TOKEN_EXPIRED`).
+             */
+            401: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
@@ -1340,6 +1475,9 @@ export interface operations {
             /** @description Logged in. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1393,12 +1531,22 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["RefreshRequest"];
+                /**
+                 * @example {
+                 *       "grant_type": "refresh_token",
+                 *       "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["RefreshRequest"];
             };
         };
         responses: {
-            /** @description A new token pair. */
+            /** @description A new token pair, inside `data` and also at the top level (RFC 6749 §5.1), as the token URL answers. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1410,10 +1558,14 @@ export interface operations {
                      *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2giLCJqdGkiOiIyIn0.c2lnbmF0dXJl",
                      *         "token_type": "bearer",
                      *         "expires_in": 1800
-                     *       }
+                     *       },
+                     *       "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyIsImp0aSI6IjIifQ.c2lnbmF0dXJl",
+                     *       "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2giLCJqdGkiOiIyIn0.c2lnbmF0dXJl",
+                     *       "token_type": "bearer",
+                     *       "expires_in": 1800
                      *     }
                      */
-                    "application/json": components["schemas"]["TokenResponse"];
+                    "application/json": components["schemas"]["FormLoginResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -1438,6 +1590,9 @@ export interface operations {
             /** @description The current user. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1487,6 +1642,9 @@ export interface operations {
             /** @description Logged out. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1524,6 +1682,9 @@ export interface operations {
             /** @description Password changed. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1568,6 +1729,9 @@ export interface operations {
             /** @description Accepted; the same answer for every e-mail. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1612,6 +1776,9 @@ export interface operations {
             /** @description Password reset. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1655,6 +1822,9 @@ export interface operations {
             /** @description The user, now verified. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1698,6 +1868,9 @@ export interface operations {
             /** @description Sent. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1731,6 +1904,9 @@ export interface operations {
             /** @description The sessions, newest first. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1783,6 +1959,9 @@ export interface operations {
             /** @description Revoked. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1798,9 +1977,12 @@ export interface operations {
     listUsers: {
         parameters: {
             query?: {
-                /** @description Page number, 1-indexed. */
+                /** @description Page shape. Page number, 1-indexed; 1 when left out. */
                 page?: number;
-                /** @description Items per page, at most `MAX_PAGE_SIZE` (100); default `DEFAULT_PAGE_SIZE` (20). */
+                /**
+                 * @description Page shape. Items per page, at most `MAX_PAGE_SIZE` (100 unless the deployment sets
+                 *     another); `DEFAULT_PAGE_SIZE` (20) when left out.
+                 */
                 per_page?: number;
                 /**
                  * @description Sort field: one of `id`, `email`, `name`, `created_at`, `updated_at`. Any other value
@@ -1815,7 +1997,10 @@ export interface operations {
                 q?: string;
                 /** @description Cursor shape. Only users with an id greater than this are returned (default 0). */
                 cursor?: number;
-                /** @description Cursor shape. Items to return, at most `MAX_PAGE_SIZE` (100); default 20. */
+                /**
+                 * @description Cursor shape. Items to return, at most `MAX_PAGE_SIZE` (100 unless the deployment sets
+                 *     another); `DEFAULT_PAGE_SIZE` (20) when left out.
+                 */
                 limit?: number;
             };
             header?: never;
@@ -1827,6 +2012,9 @@ export interface operations {
             /** @description A page of users. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1865,6 +2053,9 @@ export interface operations {
             /** @description The created user. */
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1914,6 +2105,9 @@ export interface operations {
             /** @description The user. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1948,6 +2142,9 @@ export interface operations {
             /** @description The updated user. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1997,6 +2194,9 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2026,6 +2226,9 @@ export interface operations {
             /** @description The restored user. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2084,6 +2287,9 @@ export interface operations {
             /** @description Events by id ascending. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2099,6 +2305,37 @@ export interface operations {
         };
     };
     healthCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Up. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "status": "ok",
+                     *         "version": "1.0.0",
+                     *         "uptime_seconds": 42
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HealthResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    healthCheckAlias: {
         parameters: {
             query?: never;
             header?: never;
@@ -2203,6 +2440,9 @@ export interface operations {
             /** @description The public keys, current first. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description `public, max-age=300`. */
                     "Cache-Control"?: string;
                     [name: string]: unknown;

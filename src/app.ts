@@ -6,7 +6,7 @@ import { migrateToLatest } from './db/migrate';
 import { handlers } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
-import { contractFor } from './http/contract';
+import { contractFor, validationContractFor } from './http/contract';
 import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
@@ -89,7 +89,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
     const document = contractFor(config);
     const limits = limiter && (await rateLimitGuard(config, limiter));
-    const { router, compileValidators } = await buildApi(document, handlers, services, {
+    const { router, compileValidators } = await buildApi(validationContractFor(config), handlers, services, {
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
       parseBody: bodies(config.maxBodyBytes),

@@ -680,10 +680,11 @@ describe('POST /api/auth/refresh', () => {
     const res = await refresh(u.refresh);
     expect(res.status).toBe(200);
     expectJson(res);
-    expect(res.body).toEqual({
-      success: true,
-      data: { access_token: expect.any(String), refresh_token: expect.any(String), token_type: 'bearer', expires_in: 1800 },
-    });
+    // The token fields stand at the top level too, as the OAuth2 token URL answers (RFC 6749 §5.1).
+    const pair = { access_token: expect.any(String), refresh_token: expect.any(String), token_type: 'bearer', expires_in: 1800 };
+    expect(res.body).toEqual({ success: true, data: pair, ...pair });
+    expect(res.body.access_token).toBe(res.body.data.access_token);
+    expect(res.body.refresh_token).toBe(res.body.data.refresh_token);
     const { access_token, refresh_token } = res.body.data;
     expect(access_token).not.toBe(u.access);
     expect(refresh_token).not.toBe(u.refresh);

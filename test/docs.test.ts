@@ -1,5 +1,7 @@
 import request from 'supertest';
 import { startTestApp, type TestContext } from './support/app';
+import { document as contractFile } from './support/contract';
+import { expectError } from './support/expect';
 
 // The documentation routes are not part of the contract, so these requests go through supertest
 // directly rather than the contract-checking helpers of the harness.
@@ -67,16 +69,35 @@ describe('documentation, enabled', () => {
       expect(names.map((name) => schemes[name]?.type).sort()).toEqual(['http', 'oauth2']);
     });
 
-    it('gives per_page the configured MAX_PAGE_SIZE as maximum and DEFAULT_PAGE_SIZE as default', () => {
-      const perPage = Object.values<any>(doc.paths)
-        .flatMap((item) => Object.values<any>(item))
-        .flatMap((operation) => operation?.parameters ?? [])
-        .filter((parameter: any) => parameter.name === 'per_page');
-      expect(perPage.length).toBeGreaterThan(0);
-      for (const parameter of perPage) {
-        expect(parameter.schema.maximum).toBe(57);
-        expect(parameter.schema.default).toBe(13);
+    it('is api/openapi.yaml exactly, info.version aside (MAX_PAGE_SIZE and DEFAULT_PAGE_SIZE change nothing in it)', () => {
+      const file = structuredClone(contractFile);
+      file.info.version = '9.8.7';
+      expect(doc).toEqual(file);
+    });
+
+    it('declares no default on a list parameter, so clients that send defaults never mix the page and cursor shapes', () => {
+      const parameters = doc.paths['/api/users'].get.parameters as { name: string; schema: Record<string, unknown> }[];
+      for (const name of ['page', 'per_page', 'cursor', 'limit']) {
+        const parameter = parameters.find((p) => p.name === name);
+        expect(parameter).toBeDefined();
+        expect(parameter!.schema).not.toHaveProperty('default');
       }
+    });
+
+    it('leaves MAX_PAGE_SIZE to validation: 57 passes, 58 is a 422, for per_page and limit', async () => {
+      const token = await t.adminToken();
+      expect((await t.get('/api/users?per_page=57', { token })).status).toBe(200);
+      expect((await t.get('/api/users?limit=57', { token })).status).toBe(200);
+      for (const name of ['per_page', 'limit']) {
+        const res = await t.get(`/api/users?${name}=58`, { token });
+        expectError(res, 422, 'VALIDATION_ERROR');
+        expect(res.body.error.details).toEqual([{ field: `query.${name}`, message: expect.stringContaining('57') }]);
+      }
+    });
+
+    it('has every path the service answers, /health among them', () => {
+      expect(doc.paths['/health']?.get).toBeDefined();
+      expect(doc.paths['/health/']?.get).toBeDefined();
     });
   });
 
@@ -120,6 +141,13 @@ describe('documentation, enabled', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(type);
     expect(res.body).toBeGreaterThan(0);
+  });
+
+  it('/redoc/redoc.standalone.js names no CDN: its sidebar logo is an inline image', async () => {
+    const res = await http.get('/redoc/redoc.standalone.js');
+    expect(res.status).toBe(200);
+    expect(res.text).not.toContain('cdn.redoc.ly');
+    expect(res.text).toContain('data:image/svg+xml,');
   });
 
   it('/redoc keeps images to its own origin (the ReDoc bundle would load its logo from a CDN)', async () => {

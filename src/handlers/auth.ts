@@ -7,9 +7,9 @@ export const register: Handler<'register'> = async ({ body, client }, { auth }) 
   return created({ user: userView(user, user.role === 'admin'), ...tokens });
 };
 
-/** OAuth2 password grant: the token fields also stand at the top level (RFC 6749 §5.1). */
+/** The OAuth2 token URL, password and refresh grants: the token fields also stand at the top level (RFC 6749 §5.1). */
 export const login: Handler<'login'> = async ({ body, client }, { auth }) => {
-  const { tokens } = await auth.login(body.username, body.password, client);
+  const tokens = body.grant_type === 'refresh_token' ? await auth.refresh(body.refresh_token, client) : (await auth.login(body.username, body.password, client)).tokens;
   return ok(tokens, tokens);
 };
 
@@ -18,7 +18,11 @@ export const loginJson: Handler<'loginJson'> = async ({ body, client }, { auth }
   return ok({ ...tokens, user: userView(user, user.role === 'admin') });
 };
 
-export const refreshToken: Handler<'refreshToken'> = async ({ body, client }, { auth }) => ok(await auth.refresh(body.refresh_token, client));
+/** Answers as the token URL does, so that an OAuth2 client may use either as its refresh URL. */
+export const refreshToken: Handler<'refreshToken'> = async ({ body, client }, { auth }) => {
+  const tokens = await auth.refresh(body.refresh_token, client);
+  return ok(tokens, tokens);
+};
 
 export const getMe: Handler<'getMe'> = async (input) => {
   const { user } = signedIn(input);

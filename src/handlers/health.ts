@@ -1,13 +1,18 @@
 import { sql } from 'kysely';
 import { serviceUnavailable } from '../http/errors';
 import { ok } from '../http/reply';
-import type { Handler } from './types';
+import type { Handler, Services } from './types';
 
 /** How long readiness waits for the database. */
 const READY_TIMEOUT_MS = 1000;
 
-export const healthCheck: Handler<'healthCheck'> = async (_input, { config, startedAt }) =>
-  ok({ status: 'ok', version: config.appVersion, uptime_seconds: Math.floor((Date.now() - startedAt) / 1000) });
+const summary = ({ config, startedAt }: Services) =>
+  ok({ status: 'ok', version: config.appVersion, uptime_seconds: Math.floor((Date.now() - startedAt) / 1000) } as const);
+
+export const healthCheck: Handler<'healthCheck'> = async (_input, services) => summary(services);
+
+/** `GET /health`, for probes set up without the trailing slash. */
+export const healthCheckAlias: Handler<'healthCheckAlias'> = async (_input, services) => summary(services);
 
 export const healthLive: Handler<'healthLive'> = async () => ok({ status: 'alive' });
 

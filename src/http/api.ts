@@ -84,7 +84,7 @@ export async function buildApi(document: OpenApiDocument, handlers: HandlerMap, 
   }
   api.register({
     validationFail: (c: ApiContext) => {
-      throw validationError((c.validation.errors ?? []).map(fieldError));
+      throw validationError(closestBranch(c.validation.errors ?? []).map(fieldError));
     },
     unauthorizedHandler: (c: ApiContext) => {
       // The security handler's own error: a 401 that says why, or a failure (the database, say) to pass on.
@@ -261,6 +261,23 @@ function rejectNulCharacters(request: ParsedRequest): void {
 }
 
 /** An ajv error as the envelope's `details` entry: `body.email`, `query.page`, `path.id`. */
+/**
+ * A body that matches none of a `oneOf`'s schemas (the token URL's two grants) fails each of them:
+ * keep only the errors of the one it came closest to, so that the details name what to fix rather
+ * than every field of every other shape.
+ */
+function closestBranch(errors: ErrorObject[]): ErrorObject[] {
+  const branchOf = (error: ErrorObject) => /\/oneOf\/(\d+)\//.exec(error.schemaPath)?.[1];
+  const counts = new Map<string, number>();
+  for (const error of errors) {
+    const branch = branchOf(error);
+    if (branch !== undefined) counts.set(branch, (counts.get(branch) ?? 0) + 1);
+  }
+  if (counts.size === 0) return errors;
+  const [closest] = [...counts].sort(([a, x], [b, y]) => x - y || Number(a) - Number(b))[0];
+  return errors.filter((error) => error.keyword !== 'oneOf' && (branchOf(error) ?? closest) === closest);
+}
+
 function fieldError(error: ErrorObject): FieldError {
   const segments = error.instancePath.split('/').slice(1);
   if (segments[0] === 'requestBody') segments[0] = 'body';

@@ -35,20 +35,28 @@ function contractSource(): string {
 }
 
 /**
- * The contract as this deployment serves it: `info.version` from APP_VERSION, and the page-size
- * limits and defaults from the configuration, so validation and documentation agree with it.
+ * The contract as this deployment serves it at /openapi.json: api/openapi.yaml as it is, with
+ * `info.version` from APP_VERSION. Nothing else changes, so that a client generated from the file
+ * and one generated from a deployment are the same client.
  */
 export function contractFor(config: Config): OpenApiDocument {
   const doc = structuredClone(readContract());
   doc.info.version = config.appVersion;
+  return doc;
+}
+
+/**
+ * The document requests are validated against: the served one, with `MAX_PAGE_SIZE` as the maximum
+ * of `per_page` and `limit` (the contract states the default maximum, 100, and says it is
+ * configurable). Defaults stay out of it: the service fills them in, and a declared default would
+ * make clients that send defaults mix the page and cursor shapes.
+ */
+export function validationContractFor(config: Config): OpenApiDocument {
+  const doc = contractFor(config);
   for (const item of Object.values(doc.paths)) {
     for (const operation of Object.values(item)) {
       for (const parameter of operation?.parameters ?? []) {
-        if (parameter.in !== 'query') continue;
-        if (parameter.name === 'per_page' || parameter.name === 'limit') {
-          parameter.schema.maximum = config.maxPageSize;
-          parameter.schema.default = config.defaultPageSize;
-        }
+        if (parameter.in === 'query' && (parameter.name === 'per_page' || parameter.name === 'limit')) parameter.schema.maximum = config.maxPageSize;
       }
     }
   }

@@ -1,4 +1,4 @@
-import { createReadStream } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Router from '@koa/router';
 import type { OpenApiDocument } from './contract';
@@ -42,8 +42,19 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   '/docs/oauth2-redirect.html': { file: join(swaggerDir, 'oauth2-redirect.html'), type: 'text/html; charset=utf-8' },
   '/docs/oauth2-redirect.js': { file: join(swaggerDir, 'oauth2-redirect.js'), type: 'application/javascript; charset=utf-8' },
   '/docs/favicon-32x32.png': { file: join(swaggerDir, 'favicon-32x32.png'), type: 'image/png' },
-  '/redoc/redoc.standalone.js': { file: redocBundle, type: 'application/javascript; charset=utf-8' },
 };
+
+/** The logo ReDoc's bundle shows in its sidebar, fetched from Redocly's CDN on every page view. */
+const REDOC_CDN_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+/** An empty image in its place: the page then asks nothing of any other origin. */
+const EMPTY_IMAGE = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='0' height='0'/%3E";
+
+let localRedoc: string | undefined;
+/** ReDoc's bundle with its one outside reference replaced, read once, when first asked for. */
+function redocBundleWithoutCdn(): string {
+  localRedoc ??= readFileSync(redocBundle, 'utf8').replaceAll(REDOC_CDN_LOGO, EMPTY_IMAGE);
+  return localRedoc;
+}
 
 /** /docs (Swagger UI), /redoc (ReDoc) and /openapi.json, served from the same contract. */
 export function docsRouter(document: OpenApiDocument): Router {
@@ -69,14 +80,19 @@ export function docsRouter(document: OpenApiDocument): Router {
   });
   router.get('/redoc', (ctx) => {
     ctx.type = 'text/html';
-    // ReDoc's bundle always renders its sidebar logo from cdn.redoc.ly; the service-wide
-    // Content-Security-Policy (src/http/security.ts) limits images to this origin, so the page
-    // loads nothing from elsewhere (the blocked logo is then left out).
+    // ReDoc's bundle always renders its sidebar logo from cdn.redoc.ly: the bundle is served with
+    // that address replaced (redocBundleWithoutCdn), and the service-wide Content-Security-Policy
+    // (src/http/security.ts) would stop any other outside request.
     ctx.body = page(
       `${title} – ReDoc`,
       '<style>body { margin: 0; padding: 0; }</style>',
       '<redoc spec-url="/openapi.json"></redoc>\n<script src="/redoc/redoc.standalone.js"></script>',
     );
+  });
+  router.get('/redoc/redoc.standalone.js', (ctx) => {
+    ctx.type = 'application/javascript; charset=utf-8';
+    ctx.set('Cache-Control', 'public, max-age=86400');
+    ctx.body = redocBundleWithoutCdn();
   });
   for (const [path, asset] of Object.entries(ASSETS)) {
     router.get(path, (ctx) => {

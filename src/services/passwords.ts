@@ -64,7 +64,7 @@ export class PasswordHasher {
   }
 
   hash(password: string): Promise<string> {
-    return this.rationed(() => hash(password, { cost: this.options.cost }));
+    return this.rationed(() => hash(password, this.options.cost));
   }
 
   /**
@@ -82,7 +82,7 @@ export class PasswordHasher {
 
   /** A hash of a random password at the configured cost, made once (outside the ration). */
   dummyHash(): Promise<string> {
-    this.dummy ??= hash(randomBytes(18).toString('base64url'), { cost: this.options.cost });
+    this.dummy ??= hash(randomBytes(18).toString('base64url'), this.options.cost);
     return this.dummy;
   }
 

@@ -38,6 +38,8 @@ export interface TestContext {
   db: Kysely<Database>;
   kind: 'embedded' | 'postgres';
   database: SuiteDatabase;
+  /** Where the app listens, `http://127.0.0.1:PORT`, for clients that speak real HTTP. */
+  baseUrl: string;
   get(path: string, options?: Options): Promise<Response>;
   post(path: string, body?: unknown, options?: Options): Promise<Response>;
   put(path: string, body?: unknown, options?: Options): Promise<Response>;
@@ -164,6 +166,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     db: app.services.db,
     kind: database.kind,
     database,
+    baseUrl,
     send,
     get: (path, options) => send('GET', path, undefined, options),
     post: (path, body, options) => send('POST', path, body, options),

@@ -85,6 +85,13 @@ export function assertMatchesContract(method: string, url: string, status: numbe
   const documented = responses[String(status)];
   if (!documented) throw new Error(`${where}: status ${status} is not documented for ${match.operation.operationId}`);
   const response = resolve(documented);
+  // A 2xx or 4xx that carries the rate-limit headers declares them.
+  if (status < 300 || (status >= 400 && status < 500)) {
+    const declared = new Set(Object.keys(response.headers ?? {}).map((name) => name.toLowerCase()));
+    for (const name of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) {
+      if (headers[name] !== undefined && !declared.has(name)) throw new Error(`${where}: sends ${name}, which the contract does not declare here`);
+    }
+  }
   const schema = response.content?.['application/json']?.schema;
   if (!schema) {
     if (verb !== 'head' && body !== undefined && body !== '' && !(typeof body === 'object' && body && Object.keys(body).length === 0)) {
