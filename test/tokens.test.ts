@@ -256,7 +256,7 @@ describe('REQUIRE_VERIFIED_EMAIL=true', () => {
       success: true,
       data: {
         user: {
-          id: expect.any(Number), email, name: 'Ada Lovelace', role: 'user', is_active: true, email_verified: false,
+          id: expect.any(Number), email, name: 'Ada Lovelace', role: 'user', is_active: true, email_verified: false, pending_email: null,
           created_at: expect.any(String), updated_at: expect.any(String),
         },
       },
