@@ -1,8 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
-import { expectError, expectJson } from './support/expect';
-import { freePort, linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
+import { expectError, expectJson, expectUnauthorized } from './support/expect';
+import { freePort } from './support/net';
+import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
+import { until } from './support/wait';
 
 const APP_URL = 'https://app.example.test';
 const MAIL_ENV = { APP_URL, MAIL_POLL_INTERVAL_MS: '100', MAIL_RETRY_BASE_MS: '200' };
@@ -27,26 +29,13 @@ const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
 const INVALID_TOKEN_BODY = { success: false, error: { code: 'INVALID_TOKEN', message: 'Invalid or expired token' } };
-const UNAUTHORIZED_BODY = { success: false, error: { code: 'UNAUTHORIZED', message: 'Not authenticated' } };
 const INVALID_CREDENTIALS_BODY = { success: false, error: { code: 'INVALID_CREDENTIALS', message: 'Invalid email or password' } };
 const FORGOT_BODY = { success: true, data: { message: 'If the account exists, a reset link has been sent' } };
 const RESET_BODY = { success: true, data: { message: 'Password has been reset; sign in with the new password' } };
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const sidOf = (token: string) => (jwt.decode(token) as { sid: string }).sid;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
-/** Polls `probe` every `intervalMs` until it returns something truthy; fails after `timeoutMs`. */
-async function until<T>(probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, what: string, timeoutMs = 10_000, intervalMs = 25): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs}ms waiting for ${what}`);
-    await sleep(intervalMs);
-  }
-}
 
 const mailsTo = (server: TestSmtpServer, address: string, subject: string) => server.to(address).filter((m) => m.subject === subject);
 
@@ -59,12 +48,6 @@ function expectInvalidToken(res: Response): void {
   expect(res.status).toBe(400);
   expect(res.body).toEqual(INVALID_TOKEN_BODY);
   expectJson(res);
-}
-
-function expectUnauthorized(res: Response): void {
-  expect(res.status).toBe(401);
-  expect(res.body).toEqual(UNAUTHORIZED_BODY);
-  expect(res.headers['www-authenticate']).toBe('Bearer');
 }
 
 function expectValidation(res: Response, fields: string[]): void {
@@ -95,7 +78,11 @@ const expireToken = async (token: string, app = t) => {
   expect(Number(updated.numUpdatedRows)).toBe(1);
 };
 
-/** Waits until every outbox row for the recipient is marked sent. */
+/**
+ * Waits until every outbox row for the recipient is marked sent. A row is marked sent only after the
+ * mail server accepted it, and a sent row is never claimed again, so from then on what the mail
+ * server holds for the recipient is final.
+ */
 const allSent = (recipient: string, app = t) =>
   until(async () => {
     const rows = await outboxRows(recipient, app);
@@ -229,7 +216,7 @@ describe('POST /api/auth/verify-email/resend', () => {
 
     const again = await t.post('/api/auth/verify-email/resend', undefined, { token: u.access });
     expectError(again, 409, 'CONFLICT');
-    await sleep(300);
+    await allSent(u.email);
     expect(mailsTo(smtp, u.email, VERIFY_SUBJECT)).toHaveLength(2);
   });
 
@@ -277,7 +264,7 @@ describe('changing the e-mail with PUT /api/users/{id}', () => {
     expect(ok.status).toBe(200);
     expect(ok.body.data).toMatchObject({ id: u.id, email: second, email_verified: true });
 
-    await sleep(300);
+    for (const address of [u.email, first, second]) await allSent(address);
     expect(mailsTo(smtp, u.email, VERIFY_SUBJECT)).toHaveLength(1);
     expect(mailsTo(smtp, first, VERIFY_SUBJECT)).toHaveLength(1);
     expect(mailsTo(smtp, second, VERIFY_SUBJECT)).toHaveLength(1);
@@ -313,7 +300,9 @@ describe('POST /api/auth/forgot-password', () => {
     const lifetime = new Date(row.expires_at).getTime() - new Date(row.created_at).getTime();
     expect(Math.abs(lifetime - 30 * 60_000)).toBeLessThan(60_000);
 
-    await sleep(500);
+    // Every request has done its work after answering, and what it queued has gone out.
+    await t.app.services.account.settled();
+    for (const address of [active.email, deleted.email, disabled.email]) await allSent(address);
     expect(smtp.to(unknown)).toEqual([]);
     expect(mailsTo(smtp, deleted.email, RESET_SUBJECT)).toEqual([]);
     expect(mailsTo(smtp, disabled.email, RESET_SUBJECT)).toEqual([]);
@@ -629,7 +618,6 @@ describe('mail delivery', () => {
       }
 
       const rows = await allSent(u.email, app);
-      await sleep(1000);
       expect(mailsTo(server, u.email, RESET_SUBJECT)).toHaveLength(1);
       expect(mailsTo(server, u.email, VERIFY_SUBJECT)).toHaveLength(1);
       expect(server.messages).toHaveLength(2);
@@ -668,7 +656,6 @@ describe('mail delivery', () => {
       const resetMail = await nthMail(server, u.email, RESET_SUBJECT, 1, 15_000);
       await nthMail(server, u.email, VERIFY_SUBJECT, 1, 15_000);
       const rows = await allSent(u.email, b);
-      await sleep(800);
       expect(server.messages).toHaveLength(2);
       expect(mailsTo(server, u.email, RESET_SUBJECT)).toHaveLength(1);
       expect(mailsTo(server, u.email, VERIFY_SUBJECT)).toHaveLength(1);
@@ -704,16 +691,16 @@ describe('mail delivery', () => {
         for (const res of answers) expect(res.body).toEqual(FORGOT_BODY);
 
         await until(() => server.messages.length >= 40, '40 messages', 20_000);
-        await sleep(1000);
+        // Once every row is marked sent, nothing more can be delivered.
+        const rows = await until(async () => {
+          const all = await a.db.selectFrom('mail_outbox').selectAll().execute();
+          return all.every((r) => r.sent_at !== null) && all;
+        }, 'every outbox row marked sent');
         expect(server.messages).toHaveLength(40);
         for (const u of users) {
           expect(mailsTo(server, u.email, VERIFY_SUBJECT)).toHaveLength(1);
           expect(mailsTo(server, u.email, RESET_SUBJECT)).toHaveLength(1);
         }
-        const rows = await until(async () => {
-          const all = await a.db.selectFrom('mail_outbox').selectAll().execute();
-          return all.every((r) => r.sent_at !== null) && all;
-        }, 'every outbox row marked sent');
         expect(rows).toHaveLength(40);
         for (const row of rows) {
           expect(row.sent_at).not.toBeNull();

@@ -13,3 +13,11 @@ export function expectError(res: Response, status: number, code: string): void {
   expectJson(res);
   if (code !== 'VALIDATION_ERROR') expect(res.body.error).not.toHaveProperty('details');
 }
+
+/** The 401 for a request without valid credentials: the exact envelope and the Bearer challenge. */
+export function expectUnauthorized(res: Response): void {
+  expect(res.status).toBe(401);
+  expect(res.body).toEqual({ success: false, error: { code: 'UNAUTHORIZED', message: 'Not authenticated' } });
+  expect(res.headers['www-authenticate']).toBe('Bearer');
+  expectJson(res);
+}
