@@ -3,7 +3,8 @@ import { verify as bcryptVerify } from '@node-rs/bcrypt';
 import jwt from 'jsonwebtoken';
 import { sql } from 'kysely';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
-import { expectError, expectJson } from './support/expect';
+import { expectError, expectJson, expectUnauthorized } from './support/expect';
+import { claimsOf, type Claims } from './support/jwt';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -14,15 +15,11 @@ afterAll(() => t.close());
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-type Claims = Record<string, unknown> & { sub: string; sid: string; jti: string; type: string; iat: number; exp: number };
-
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
-const claimsOf = (token: string) => jwt.decode(token) as Claims;
 const headerOf = (token: string) => (jwt.decode(token, { complete: true }) as jwt.Jwt).header;
 const now = () => Math.floor(Date.now() / 1000);
 const b64url = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
-const UNAUTHORIZED_BODY = { success: false, error: { code: 'UNAUTHORIZED', message: 'Not authenticated' } };
 const EXPIRED_BODY = { success: false, error: { code: 'TOKEN_EXPIRED', message: 'Token has expired' } };
 const INVALID_CREDENTIALS_BODY = { success: false, error: { code: 'INVALID_CREDENTIALS', message: 'Invalid email or password' } };
 
@@ -39,13 +36,6 @@ const USER_SHAPE = {
 };
 
 /** A 401 in the envelope with the bearer challenge. */
-function expectUnauthorized(res: Response): void {
-  expect(res.status).toBe(401);
-  expect(res.body).toEqual(UNAUTHORIZED_BODY);
-  expect(res.headers['www-authenticate']).toBe('Bearer');
-  expectJson(res);
-}
-
 function expectExpired(res: Response): void {
   expect(res.status).toBe(401);
   expect(res.body).toEqual(EXPIRED_BODY);

@@ -1,6 +1,6 @@
-import jwt from 'jsonwebtoken';
 import { sql } from 'kysely';
 import { startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
+import { claimsOf } from './support/jwt';
 
 /*
  * Requests that race each other on one record. PostgreSQL runs them truly in parallel (READ
@@ -19,7 +19,6 @@ afterAll(() => t.close());
 const PASSWORD = 'Quartz-Lantern-4821';
 const CONFLICT = { success: false, error: { code: 'CONFLICT', message: expect.any(String) } };
 
-const claimsOf = (token: string) => jwt.decode(token) as { sid: string; sub: string; type: string };
 const statusesOf = (responses: Response[]) => responses.map((res) => res.status);
 const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
 

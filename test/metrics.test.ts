@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { ADMIN, startTestApp, type TestContext } from './support/app';
-import { freePort } from './support/smtp';
+import { expectUnauthorized } from './support/expect';
+import { freePort } from './support/net';
 
 /** /metrics is outside the contract, so it is fetched directly rather than through the contract-checking helpers. */
 function scrape(t: TestContext, token?: string) {
@@ -12,13 +13,6 @@ function scrape(t: TestContext, token?: string) {
 function sample(text: string, series: string): number | undefined {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
-
-function expectUnauthorized(res: request.Response): void {
-  expect(res.status).toBe(401);
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-  expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
-  expect(res.body).toEqual({ success: false, error: { code: 'UNAUTHORIZED', message: 'Not authenticated' } });
 }
 
 describe('GET /metrics', () => {

@@ -1,5 +1,4 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { dictionary } from '@zxcvbn-ts/language-common';
 import jwt from 'jsonwebtoken';
 import { sql } from 'kysely';
@@ -11,7 +10,10 @@ import { COMMON_PASSWORDS, isCommonPassword } from '../src/services/passwords';
 import { deriveKey, unseal } from '../src/services/sealed';
 import { sha256 } from '../src/services/tokens';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
-import { expectError, expectJson } from './support/expect';
+import { expectError, expectJson, expectUnauthorized } from './support/expect';
+import { claimsOf, type Claims } from './support/jwt';
+import { freePort } from './support/net';
+import { until } from './support/wait';
 
 // Security hardening: common and e-mail-equal passwords, response headers and the CSP, CORS,
 // body limits, secrets kept out of the log, and JWTs that try to choose their own key or algorithm.
@@ -25,9 +27,6 @@ afterAll(() => t?.close());
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-type Claims = Record<string, unknown> & { sub: string; sid: string; jti: string; type: string; iat: number; exp: number };
-
-const claimsOf = (token: string) => jwt.decode(token) as Claims;
 const b64url = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const me = (token: string) => t.get('/api/auth/me', { token });
 const strongPassword = () => `pw-${randomBytes(9).toString('base64url')}`;
@@ -41,12 +40,6 @@ function expectRefused(res: Response, field: string, message: RegExp): void {
 const TOO_COMMON = /too common/;
 const SAME_AS_EMAIL = /e-mail/;
 
-function expectUnauthorized(res: Response): void {
-  expect(res.status).toBe(401);
-  expect(res.body).toEqual({ success: false, error: { code: 'UNAUTHORIZED', message: 'Not authenticated' } });
-  expect(res.headers['www-authenticate']).toBe('Bearer');
-}
-
 /** A raw reset token for `user`, stored the way the service stores one (its SHA-256). */
 async function resetTokenFor(user: { id: number; email: string }): Promise<string> {
   const token = randomBytes(32).toString('base64url');
@@ -58,15 +51,6 @@ async function resetTokenFor(user: { id: number; email: string }): Promise<strin
     expiresAt: new Date(Date.now() + 30 * 60_000),
   });
   return token;
-}
-
-/** A TCP port nothing listens on. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -446,10 +430,7 @@ describe('logs never hold a password, a token or a hash', () => {
       }
 
       // Wait for both failed deliveries to be logged.
-      const deadline = Date.now() + 15_000;
-      while (lines().filter((line) => line.msg === 'mail outbox: delivery failed').length < 2 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await until(() => lines().filter((line) => line.msg === 'mail outbox: delivery failed').length >= 2, 'two failed deliveries logged', 15_000, 50);
 
       // Everything secret the database holds about this run.
       const users = await db.selectFrom('users').select('password_hash').execute();

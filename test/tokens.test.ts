@@ -4,6 +4,7 @@ import type { AuditEventTable } from '../src/db/audit';
 import { sha256 } from '../src/services/tokens';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { expectError } from './support/expect';
+import { claimsOf } from './support/jwt';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
 
 // Sessions and tokens other services can trust: a session's absolute lifetime, the issuer,
@@ -13,11 +14,8 @@ import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp'
 // jose verifies the issued tokens, as another service would, in jwks.test.ts for every algorithm
 // (one test file per worker may import it: jose is ESM only).
 
-type Claims = Record<string, unknown> & { sub: string; sid: string; iat: number; exp: number };
-
 const DAY_MS = 24 * 60 * 60 * 1000;
 const now = () => Math.floor(Date.now() / 1000);
-const claimsOf = (token: string) => jwt.decode(token) as Claims;
 const UNAUTHORIZED_BODY = { success: false, error: { code: 'UNAUTHORIZED', message: 'Not authenticated' } };
 const EXPIRED_BODY = { success: false, error: { code: 'TOKEN_EXPIRED', message: 'Token has expired' } };
 const UNVERIFIED_BODY = {

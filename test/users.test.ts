@@ -6,6 +6,7 @@ import { loadConfig } from '../src/config';
 import type { UserRow } from '../src/db/types';
 import { createLogger } from '../src/logger';
 import { ADMIN, TEST_SECRET, startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
+import { expectUnauthorized } from './support/expect';
 
 const USER_KEYS = ['created_at', 'email', 'email_verified', 'id', 'is_active', 'name', 'pending_email', 'role', 'updated_at'];
 const ADMIN_VIEW_KEYS = [...USER_KEYS, 'deleted_at'].sort();
@@ -45,11 +46,6 @@ function expectError(res: Response, status: number, code: string): void {
   expect(typeof res.body.error.message).toBe('string');
   if (code !== 'VALIDATION_ERROR') expect(res.body.error.details).toBeUndefined();
   if (status === 401) expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
-}
-
-function expectUnauthorized(res: Response): void {
-  expectError(res, 401, 'UNAUTHORIZED');
-  expect(res.body.error.message).toBe('Not authenticated');
 }
 
 /** A 422 whose details name exactly these fields (in any order). */
