@@ -1,6 +1,7 @@
 import { ADMIN, startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
 import { expectError } from './support/expect';
 import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
+import { until } from './support/wait';
 
 const APP_URL = 'https://app.example.test';
 const MAX_FAILURES = 3;
@@ -34,18 +35,6 @@ afterAll(async () => {
   await t?.close();
   await smtp?.close();
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs}ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
 const mailsTo = (address: string, subject: string) => smtp.to(address).filter((m) => m.subject === subject);
 const nthMail = (address: string, subject: string, n = 1): Promise<ReceivedMail> =>

@@ -6,6 +6,7 @@ import { HOUSEKEEPING_LOCK_KEY, purgeBatch } from '../src/db/housekeeping';
 import { createLogger } from '../src/logger';
 import { Housekeeping } from '../src/services/housekeeping';
 import { startTestApp, type RegisteredUser, type TestContext } from './support/app';
+import { until } from './support/wait';
 
 const HOUR_MS = 3600 * 1000;
 const hoursAgo = (hours: number) => new Date(Date.now() - hours * HOUR_MS);
@@ -154,13 +155,7 @@ describe('a purge', () => {
 });
 
 /** Waits for a condition the code under test brings about on its own schedule. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const eventually = (check: () => Promise<boolean>, timeoutMs = 30_000) => until(check, 'the purge', timeoutMs, 100);
 
 describe('the worker', () => {
   it('purges on its schedule and logs what it removed', async () => {
