@@ -1,4 +1,4 @@
-import { createServer, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
@@ -136,17 +136,8 @@ export async function startSmtpServer(port = 0, { starttls = false }: { starttls
   };
 }
 
-/** Reserves a free port on 127.0.0.1 and releases it, for a server that is started later. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
+/** Kept for callers that import it from here; it lives in ./net. */
+export { freePort } from './net';
 
 /** The token of the first link in the message's text whose path is `/${path}` (e.g. 'reset-password', 'verify-email'), read from its `?token=` query parameter; throws if there is none. */
 export function linkToken(mail: ReceivedMail, path: string): string {
