@@ -3,7 +3,9 @@ import { availableParallelism } from 'node:os';
 import { loadConfig } from '../src/config';
 import { startTestApp, suiteDatabase, uniqueEmail, type SuiteDatabase } from './support/app';
 import { expectError } from './support/expect';
+import { serverHasRead } from './support/net';
 import { startServer, type Running } from './support/server';
+import { until } from './support/wait';
 
 // The real server process, started from the sources: graceful shutdown and cluster mode.
 
@@ -18,10 +20,10 @@ function call(port: number, method: string, path: string, body?: unknown, header
   return send(port, method, path, body, headers).done;
 }
 
-/** A request, and when it has been written out to the server. */
-function send(port: number, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): { sent: Promise<void>; done: Promise<Reply> } {
-  let sent!: () => void;
-  const written = new Promise<void>((resolve) => (sent = resolve));
+/** A request, and when it has been written out to the server (with the client's port of the connection). */
+function send(port: number, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): { sent: Promise<number>; done: Promise<Reply> } {
+  let sent!: (clientPort: number) => void;
+  const written = new Promise<number>((resolve) => (sent = resolve));
   const done = new Promise<Reply>((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = httpRequest(
@@ -33,7 +35,7 @@ function send(port: number, method: string, path: string, body?: unknown, header
       },
     );
     req.on('error', reject);
-    req.on('finish', sent);
+    req.on('finish', () => sent(req.socket!.localPort!));
     req.end(payload);
   });
   return { sent: written, done };
@@ -59,8 +61,8 @@ function fetchText(port: number, path: string): Promise<{ status: number; body: 
 async function slowRegistration(port: number, email: string): Promise<{ done: Promise<Reply> }> {
   const { sent, done } = send(port, 'POST', '/api/auth/register', { email, password: 'slow-password-1', name: 'Slow' });
   done.catch(() => {});
-  await sent;
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  const clientPort = await sent;
+  await until(() => serverHasRead(port, clientPort), 'the server to read the registration');
   return { done };
 }
 
@@ -166,10 +168,7 @@ onPostgres('cluster mode', () => {
       SECRET_KEY: '',
     });
     await server.waitFor((line) => line.msg === 'worker listening');
-    await new Promise<void>((resolve) => {
-      const check = () => (server.lines.filter((line) => line.msg === 'worker listening').length >= 2 ? resolve() : setTimeout(check, 50));
-      check();
-    });
+    await until(() => server.lines.filter((line) => line.msg === 'worker listening').length >= 2, 'both workers listening', 60_000, 50);
   }, 60_000);
   afterAll(async () => {
     server.child.kill('SIGKILL');
