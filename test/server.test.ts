@@ -76,8 +76,8 @@ describe('graceful shutdown', () => {
   afterAll(() => database.drop());
 
   it('on SIGTERM finishes the request in flight, refuses new connections, and exits 0', async () => {
-    // Cost 15 makes a registration take more than a second.
-    const server = await startServer({ ...database.env, BCRYPT_COST: '15', PASSWORD_HASH_QUEUE_MAX: '10' });
+    // Cost 15 makes a registration take more than a second; the shutdown timeout leaves room for a loaded machine.
+    const server = await startServer({ ...database.env, BCRYPT_COST: '15', PASSWORD_HASH_QUEUE_MAX: '10', SHUTDOWN_TIMEOUT_SECONDS: '120' });
     try {
       await server.waitFor(listening);
       const email = uniqueEmail('slow');
