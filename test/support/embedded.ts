@@ -1,17 +1,27 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync, statfsSync } from 'node:fs';
 import { cp, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestApp, suiteDatabase, type StartOptions, type SuiteDatabase, type TestContext } from './app';
 
 // Most of an embedded app's start goes into PGlite creating its cluster (initdb). That cluster is the
-// same every time, so it is created once per PGlite version, kept in the temporary folder, and copied
-// into a folder of its own for each database. The app still migrates its database as it always does.
+// same every time, so it is created once per PGlite version, kept in /dev/shm (or the temporary
+// folder), and copied into a folder of its own for each database. The app still migrates its
+// database as it always does.
 
 const PGLITE_PACKAGE = join(__dirname, '..', '..', 'node_modules', '@electric-sql', 'pglite', 'package.json');
 const PGLITE_VERSION = (JSON.parse(readFileSync(PGLITE_PACKAGE, 'utf8')) as { version: string }).version;
-// In memory where the system offers it: a cluster is some 40 MB, and copying it is then quick.
-const BASE = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+// In memory where the system offers room for it (a container's /dev/shm is often 64 MB): a cluster
+// is some 40 MB, and copying it there is quick.
+function inMemoryFolder(): string | undefined {
+  try {
+    const { bavail, bsize } = statfsSync('/dev/shm');
+    return bavail * bsize >= 2 ** 30 ? '/dev/shm' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+const BASE = inMemoryFolder() ?? tmpdir();
 const TEMPLATE = join(BASE, `account-test-pglite-${PGLITE_VERSION}`);
 
 let template: Promise<string> | undefined;
