@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { main, type CliIo } from '../src/cli';
 import { migrations } from '../migrations';
-import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
+import { startTestApp, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
+import { freshDatabase, startFreshApp } from './support/embedded';
 import { expectError } from './support/expect';
 
 interface Run {
@@ -114,7 +115,7 @@ describe('usage', () => {
 describe('migrate', () => {
   let database: SuiteDatabase;
   beforeAll(async () => {
-    database = await suiteDatabase(true);
+    database = await freshDatabase();
   });
   afterAll(() => database.drop());
 
@@ -156,7 +157,7 @@ describe('commands beside the service', () => {
   let running: TestContext | undefined;
 
   beforeAll(async () => {
-    owner = await startTestApp(APP_ENV, { persistent: true });
+    owner = await startFreshApp(APP_ENV);
     running = owner;
   });
   afterAll(async () => {
@@ -334,25 +335,35 @@ describe('commands beside the service', () => {
 });
 
 // The build is the same whatever the database: it is checked once, in the embedded half of the suite.
-const builtOnce = process.env.TEST_DATABASE_KIND === 'postgres' ? describe.skip : describe;
+const buildsOnce = process.env.TEST_DATABASE_KIND !== 'postgres';
+const builtOnce = buildsOnce ? describe : describe.skip;
+const root = join(__dirname, '..');
+
+/** The real build, into a folder of its own so it never races a build of dist/; resolves with that folder. */
+async function build(): Promise<string> {
+  const outDir = await mkdtemp(join(tmpdir(), 'account-cli-build-'));
+  await promisify(execFile)(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', outDir], {
+    cwd: root,
+  }).catch(() => undefined); // type errors elsewhere still emit; the file check below is what counts
+  return outDir;
+}
+
+// Started as the file loads, so that the compiler runs in its own process while the tests above run.
+const building = buildsOnce ? build() : undefined;
+building?.catch(() => undefined); // awaited, and so reported, by the suite below
 
 builtOnce('the built command, as its own process', () => {
-  const root = join(__dirname, '..');
   let outDir: string;
   let database: SuiteDatabase;
 
   beforeAll(async () => {
-    // The real build, into a folder of its own so it never races a build of dist/.
-    outDir = await mkdtemp(join(tmpdir(), 'account-cli-build-'));
-    await promisify(execFile)(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', outDir], {
-      cwd: root,
-    }).catch(() => undefined); // type errors elsewhere still emit; the file check below is what counts
+    outDir = await building!;
     if (!existsSync(join(outDir, 'src', 'cli.js'))) throw new Error('the build produced no src/cli.js');
-    database = await suiteDatabase(true);
+    database = await freshDatabase();
   }, 120_000);
   afterAll(async () => {
     await database?.drop();
-    await rm(outDir, { recursive: true, force: true });
+    if (outDir) await rm(outDir, { recursive: true, force: true });
   });
 
   /** Runs `node <build>/src/cli.js`, as `npm run cli` does, with stdin as given and a clean environment. */

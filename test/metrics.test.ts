@@ -1,5 +1,6 @@
 import request from 'supertest';
-import { ADMIN, startTestApp, type TestContext } from './support/app';
+import { ADMIN, type TestContext } from './support/app';
+import { startFreshApp } from './support/embedded';
 import { expectUnauthorized } from './support/expect';
 import { freePort } from './support/net';
 
@@ -19,7 +20,7 @@ describe('GET /metrics', () => {
   let t: TestContext;
   beforeAll(async () => {
     // Mail to a port nothing listens on stays in the outbox, so the backlog has something to count.
-    t = await startTestApp({ SMTP_URL: `smtp://127.0.0.1:${await freePort()}`, MAIL_RETRY_BASE_MS: '3600000' });
+    t = await startFreshApp({ SMTP_URL: `smtp://127.0.0.1:${await freePort()}`, MAIL_RETRY_BASE_MS: '3600000' });
   });
   afterAll(() => t.close());
 
@@ -112,7 +113,7 @@ describe('METRICS_TOKEN', () => {
   const TOKEN = 'a-scrape-token-of-some-length-0123456789';
   let t: TestContext;
   beforeAll(async () => {
-    t = await startTestApp({ METRICS_TOKEN: TOKEN });
+    t = await startFreshApp({ METRICS_TOKEN: TOKEN });
   });
   afterAll(() => t.close());
 
@@ -133,7 +134,7 @@ describe('METRICS_TOKEN', () => {
 describe('METRICS_ENABLED=false', () => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await startTestApp({ METRICS_ENABLED: 'false' });
+    t = await startFreshApp({ METRICS_ENABLED: 'false' });
   });
   afterAll(() => t.close());
 
@@ -151,7 +152,7 @@ describe('METRICS_ENABLED=false', () => {
 describe('rate limits', () => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await startTestApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_PER_MINUTE: '2' });
+    t = await startFreshApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_PER_MINUTE: '2' });
   });
   afterAll(() => t.close());
 

@@ -3,7 +3,8 @@ import request from 'supertest';
 import { loadConfig } from '../src/config';
 import { createApp, type App } from '../src/app';
 import { createLogger } from '../src/logger';
-import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
+import { TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
+import { freshDatabase, startFreshApp } from './support/embedded';
 import { problemsOf } from './support/config';
 import { expectError } from './support/expect';
 import { captureLog } from './support/log';
@@ -75,7 +76,7 @@ describe('mail in production', () => {
       }, 'the failed delivery recorded in the outbox');
 
     it('sends nothing to a server that offers no STARTTLS: the mail stays queued with the error', async () => {
-      const t = await startTestApp({ ...PRODUCTION, SMTP_URL: plain.url });
+      const t = await startFreshApp({ ...PRODUCTION, SMTP_URL: plain.url });
       try {
         const user = await t.register({ email: uniqueEmail('cleartext') });
         const row = await failedDelivery(t, user.email);
@@ -90,7 +91,7 @@ describe('mail in production', () => {
     });
 
     it('delivers to that server when the URL says ignoreTLS=true', async () => {
-      const t = await startTestApp({ ...PRODUCTION, SMTP_URL: `${plain.url}/?ignoreTLS=true` });
+      const t = await startFreshApp({ ...PRODUCTION, SMTP_URL: `${plain.url}/?ignoreTLS=true` });
       try {
         const user = await t.register({ email: uniqueEmail('relay') });
         const mail = await plain.waitFor((m) => m.to.includes(user.email));
@@ -102,7 +103,7 @@ describe('mail in production', () => {
     });
 
     it('delivers over STARTTLS to a server that offers it (its self-signed certificate trusted through the URL)', async () => {
-      const t = await startTestApp({ ...PRODUCTION, SMTP_URL: `${tls.url}/?tls.rejectUnauthorized=false` });
+      const t = await startFreshApp({ ...PRODUCTION, SMTP_URL: `${tls.url}/?tls.rejectUnauthorized=false` });
       try {
         const user = await t.register({ email: uniqueEmail('starttls') });
         const mail = await tls.waitFor((m) => m.to.includes(user.email));
@@ -113,7 +114,7 @@ describe('mail in production', () => {
     });
 
     it('refuses a self-signed certificate that is not trusted', async () => {
-      const t = await startTestApp({ ...PRODUCTION, SMTP_URL: tls.url });
+      const t = await startFreshApp({ ...PRODUCTION, SMTP_URL: tls.url });
       try {
         const user = await t.register({ email: uniqueEmail('untrusted') });
         const row = await failedDelivery(t, user.email);
@@ -127,23 +128,20 @@ describe('mail in production', () => {
   });
 
   describe('the log in place of a mail server', () => {
-    let database: SuiteDatabase;
-    beforeAll(async () => {
-      database = await suiteDatabase();
-    });
-    afterAll(() => database.drop());
-
     async function registerAndReadLog(env: Record<string, string>): Promise<Record<string, any>> {
+      const database = await freshDatabase();
       const log = captureLog();
       const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', RATE_LIMIT_ENABLED: 'false', ...database.env, ...env });
-      const app: App = await createApp(config, { logger: createLogger({ logLevel: 'info' }, log.stream) });
+      let app: App | undefined;
       try {
+        app = await createApp(config, { logger: createLogger({ logLevel: 'info' }, log.stream) });
         const email = uniqueEmail('logged');
         const res = await request(app.koa.callback()).post('/api/auth/register').send({ email, password: 'password-123', name: 'Logged' });
         expect(res.status).toBe(201);
         return await until(() => log.lines().find((line) => line.mail?.to === email), 'the mail written to the log');
       } finally {
-        await app.close();
+        await app?.close();
+        await database.drop();
       }
     }
 
@@ -160,7 +158,7 @@ describe('mail in production', () => {
 
   it('a production process writes no link to its log when delivery fails, and withholds /metrics with a warning', async () => {
     const smtp = await startSmtpServer();
-    const database = await suiteDatabase();
+    const database = await freshDatabase();
     let server: Running | undefined;
     try {
       server = await startServer({ ...database.env, NODE_ENV: 'production', SMTP_URL: smtp.url });
@@ -209,13 +207,13 @@ describe('/metrics in production', () => {
       const req = request(t.app.koa.callback()).get('/metrics');
       return token ? req.set('Authorization', `Bearer ${token}`) : req;
     };
-    const closed = await startTestApp(env);
+    const closed = await startFreshApp(env);
     try {
       expectError(await closed.get('/metrics'), 404, 'NOT_FOUND');
     } finally {
       await closed.close();
     }
-    const guarded = await startTestApp({ ...env, METRICS_TOKEN: 'scrape-secret' });
+    const guarded = await startFreshApp({ ...env, METRICS_TOKEN: 'scrape-secret' });
     try {
       const anonymous = await scrape(guarded);
       expect(anonymous.status).toBe(401);
@@ -224,7 +222,7 @@ describe('/metrics in production', () => {
     } finally {
       await guarded.close();
     }
-    const open = await startTestApp({ ...env, METRICS_PUBLIC: 'true' });
+    const open = await startFreshApp({ ...env, METRICS_PUBLIC: 'true' });
     try {
       expect((await scrape(open)).status).toBe(200);
     } finally {
@@ -237,7 +235,7 @@ describe('names', () => {
   let t: TestContext;
   let admin: string;
   beforeAll(async () => {
-    t = await startTestApp();
+    t = await startFreshApp();
     admin = await t.adminToken();
   });
   afterAll(() => t.close());
@@ -302,7 +300,7 @@ describe('names', () => {
 describe('validation errors', () => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await startTestApp();
+    t = await startFreshApp();
   });
   afterAll(() => t.close());
 
@@ -369,11 +367,6 @@ function expectEnveloped(reply: RawReply, status: number, code: string, message:
 }
 
 describe('the HTTP server', () => {
-  let database: SuiteDatabase;
-  beforeAll(async () => {
-    database = await suiteDatabase();
-  });
-  afterAll(() => database.drop());
 
   it('has documented timeouts and a connection cap, and keeps headers within the request timeout', () => {
     expect(loadConfig({})).toMatchObject({ headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, maxConnections: 10_000 });
@@ -385,13 +378,16 @@ describe('the HTTP server', () => {
 
   describe('answers in the envelope before the app sees the request', () => {
     let server: Running;
+    let database: SuiteDatabase;
     beforeAll(async () => {
+      database = await freshDatabase();
       server = await startServer({ ...database.env, HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '1000' });
       await server.waitFor(listening);
     }, 60_000);
     afterAll(async () => {
-      server.child.kill('SIGKILL');
-      await server.exited;
+      server?.child.kill('SIGKILL');
+      await server?.exited;
+      await database?.drop();
     });
 
     it('431 for headers over the limit', async () => {
@@ -420,6 +416,7 @@ describe('the HTTP server', () => {
   });
 
   it('closes connections over MAX_CONNECTIONS at once, and serves again when one is freed', async () => {
+    const database = await freshDatabase();
     const server = await startServer({ ...database.env, MAX_CONNECTIONS: '2' });
     const held: Socket[] = [];
     try {
@@ -450,6 +447,7 @@ describe('the HTTP server', () => {
       for (const socket of held) socket.destroy();
       server.child.kill('SIGKILL');
       await server.exited;
+      await database.drop();
     }
   });
 });
