@@ -9,8 +9,7 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { main, type CliIo } from '../src/cli';
 import { migrations } from '../migrations';
-import { startTestApp, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
-import { freshDatabase, startFreshApp } from './support/embedded';
+import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
 import { expectError } from './support/expect';
 
 interface Run {
@@ -115,7 +114,7 @@ describe('usage', () => {
 describe('migrate', () => {
   let database: SuiteDatabase;
   beforeAll(async () => {
-    database = await freshDatabase();
+    database = await suiteDatabase(true);
   });
   afterAll(() => database.drop());
 
@@ -157,7 +156,7 @@ describe('commands beside the service', () => {
   let running: TestContext | undefined;
 
   beforeAll(async () => {
-    owner = await startFreshApp(APP_ENV);
+    owner = await startTestApp(APP_ENV);
     running = owner;
   });
   afterAll(async () => {
@@ -359,7 +358,7 @@ builtOnce('the built command, as its own process', () => {
   beforeAll(async () => {
     outDir = await building!;
     if (!existsSync(join(outDir, 'src', 'cli.js'))) throw new Error('the build produced no src/cli.js');
-    database = await freshDatabase();
+    database = await suiteDatabase(true);
   }, 120_000);
   afterAll(async () => {
     await database?.drop();

@@ -1,8 +1,7 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import jwt from 'jsonwebtoken';
-import { ADMIN, TEST_SECRET, type Options, type Response, type TestContext } from './support/app';
-import { startFreshApp } from './support/embedded';
+import { ADMIN, startTestApp, TEST_SECRET, type Options, type Response, type TestContext } from './support/app';
 import { document, resolve } from './support/contract';
 
 /*
@@ -506,7 +505,7 @@ const runOptions = (numRuns: number) => ({ numRuns, seed: SEED, endOnFailure: !p
 // ---------------------------------------------------------------------------------------------
 
 beforeAll(async () => {
-  t = await startFreshApp();
+  t = await startTestApp();
   adminRow = await t.db.selectFrom('users').selectAll().where('email', '=', ADMIN.email).executeTakeFirstOrThrow();
   const people = await Promise.all(Array.from({ length: 4 }, () => t.register({ password: 'Quartz-Lantern-4821' })));
   const gone = await t.register({ password: 'Quartz-Lantern-4821' });

@@ -2,8 +2,7 @@ import { sql } from 'kysely';
 import request from 'supertest';
 import { createApp, type App } from '../src/app';
 import { createLogger } from '../src/logger';
-import { uniqueEmail, type Response, type TestContext } from './support/app';
-import { startFreshApp } from './support/embedded';
+import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
 import { assertMatchesContract } from './support/contract';
 import { expectError } from './support/expect';
 
@@ -12,7 +11,7 @@ import { expectError } from './support/expect';
 // login lockout is on (three failures), with per-IP limits out of the way.
 let t: TestContext;
 beforeAll(async () => {
-  t = await startFreshApp({
+  t = await startTestApp({
     BCRYPT_COST: '10',
     PASSWORD_HASH_CONCURRENCY: '1',
     PASSWORD_HASH_QUEUE_MAX: '1',
@@ -98,7 +97,7 @@ describe('when more password hashes wait than PASSWORD_HASH_QUEUE_MAX', () => {
 describe('PASSWORD_HASH_QUEUE_MAX=0', () => {
   let strict: TestContext;
   beforeAll(async () => {
-    strict = await startFreshApp({ BCRYPT_COST: '10', PASSWORD_HASH_CONCURRENCY: '2', PASSWORD_HASH_QUEUE_MAX: '0' });
+    strict = await startTestApp({ BCRYPT_COST: '10', PASSWORD_HASH_CONCURRENCY: '2', PASSWORD_HASH_QUEUE_MAX: '0' });
   });
   afterAll(() => strict.close());
 
@@ -123,7 +122,7 @@ describe('one caller flooding the hash queue', () => {
   const logLines = () => text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>);
 
   beforeAll(async () => {
-    base = await startFreshApp(
+    base = await startTestApp(
       {
         BCRYPT_COST: '10',
         PASSWORD_HASH_CONCURRENCY: '1',

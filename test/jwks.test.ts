@@ -2,8 +2,7 @@ import { generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { ConfigError, loadConfig } from '../src/config';
 import type { components } from '../src/client';
-import { TEST_SECRET, type TestContext } from './support/app';
-import { startFreshApp } from './support/embedded';
+import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
 import { expectError } from './support/expect';
 
 // Tokens signed with a key pair and published as a JWK Set, verified here as another service would:
@@ -53,7 +52,7 @@ describe.each([
 
   beforeAll(async () => {
     jose = await importJose('jose');
-    app = await startFreshApp({ ALGORITHM: algorithm, JWT_PRIVATE_KEY: privatePem(keys.privateKey), ...env });
+    app = await startTestApp({ ALGORITHM: algorithm, JWT_PRIVATE_KEY: privatePem(keys.privateKey), ...env });
   });
   afterAll(() => app?.close());
 
@@ -128,7 +127,7 @@ describe('key rotation', () => {
     const key1 = rsaKey();
     const key2 = ecKey();
     const unrelated = ecKey();
-    const a = await startFreshApp({ ALGORITHM: 'RS256', JWT_PRIVATE_KEY: pkcs8(key1.privateKey) });
+    const a = await startTestApp({ ALGORITHM: 'RS256', JWT_PRIVATE_KEY: pkcs8(key1.privateKey) });
     let b: TestContext | undefined;
     let c: TestContext | undefined;
     try {
@@ -137,13 +136,13 @@ describe('key rotation', () => {
       await a.stop();
 
       // Without the retired key listed, the restart would sign everyone out.
-      c = await startFreshApp({ ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(key2.privateKey) }, { sameDatabaseAs: a });
+      c = await startTestApp({ ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(key2.privateKey) }, { sameDatabaseAs: a });
       expectError(await me(c, user.access), 401, 'UNAUTHORIZED');
       await c.stop();
 
       // Several retired keys, concatenated, in one variable.
       const previous = `${spki(unrelated.publicKey)}${spki(key1.publicKey)}`;
-      b = await startFreshApp({ ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(key2.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: previous }, { sameDatabaseAs: a });
+      b = await startTestApp({ ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(key2.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: previous }, { sameDatabaseAs: a });
       const { jwks } = await jwksOf(b);
       expect(jwks.keys.map((k) => k.alg)).toEqual(['ES256', 'ES256', 'RS256']);
       expect(jwks.keys[2]).toEqual(before.keys[0]);
@@ -179,7 +178,7 @@ describe('key rotation', () => {
 describe('ALGORITHM=HS256', () => {
   let app: TestContext;
   beforeAll(async () => {
-    app = await startFreshApp({ RATE_LIMIT_ENABLED: 'true', AUTH_RATE_LIMIT_PER_MINUTE: '5', RATE_LIMIT_PER_MINUTE: '500' });
+    app = await startTestApp({ RATE_LIMIT_ENABLED: 'true', AUTH_RATE_LIMIT_PER_MINUTE: '5', RATE_LIMIT_PER_MINUTE: '500' });
   });
   afterAll(() => app?.close());
 

@@ -1,6 +1,5 @@
 import request from 'supertest';
-import { ADMIN, type TestContext } from './support/app';
-import { startFreshApp } from './support/embedded';
+import { ADMIN, startTestApp, type TestContext } from './support/app';
 import { expectUnauthorized } from './support/expect';
 import { freePort } from './support/net';
 
@@ -20,7 +19,7 @@ describe('GET /metrics', () => {
   let t: TestContext;
   beforeAll(async () => {
     // Mail to a port nothing listens on stays in the outbox, so the backlog has something to count.
-    t = await startFreshApp({ SMTP_URL: `smtp://127.0.0.1:${await freePort()}`, MAIL_RETRY_BASE_MS: '3600000' });
+    t = await startTestApp({ SMTP_URL: `smtp://127.0.0.1:${await freePort()}`, MAIL_RETRY_BASE_MS: '3600000' });
   });
   afterAll(() => t.close());
 
@@ -113,7 +112,7 @@ describe('METRICS_TOKEN', () => {
   const TOKEN = 'a-scrape-token-of-some-length-0123456789';
   let t: TestContext;
   beforeAll(async () => {
-    t = await startFreshApp({ METRICS_TOKEN: TOKEN });
+    t = await startTestApp({ METRICS_TOKEN: TOKEN });
   });
   afterAll(() => t.close());
 
@@ -134,7 +133,7 @@ describe('METRICS_TOKEN', () => {
 describe('METRICS_ENABLED=false', () => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await startFreshApp({ METRICS_ENABLED: 'false' });
+    t = await startTestApp({ METRICS_ENABLED: 'false' });
   });
   afterAll(() => t.close());
 
@@ -152,7 +151,7 @@ describe('METRICS_ENABLED=false', () => {
 describe('rate limits', () => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await startFreshApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_PER_MINUTE: '2' });
+    t = await startTestApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_PER_MINUTE: '2' });
   });
   afterAll(() => t.close());
 

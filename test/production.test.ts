@@ -3,8 +3,7 @@ import request from 'supertest';
 import { loadConfig } from '../src/config';
 import { createApp, type App } from '../src/app';
 import { createLogger } from '../src/logger';
-import { TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
-import { freshDatabase, startFreshApp } from './support/embedded';
+import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
 import { problemsOf } from './support/config';
 import { expectError } from './support/expect';
 import { captureLog } from './support/log';
@@ -76,7 +75,7 @@ describe('mail in production', () => {
       }, 'the failed delivery recorded in the outbox');
 
     it('sends nothing to a server that offers no STARTTLS: the mail stays queued with the error', async () => {
-      const t = await startFreshApp({ ...PRODUCTION, SMTP_URL: plain.url });
+      const t = await startTestApp({ ...PRODUCTION, SMTP_URL: plain.url });
       try {
         const user = await t.register({ email: uniqueEmail('cleartext') });
         const row = await failedDelivery(t, user.email);
@@ -91,7 +90,7 @@ describe('mail in production', () => {
     });
 
     it('delivers to that server when the URL says ignoreTLS=true', async () => {
-      const t = await startFreshApp({ ...PRODUCTION, SMTP_URL: `${plain.url}/?ignoreTLS=true` });
+      const t = await startTestApp({ ...PRODUCTION, SMTP_URL: `${plain.url}/?ignoreTLS=true` });
       try {
         const user = await t.register({ email: uniqueEmail('relay') });
         const mail = await plain.waitFor((m) => m.to.includes(user.email));
@@ -103,7 +102,7 @@ describe('mail in production', () => {
     });
 
     it('delivers over STARTTLS to a server that offers it (its self-signed certificate trusted through the URL)', async () => {
-      const t = await startFreshApp({ ...PRODUCTION, SMTP_URL: `${tls.url}/?tls.rejectUnauthorized=false` });
+      const t = await startTestApp({ ...PRODUCTION, SMTP_URL: `${tls.url}/?tls.rejectUnauthorized=false` });
       try {
         const user = await t.register({ email: uniqueEmail('starttls') });
         const mail = await tls.waitFor((m) => m.to.includes(user.email));
@@ -114,7 +113,7 @@ describe('mail in production', () => {
     });
 
     it('refuses a self-signed certificate that is not trusted', async () => {
-      const t = await startFreshApp({ ...PRODUCTION, SMTP_URL: tls.url });
+      const t = await startTestApp({ ...PRODUCTION, SMTP_URL: tls.url });
       try {
         const user = await t.register({ email: uniqueEmail('untrusted') });
         const row = await failedDelivery(t, user.email);
@@ -129,7 +128,7 @@ describe('mail in production', () => {
 
   describe('the log in place of a mail server', () => {
     async function registerAndReadLog(env: Record<string, string>): Promise<Record<string, any>> {
-      const database = await freshDatabase();
+      const database = await suiteDatabase(true);
       const log = captureLog();
       const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', RATE_LIMIT_ENABLED: 'false', ...database.env, ...env });
       let app: App | undefined;
@@ -158,7 +157,7 @@ describe('mail in production', () => {
 
   it('a production process writes no link to its log when delivery fails, and withholds /metrics with a warning', async () => {
     const smtp = await startSmtpServer();
-    const database = await freshDatabase();
+    const database = await suiteDatabase(true);
     let server: Running | undefined;
     try {
       server = await startServer({ ...database.env, NODE_ENV: 'production', SMTP_URL: smtp.url });
@@ -207,13 +206,13 @@ describe('/metrics in production', () => {
       const req = request(t.app.koa.callback()).get('/metrics');
       return token ? req.set('Authorization', `Bearer ${token}`) : req;
     };
-    const closed = await startFreshApp(env);
+    const closed = await startTestApp(env);
     try {
       expectError(await closed.get('/metrics'), 404, 'NOT_FOUND');
     } finally {
       await closed.close();
     }
-    const guarded = await startFreshApp({ ...env, METRICS_TOKEN: 'scrape-secret' });
+    const guarded = await startTestApp({ ...env, METRICS_TOKEN: 'scrape-secret' });
     try {
       const anonymous = await scrape(guarded);
       expect(anonymous.status).toBe(401);
@@ -222,7 +221,7 @@ describe('/metrics in production', () => {
     } finally {
       await guarded.close();
     }
-    const open = await startFreshApp({ ...env, METRICS_PUBLIC: 'true' });
+    const open = await startTestApp({ ...env, METRICS_PUBLIC: 'true' });
     try {
       expect((await scrape(open)).status).toBe(200);
     } finally {
@@ -235,7 +234,7 @@ describe('names', () => {
   let t: TestContext;
   let admin: string;
   beforeAll(async () => {
-    t = await startFreshApp();
+    t = await startTestApp();
     admin = await t.adminToken();
   });
   afterAll(() => t.close());
@@ -300,7 +299,7 @@ describe('names', () => {
 describe('validation errors', () => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await startFreshApp();
+    t = await startTestApp();
   });
   afterAll(() => t.close());
 
@@ -380,7 +379,7 @@ describe('the HTTP server', () => {
     let server: Running;
     let database: SuiteDatabase;
     beforeAll(async () => {
-      database = await freshDatabase();
+      database = await suiteDatabase(true);
       server = await startServer({ ...database.env, HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '1000' });
       await server.waitFor(listening);
     }, 60_000);
@@ -416,7 +415,7 @@ describe('the HTTP server', () => {
   });
 
   it('closes connections over MAX_CONNECTIONS at once, and serves again when one is freed', async () => {
-    const database = await freshDatabase();
+    const database = await suiteDatabase(true);
     const server = await startServer({ ...database.env, MAX_CONNECTIONS: '2' });
     const held: Socket[] = [];
     try {

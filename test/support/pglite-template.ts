@@ -1,8 +1,7 @@
-import { readFileSync, statfsSync } from 'node:fs';
+import { readFileSync, rmSync, statfsSync } from 'node:fs';
 import { cp, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestApp, suiteDatabase, type StartOptions, type SuiteDatabase, type TestContext } from './app';
 
 // Most of an embedded app's start goes into PGlite creating its cluster (initdb). That cluster is the
 // same every time, so it is created once per PGlite version, kept in /dev/shm (or the temporary
@@ -48,35 +47,23 @@ function pgliteTemplate(): Promise<string> {
   return template;
 }
 
-/**
- * A fresh, empty database as suiteDatabase(true) gives: on PostgreSQL a new database, on the embedded
- * one a folder of its own, here copied from the created cluster rather than created anew.
- */
-export async function freshDatabase(): Promise<SuiteDatabase> {
-  if (process.env.TEST_DATABASE_KIND === 'postgres') return suiteDatabase(true);
+/** A folder of its own holding a copy of the created, empty cluster; `drop` removes it. */
+export async function copyOfEmptyCluster(): Promise<{ dir: string; drop: () => Promise<void> }> {
   const source = await pgliteTemplate();
   const dir = await mkdtemp(join(BASE, 'account-test-'));
+  copies.add(dir);
   await cp(source, dir, { recursive: true });
-  return { env: { DATA_DIR: dir }, drop: () => rm(dir, { recursive: true, force: true }), kind: 'embedded' };
+  return {
+    dir,
+    drop: async () => {
+      await rm(dir, { recursive: true, force: true });
+      copies.delete(dir);
+    },
+  };
 }
 
-/** startTestApp on a fresh database of its own from freshDatabase(); close() drops it as before. */
-export async function startFreshApp(env: Record<string, string> = {}, options: Omit<StartOptions, 'persistent'> = {}): Promise<TestContext> {
-  if (options.sameDatabaseAs || process.env.TEST_DATABASE_KIND === 'postgres') return startTestApp(env, options);
-  const database = await freshDatabase();
-  let t: TestContext;
-  try {
-    t = await startTestApp({ ...env, ...database.env });
-  } catch (error) {
-    await database.drop();
-    throw error;
-  }
-  const close = t.close;
-  return Object.assign(t, {
-    database,
-    async close() {
-      await close();
-      await database.drop();
-    },
-  });
-}
+/** Copies not dropped yet; a test file that never closes its app still leaves nothing behind in memory. */
+const copies = new Set<string>();
+process.on('exit', () => {
+  for (const dir of copies) rmSync(dir, { recursive: true, force: true });
+});
