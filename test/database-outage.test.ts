@@ -1,5 +1,5 @@
-import { startTestApp, type Response, type TestContext } from './support/app';
-import { Cluster, describeOutage, skipReason } from './support/pg-cluster';
+import type { Response } from './support/app';
+import { appOnPrivateCluster, describeOutage, skipReason } from './support/pg-cluster';
 import { until } from './support/wait';
 
 /*
@@ -22,40 +22,19 @@ function expectUnavailable(res: Response): void {
 const waitFor = (probe: () => Promise<boolean>, budgetMs: number) => until(probe, 'the service to recover', budgetMs, 200);
 
 describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  let cluster: Cluster | undefined;
-  let t: TestContext | undefined;
-  let user: { email: string; password: string; access: string; refresh: string };
-
-  const app = (): TestContext => {
-    if (!t) throw new Error('the app did not start');
-    return t;
-  };
-  const login = () => app().post('/api/auth/login/json', { email: user.email, password: user.password });
-
-  beforeAll(async () => {
-    cluster = await Cluster.create();
-    await cluster.start();
-    t = await startTestApp({ DATABASE_URL: cluster.url });
-    const registered = await t.register();
-    user = { email: registered.email, password: registered.password, access: registered.access, refresh: registered.refresh };
-  }, 120_000);
-
-  afterAll(async () => {
-    // The app first (its pool would otherwise keep reconnecting), then the cluster and its folder.
-    await t?.close().catch(() => undefined);
-    await cluster?.destroy();
-  }, 60_000);
+  const outage = appOnPrivateCluster();
+  const { app, login } = outage;
 
   it('is ready and serves requests while the server runs', async () => {
     const ready = await app().get('/health/ready');
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({ success: true, data: { status: 'ready', checks: { database: 'ok' } } });
-    expect((await app().get('/api/auth/me', { token: user.access })).status).toBe(200);
-    expect(app().config.databaseUrl).toBe(cluster!.url);
+    expect((await app().get('/api/auth/me', { token: outage.user.access })).status).toBe(200);
+    expect(app().config.databaseUrl).toBe(outage.cluster.url);
   });
 
   it('answers 503 SERVICE_UNAVAILABLE once the server stops (immediate shutdown), and stays alive', async () => {
-    await cluster!.stop('immediate');
+    await outage.cluster.stop('immediate');
 
     expectUnavailable(await app().get('/health/ready'));
 
@@ -64,18 +43,18 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
     expect(live.body).toEqual({ success: true, data: { status: 'alive' } });
 
     expectUnavailable(await login());
-    expectUnavailable(await app().get('/api/auth/me', { token: user.access }));
-    expectUnavailable(await app().post('/api/auth/refresh', { refresh_token: user.refresh }));
+    expectUnavailable(await app().get('/api/auth/me', { token: outage.user.access }));
+    expectUnavailable(await app().post('/api/auth/refresh', { refresh_token: outage.user.refresh }));
     expectUnavailable(await app().post('/api/auth/register', { email: 'new-during-outage@example.com', password: 'password-123', name: 'Outage' }));
-    expectUnavailable(await app().post('/api/auth/login', { username: user.email, password: user.password }, { form: true }));
+    expectUnavailable(await app().post('/api/auth/login', { username: outage.user.email, password: outage.user.password }, { form: true }));
     // Forgot-password answers before it touches the database (its timing must not tell which e-mails
     // exist), so it answers as always; the lookup after the answer fails and is logged.
-    const forgot = await app().post('/api/auth/forgot-password', { email: user.email });
+    const forgot = await app().post('/api/auth/forgot-password', { email: outage.user.email });
     expect(forgot.status).toBe(200);
 
     // The same again, many at once: every one answers with the 503.
     const burst = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? app().get('/health/ready') : i % 3 === 1 ? login() : app().get('/api/auth/me', { token: user.access }))),
+      Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? app().get('/health/ready') : i % 3 === 1 ? login() : app().get('/api/auth/me', { token: outage.user.access }))),
     );
     for (const res of burst) expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: UNAVAILABLE });
 
@@ -86,20 +65,20 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
   }, 60_000);
 
   it('recovers without a restart once the server is back: ready, login, the old token', async () => {
-    await cluster!.start();
+    await outage.cluster.start();
     await waitFor(async () => (await app().get('/health/ready')).status === 200, RECOVERY_BUDGET_MS);
     await waitFor(async () => (await login()).status === 200, RECOVERY_BUDGET_MS);
 
     const res = await login();
     expect(res.status).toBe(200);
-    expect(res.body.data.user.email).toBe(user.email);
+    expect(res.body.data.user.email).toBe(outage.user.email);
     // Tokens from before the outage still work: nothing was lost.
-    const me = await app().get('/api/auth/me', { token: user.access });
+    const me = await app().get('/api/auth/me', { token: outage.user.access });
     expect(me.status).toBe(200);
-    const refreshed = await app().post('/api/auth/refresh', { refresh_token: user.refresh });
+    const refreshed = await app().post('/api/auth/refresh', { refresh_token: outage.user.refresh });
     expect(refreshed.status).toBe(200);
-    user.access = refreshed.body.data.access_token;
-    user.refresh = refreshed.body.data.refresh_token;
+    outage.user.access = refreshed.body.data.access_token;
+    outage.user.refresh = refreshed.body.data.refresh_token;
     // Nothing was written while the server was down.
     const admin = await app().adminToken();
     const list = await app().get('/api/users?q=new-during-outage', { token: admin });
@@ -118,7 +97,7 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
         // Reads, a readiness probe, and registrations (a transaction of several statements).
         const res =
           i % 4 === 0
-            ? await app().get('/api/auth/me', { token: user.access })
+            ? await app().get('/api/auth/me', { token: outage.user.access })
             : i % 4 === 1
               ? await app().get('/api/users?per_page=5', { token: adminAccess })
               : i % 4 === 2
@@ -133,7 +112,7 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
     // Every worker has been answered while the server runs, then the server stops under them, and
     // the stream goes on until the outage has answered some of them.
     await until(() => statuses.length >= 8, 'the first answers', RECOVERY_BUDGET_MS);
-    await cluster!.stop('fast');
+    await outage.cluster.stop('fast');
     const answeredBeforeStop = statuses.length;
     await until(() => statuses.length >= answeredBeforeStop + 8 && statuses.includes(503), 'answers during the outage', RECOVERY_BUDGET_MS);
     stop = true;
@@ -147,9 +126,9 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
     expectUnavailable(await app().get('/health/ready'));
     expectUnavailable(await login());
 
-    await cluster!.start();
+    await outage.cluster.start();
     await waitFor(async () => (await app().get('/health/ready')).status === 200, RECOVERY_BUDGET_MS);
     await waitFor(async () => (await login()).status === 200, RECOVERY_BUDGET_MS);
-    expect((await app().get('/api/auth/me', { token: user.access })).status).toBe(200);
+    expect((await app().get('/api/auth/me', { token: outage.user.access })).status).toBe(200);
   }, 60_000);
 });

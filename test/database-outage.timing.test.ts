@@ -1,5 +1,5 @@
-import { startTestApp, type Response, type TestContext } from './support/app';
-import { Cluster, describeOutage, skipReason } from './support/pg-cluster';
+import type { Response } from './support/app';
+import { appOnPrivateCluster, describeOutage, skipReason } from './support/pg-cluster';
 import { until } from './support/wait';
 
 /*
@@ -25,35 +25,16 @@ function expectQuick503(measured: { res: Response; ms: number }, budget = REQUES
 }
 
 describeOutage(`answers quickly while the PostgreSQL server is away${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  let cluster: Cluster | undefined;
-  let t: TestContext | undefined;
-  let user: { email: string; password: string; access: string; refresh: string };
-
-  const app = (): TestContext => {
-    if (!t) throw new Error('the app did not start');
-    return t;
-  };
-  const login = () => app().post('/api/auth/login/json', { email: user.email, password: user.password });
+  const outage = appOnPrivateCluster();
+  const { app, login } = outage;
   const recovered = async () => {
     await until(async () => (await app().get('/health/ready')).status === 200, 'the service to recover', RECOVERY_BUDGET_MS, 200);
     await until(async () => (await login()).status === 200, 'login to work again', RECOVERY_BUDGET_MS, 200);
   };
 
-  beforeAll(async () => {
-    cluster = await Cluster.create();
-    await cluster.start();
-    t = await startTestApp({ DATABASE_URL: cluster.url });
-    const registered = await t.register();
-    user = { email: registered.email, password: registered.password, access: registered.access, refresh: registered.refresh };
-  }, 120_000);
-
-  afterAll(async () => {
-    await t?.close().catch(() => undefined);
-    await cluster?.destroy();
-  }, 60_000);
 
   it('answers within budget once the server stops (immediate shutdown)', async () => {
-    await cluster!.stop('immediate');
+    await outage.cluster.stop('immediate');
 
     expectQuick503(await timed(() => app().get('/health/ready')), READY_BUDGET_MS);
     const live = await timed(() => app().get('/health/live'));
@@ -61,22 +42,22 @@ describeOutage(`answers quickly while the PostgreSQL server is away${skipReason 
     expect(live.ms).toBeLessThan(1000);
 
     expectQuick503(await timed(login));
-    expectQuick503(await timed(() => app().get('/api/auth/me', { token: user.access })));
-    expectQuick503(await timed(() => app().post('/api/auth/refresh', { refresh_token: user.refresh })));
+    expectQuick503(await timed(() => app().get('/api/auth/me', { token: outage.user.access })));
+    expectQuick503(await timed(() => app().post('/api/auth/refresh', { refresh_token: outage.user.refresh })));
     expectQuick503(await timed(() => app().post('/api/auth/register', { email: 'new-during-timed-outage@example.com', password: 'password-123', name: 'Outage' })));
-    expectQuick503(await timed(() => app().post('/api/auth/login', { username: user.email, password: user.password }, { form: true })));
-    const forgot = await timed(() => app().post('/api/auth/forgot-password', { email: user.email }));
+    expectQuick503(await timed(() => app().post('/api/auth/login', { username: outage.user.email, password: outage.user.password }, { form: true })));
+    const forgot = await timed(() => app().post('/api/auth/forgot-password', { email: outage.user.email }));
     expect(forgot.res.status).toBe(200);
     expect(forgot.ms).toBeLessThan(REQUEST_BUDGET_MS);
 
     const started = Date.now();
     const burst = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? app().get('/health/ready') : i % 3 === 1 ? login() : app().get('/api/auth/me', { token: user.access }))),
+      Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? app().get('/health/ready') : i % 3 === 1 ? login() : app().get('/api/auth/me', { token: outage.user.access }))),
     );
     expect(Date.now() - started).toBeLessThan(REQUEST_BUDGET_MS * 2);
     for (const res of burst) expect(res.status).toBe(503);
 
-    await cluster!.start();
+    await outage.cluster.start();
     await recovered();
   }, 60_000);
 
@@ -90,7 +71,7 @@ describeOutage(`answers quickly while the PostgreSQL server is away${skipReason 
         const started = Date.now();
         const res =
           i % 4 === 0
-            ? await app().get('/api/auth/me', { token: user.access })
+            ? await app().get('/api/auth/me', { token: outage.user.access })
             : i % 4 === 1
               ? await app().get('/api/users?per_page=5', { token: adminAccess })
               : i % 4 === 2
@@ -103,7 +84,7 @@ describeOutage(`answers quickly while the PostgreSQL server is away${skipReason 
 
     const workers = Array.from({ length: 8 }, (_, i) => worker(i));
     await until(() => statuses.length >= 8, 'the first answers', RECOVERY_BUDGET_MS);
-    await cluster!.stop('fast');
+    await outage.cluster.stop('fast');
     const answeredBeforeStop = statuses.length;
     await until(() => statuses.length >= answeredBeforeStop + 8 && statuses.includes(503), 'answers during the outage', RECOVERY_BUDGET_MS);
     stop = true;
@@ -113,7 +94,7 @@ describeOutage(`answers quickly while the PostgreSQL server is away${skipReason 
     expectQuick503(await timed(() => app().get('/health/ready')), READY_BUDGET_MS);
     expectQuick503(await timed(login));
 
-    await cluster!.start();
+    await outage.cluster.start();
     await recovered();
   }, 60_000);
 });

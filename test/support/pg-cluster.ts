@@ -11,6 +11,7 @@ import { chown, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { startTestApp, type Response, type TestContext } from './app';
 import { freePort } from './net';
 
 const run = promisify(execFile);
@@ -107,4 +108,52 @@ export class Cluster {
       throw new Error(`${tool} ${args.join(' ')} failed: ${stderr || stdout || String(error)}\n${await this.log()}`);
     }
   }
+}
+
+export interface OutageSetup {
+  /** The private cluster the app runs on (set once beforeAll has run). */
+  readonly cluster: Cluster;
+  /** A user registered on it before any outage. */
+  readonly user: { email: string; password: string; access: string; refresh: string };
+  /** The app on the cluster; throws if it did not start. */
+  app(): TestContext;
+  /** A JSON login as `user`. */
+  login(): Promise<Response>;
+}
+
+/**
+ * Inside a describeOutage block: makes a private cluster, starts an app on it and registers a user
+ * before the tests, and removes both after them (the app first, or its pool would keep reconnecting).
+ */
+export function appOnPrivateCluster(): OutageSetup {
+  let cluster: Cluster | undefined;
+  let t: TestContext | undefined;
+  let user: OutageSetup['user'] | undefined;
+  const setup: OutageSetup = {
+    get cluster() {
+      if (!cluster) throw new Error('the cluster did not start');
+      return cluster;
+    },
+    get user() {
+      if (!user) throw new Error('no user was registered');
+      return user;
+    },
+    app() {
+      if (!t) throw new Error('the app did not start');
+      return t;
+    },
+    login: () => setup.app().post('/api/auth/login/json', { email: setup.user.email, password: setup.user.password }),
+  };
+  beforeAll(async () => {
+    cluster = await Cluster.create();
+    await cluster.start();
+    t = await startTestApp({ DATABASE_URL: cluster.url });
+    const registered = await t.register();
+    user = { email: registered.email, password: registered.password, access: registered.access, refresh: registered.refresh };
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close().catch(() => undefined);
+    await cluster?.destroy();
+  }, 60_000);
+  return setup;
 }
