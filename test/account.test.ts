@@ -625,7 +625,7 @@ describe('mail delivery', () => {
       await until(async () => {
         const rows = await outboxRows(u.email, a);
         return rows.length === 2 && rows.every((r) => r.attempts >= 1 && r.last_error && r.locked_until === null && r.sent_at === null);
-      }, 'both messages failed once');
+      }, 'both messages failed once', 30_000);
       await a.stop();
 
       server = await startSmtpServer(port);

@@ -1,15 +1,23 @@
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 
-/** A TCP port on 127.0.0.1 that nothing listens on right now, for a server process to take. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A TCP port on 127.0.0.1 that nothing listens on right now, for a server process to take. It is
+ * drawn below the kernel's ephemeral range (32768 and up), so that no outgoing connection, and no
+ * listener on port 0 elsewhere in the suite, can take it between this check and the server's listen.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
   });
 }
 
