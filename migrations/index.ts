@@ -5,6 +5,7 @@ import * as userCountsAndSearch from './20261121020000_user_counts_and_search';
 import * as auditEvents from './20261121030000_audit_events';
 import * as pendingEmail from './20261123154553_pending_email';
 import * as accountTokensRecent from './20261123160532_account_tokens_recent';
+import * as secondFactors from './20261201090000_second_factors';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '20261121030000_audit_events': auditEvents,
   '20261123154553_pending_email': pendingEmail,
   '20261123160532_account_tokens_recent': accountTokensRecent,
+  '20261201090000_second_factors': secondFactors,
 };

@@ -31,6 +31,57 @@ export interface SessionTable {
   last_used_at: Timestamp;
   expires_at: ColumnType<Date, Date | string, Date | string>;
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** How the session was signed in: RFC 8176 values such as `pwd`, `otp`, `hwk`, `mfa`. */
+  amr: ColumnType<string[], string[] | undefined, string[]>;
+  aal: ColumnType<AssuranceLevel, AssuranceLevel | undefined, AssuranceLevel>;
+}
+
+/** Authenticator assurance: `aal2` once a second factor (or a verified passkey) has been shown. */
+export type AssuranceLevel = 'aal1' | 'aal2';
+
+export type FactorType = 'totp' | 'webauthn';
+
+export interface MfaFactorTable {
+  id: Generated<number>;
+  user_id: number;
+  type: FactorType;
+  name: string;
+  created_at: Timestamp;
+  /** Null while a TOTP factor waits for its first code. */
+  confirmed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  totp_secret_sealed: string | null;
+  /** The last 30-second step a code was accepted for (bigint: read back as a string). */
+  totp_last_step: ColumnType<string | null, number | null | undefined, number | null>;
+  credential_id: string | null;
+  public_key: string | null;
+  sign_count: ColumnType<string | null, number | null | undefined, number | null>;
+  transports: string[] | null;
+  user_handle: string | null;
+}
+
+export interface MfaRecoveryCodeTable {
+  id: Generated<number>;
+  user_id: number;
+  code_hash: string;
+  created_at: Timestamp;
+  used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export type ChallengePurpose = 'mfa' | 'passkey_registration' | 'passkey_login';
+
+export interface MfaChallengeTable {
+  id: string;
+  purpose: ChallengePurpose;
+  user_id: number | null;
+  /** SHA-256 of the mfa_token, for purpose `mfa`. */
+  token_hash: string | null;
+  /** The WebAuthn challenge (base64url) the next assertion or attestation must sign. */
+  challenge: string | null;
+  failures: Generated<number>;
+  created_at: Timestamp;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export type TokenPurpose = 'password_reset' | 'email_verification';
@@ -73,6 +124,9 @@ export interface Database {
   account_tokens: AccountTokenTable;
   mail_outbox: MailOutboxTable;
   user_counts: UserCountTable;
+  mfa_factors: MfaFactorTable;
+  mfa_recovery_codes: MfaRecoveryCodeTable;
+  mfa_challenges: MfaChallengeTable;
 }
 
 export type UserRow = Selectable<UserTable>;
@@ -81,6 +135,9 @@ export type UserUpdate = Updateable<UserTable>;
 export type SessionRow = Selectable<SessionTable>;
 export type NewSessionRow = Insertable<SessionTable>;
 export type AccountTokenRow = Selectable<AccountTokenTable>;
+export type MfaFactorRow = Selectable<MfaFactorTable>;
+export type NewMfaFactorRow = Insertable<MfaFactorTable>;
+export type MfaChallengeRow = Selectable<MfaChallengeTable>;
 export type OutboxRow = Selectable<MailOutboxTable>;
 export type NewOutboxRow = Insertable<MailOutboxTable>;
 
