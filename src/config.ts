@@ -116,6 +116,16 @@ export interface Config {
   readonly requestTimeoutMs: number;
   /** Open connections per process; more are closed as soon as they are accepted. */
   readonly maxConnections: number;
+
+  // Second factors and passkeys.
+  /** The WebAuthn relying party: a domain, by default the host of APP_URL. */
+  readonly webauthnRpId: string;
+  /** The name authenticators show for the relying party. */
+  readonly webauthnRpName: string;
+  /** Origins a passkey ceremony may come from; by default the origin of APP_URL. */
+  readonly webauthnOrigins: readonly string[];
+  /** The `issuer` of the otpauth:// URLs authenticator apps show. */
+  readonly mfaIssuer: string;
 }
 
 export class ConfigError extends Error {
@@ -278,6 +288,8 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     problems.push(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
   }
 
+  const { webauthnRpId, webauthnOrigins } = webauthnParty(appUrl, read('WEBAUTHN_RP_ID'), read('WEBAUTHN_ORIGINS'), problems);
+
   const config: Config = {
     nodeEnv,
     host,
@@ -347,6 +359,10 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     headersTimeoutMs,
     requestTimeoutMs,
     maxConnections: integer('MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    webauthnRpId,
+    webauthnRpName: read('WEBAUTHN_RP_NAME') ?? 'Account Service',
+    webauthnOrigins,
+    mfaIssuer: read('MFA_ISSUER') ?? 'Account Service',
   };
 
   if (problems.length > 0) throw new ConfigError(problems);
@@ -372,6 +388,44 @@ function requiresStartTls(smtpUrl: string, problems: string[]): boolean {
     problems.push('SMTP_URL says requireTLS=false: in production say ignoreTLS=true for a relay without TLS, or leave STARTTLS required');
   }
   return true;
+}
+
+/**
+ * The WebAuthn relying party: its id is a domain (no scheme, port or path), and every origin a
+ * ceremony may come from must be that domain or one of its subdomains, as browsers require.
+ */
+function webauthnParty(
+  appUrl: string,
+  rpIdSetting: string | undefined,
+  originsSetting: string | undefined,
+  problems: string[],
+): { webauthnRpId: string; webauthnOrigins: readonly string[] } {
+  let appOrigin = '';
+  let appHost = '';
+  try {
+    const url = new URL(appUrl);
+    appOrigin = url.origin;
+    appHost = url.hostname;
+  } catch {
+    // already reported as not an http(s) URL
+  }
+  const rpId = (rpIdSetting ?? appHost).toLowerCase();
+  if (rpIdSetting !== undefined && !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(rpId)) {
+    problems.push(`WEBAUTHN_RP_ID must be a domain name such as example.com (no scheme, port or path), got "${rpIdSetting}"`);
+  }
+  const origins = originsSetting === undefined ? [appOrigin].filter(Boolean) : originsSetting.split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+  for (const origin of origins) {
+    let host: string | undefined;
+    try {
+      const url = new URL(origin);
+      if (/^https?:$/.test(url.protocol) && url.origin === origin) host = url.hostname;
+    } catch {
+      host = undefined;
+    }
+    if (host === undefined) problems.push(`WEBAUTHN_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+    else if (rpId !== '' && host !== rpId && !host.endsWith(`.${rpId}`)) problems.push(`WEBAUTHN_ORIGINS: "${origin}" is not on WEBAUTHN_RP_ID "${rpId}" or a subdomain of it`);
+  }
+  return { webauthnRpId: rpId, webauthnOrigins: Object.freeze(origins) };
 }
 
 /** One hash per core, but no more than libuv's thread pool (UV_THREADPOOL_SIZE, 4 by default) runs at once. */
