@@ -335,6 +335,275 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/auth/mfa/factors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The current user's second factors
+         * @description Every confirmed factor of the user: TOTP authenticators and passkeys. A TOTP factor waiting
+         *     for its first code is not listed. `meta.recovery_codes_remaining` counts the unused
+         *     recovery codes.
+         */
+        get: operations["listFactors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/mfa/factors/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove one of the current user's factors
+         * @description Removes a TOTP authenticator or a passkey (confirmed or not); a passkey removed here no
+         *     longer signs in. Removing the user's last factor also voids their recovery codes, and
+         *     password logins then open a session again without a second step. A factor of another
+         *     user is a 404.
+         */
+        delete: operations["deleteFactor"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/mfa/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start enrolling a TOTP authenticator app
+         * @description Makes a new TOTP secret (RFC 6238: SHA-1, 6 digits, 30-second steps) and answers it with
+         *     the `otpauth://` URL authenticator apps read from a QR code; the URL carries the issuer
+         *     (`MFA_ISSUER`), the account (the user's e-mail) and the secret. The factor stays pending,
+         *     and does not protect the account, until `POST /api/auth/mfa/totp/{id}/confirm` is sent a
+         *     code from the app. Starting again replaces a pending factor. The secret is shown only
+         *     here and is kept sealed.
+         */
+        post: operations["enrolTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/mfa/totp/{id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm a TOTP authenticator with a code from it
+         * @description Confirms a pending TOTP factor with a current code from the app (one 30-second step of
+         *     drift either way). When it is the user's first factor, the answer carries ten recovery
+         *     codes, shown this once; every other session of the user is revoked, and this session is
+         *     raised to `aal2` (tokens refreshed from it say so). From then on a password login asks for
+         *     a second factor (403 `MFA_REQUIRED`). A wrong code is a 400 `INVALID_CODE`; a confirmed
+         *     factor is a 409; a factor of another user, or a passkey, a 404.
+         */
+        post: operations["confirmTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/mfa/recovery-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new set of recovery codes
+         * @description Ten new recovery codes, shown this once; the earlier set stops working. Each code signs in
+         *     once in place of a second factor (`POST /api/auth/mfa/verify` with `method: recovery_code`).
+         *     A user without a confirmed factor is a 409.
+         */
+        post: operations["regenerateRecoveryCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/mfa/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finish a password login with a second factor
+         * @description Takes the `mfa_token` of a 403 `MFA_REQUIRED` login answer and one proof: a current TOTP
+         *     code (`method: totp`, one 30-second step of drift either way, each code once), an unused
+         *     recovery code (`method: recovery_code`, each once), or a passkey assertion
+         *     (`method: webauthn`, `credential` answering the options of
+         *     `POST /api/auth/mfa/webauthn/options`). Success opens the session and answers as
+         *     `POST /api/auth/login/json` does; its tokens carry `amr` (`pwd` plus `otp` or `hwk`, and
+         *     `mfa`) and `aal: aal2`. A wrong proof is a 400 (`INVALID_CODE`, or `INVALID_PASSKEY`) and
+         *     counts as a failed login toward the account lockout (429 `RATE_LIMITED`); the fifth wrong
+         *     proof voids the `mfa_token`. An unknown, expired (5 minutes), used or voided `mfa_token`
+         *     is a 401 `UNAUTHORIZED`.
+         */
+        post: operations["verifyMfa"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/mfa/webauthn/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Passkey options for the second step of a login
+         * @description WebAuthn request options (their JSON form, for `PublicKeyCredential.parseRequestOptionsFromJSON`)
+         *     listing the passkeys of the user the `mfa_token` belongs to. The challenge is good for one
+         *     assertion, sent with the same `mfa_token` to `POST /api/auth/mfa/verify` within 5 minutes;
+         *     asking again replaces it. An unknown, expired or used `mfa_token` is a 401.
+         */
+        post: operations["mfaWebauthnOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/passkeys/registration/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Options to register a passkey
+         * @description WebAuthn creation options (their JSON form, for `PublicKeyCredential.parseCreationOptionsFromJSON`)
+         *     for a discoverable credential of the current user on this relying party (`WEBAUTHN_RP_ID`),
+         *     excluding the passkeys the user has already. The challenge is good for one registration
+         *     within 5 minutes.
+         */
+        post: operations["passkeyRegistrationOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/passkeys/registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a passkey
+         * @description Checks the authenticator's answer to the creation options (`credential`, as
+         *     `PublicKeyCredential.toJSON()` gives it): its challenge (issued to this user, unused, not
+         *     expired), origin (`WEBAUTHN_ORIGINS`) and relying party (`WEBAUTHN_RP_ID`), then keeps the
+         *     credential's public key and signature counter. The passkey then signs in on its own
+         *     (`POST /api/auth/passkeys/login`) and serves as a second factor after a password. When it
+         *     is the user's first factor, every other session of the user is revoked and this one is
+         *     raised to `aal2`, as on TOTP confirmation. An answer that does not check out is a 400
+         *     `INVALID_PASSKEY`; a credential already registered, a 409.
+         */
+        post: operations["registerPasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/passkeys/login/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Options to sign in with a passkey
+         * @description WebAuthn request options for a discoverable credential: no e-mail is asked for, and the
+         *     browser offers the user the passkeys they hold for this site. User verification is
+         *     required. `challenge_id` goes back with the assertion to `POST /api/auth/passkeys/login`,
+         *     once, within 5 minutes.
+         */
+        post: operations["passkeyLoginOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/passkeys/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with a passkey
+         * @description Checks an assertion (`credential`, as `PublicKeyCredential.toJSON()` gives it) against the
+         *     challenge of `challenge_id`, the origin, the relying party, the passkey's public key and
+         *     its signature counter, with user verification required, and opens a session: the answer
+         *     is that of `POST /api/auth/login/json`, with `amr: [hwk, mfa]` and `aal: aal2` in the
+         *     access token. An unknown, used or expired `challenge_id` is a 401 `UNAUTHORIZED`; an
+         *     assertion from an unknown or removed passkey, or one that does not verify, a 401
+         *     `INVALID_CREDENTIALS` (and, for a known passkey, a failed login toward its account's
+         *     lockout); a disabled account, a 403.
+         */
+        post: operations["passkeyLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users": {
         parameters: {
             query?: never;
@@ -447,6 +716,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/{id}/mfa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove every second factor of a user (admin)
+         * @description For a user who lost their authenticator and their recovery codes: every TOTP factor,
+         *     passkey and recovery code of the user is removed, and any pending second step of a login
+         *     voided; the user then signs in with a password alone and may enrol again. Recorded in the
+         *     audit trail as `mfa.reset`. An unknown or deleted user is a 404.
+         */
+        delete: operations["resetUserFactors"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/audit-events": {
         parameters: {
             query?: never;
@@ -476,6 +771,15 @@ export interface paths {
          *     sent), `password.reset_completed`, `email.verified`, `user.created`, `user.updated`
          *     (`details.fields` names what changed, `role` and `is_active` their new values),
          *     `user.deleted`, `user.restored`.
+         *
+         *     Second factors: `mfa.challenged` (the right password of a user with a factor; `details.methods`),
+         *     `mfa.verified` (`details.method`, `details.factor_id`; a `login.succeeded` follows),
+         *     `mfa.failed` (`details.method`, `details.reason`, `details.failures` for the `mfa_token`),
+         *     `mfa.totp_enrolment_started`, `mfa.factor_added` and `mfa.factor_removed`
+         *     (`details.factor_id`, `details.type`), `mfa.recovery_codes_generated`,
+         *     `mfa.recovery_code_used` (`details.remaining`) and `mfa.reset` (an admin removed every
+         *     factor of the subject; `details.factors_removed`). A passkey sign-in is a `login.succeeded`
+         *     with `details.method: passkey`, or a `login.failed` with `details.reason: passkey_rejected`.
          *
          *     `actor_user_id` is who acted: the signed-in user, or the account whose password, refresh,
          *     reset or verification token was presented; null when no one was identified (a failed login,
@@ -781,7 +1085,7 @@ export interface components {
         };
         TokenPair: {
             /**
-             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti and sid.
+             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid, amr (how the user signed in: pwd, otp, hwk, mfa) and aal (aal1, or aal2 after a second factor or a verified passkey).
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl
              */
             access_token: string;
@@ -972,7 +1276,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -1020,12 +1324,299 @@ export interface components {
             meta: components["schemas"]["CursorMeta"];
         };
         /**
-         * @description `REQUEST_TIMEOUT` (408) and `HEADERS_TOO_LARGE` (431) come from the HTTP server before a request
+         * @description `totp`: an authenticator app; `webauthn`: a passkey.
+         * @example totp
+         * @enum {string}
+         */
+        FactorType: "totp" | "webauthn";
+        /**
+         * @description A name to tell the user's factors apart; trimmed.
+         * @example Phone
+         */
+        FactorName: string;
+        Factor: {
+            /** @example 3 */
+            id: number;
+            type: components["schemas"]["FactorType"];
+            /** @example Phone */
+            name: string;
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: date-time
+             * @description When it last proved the user's identity; null if never.
+             * @example 2026-01-05T08:00:00.000Z
+             */
+            last_used_at: string | null;
+        };
+        FactorResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Factor"];
+        };
+        FactorListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Factor"][];
+            meta: {
+                /** @example 9 */
+                recovery_codes_remaining: number;
+            };
+        };
+        TotpEnrolmentRequest: {
+            name?: components["schemas"]["FactorName"];
+        };
+        TotpEnrolment: {
+            /**
+             * @description The pending factor; confirm it with a code.
+             * @example 3
+             */
+            factor_id: number;
+            /**
+             * @description The shared secret, base32 (160 bits), for apps that take it typed in.
+             * @example JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP
+             */
+            secret: string;
+            /**
+             * @description The key URI authenticator apps read, usually from a QR code of it.
+             * @example otpauth://totp/Account%20Service:ada%40example.com?issuer=Account%20Service&secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&algorithm=SHA1&digits=6&period=30
+             */
+            otpauth_url: string;
+        };
+        TotpEnrolmentResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["TotpEnrolment"];
+        };
+        TotpCode: {
+            /** @example 492039 */
+            code: string;
+        };
+        /** @description Ten single-use codes; shown once, kept only as hashes. */
+        RecoveryCodes: string[];
+        TotpConfirmationResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: {
+                factor: components["schemas"]["Factor"];
+                recovery_codes?: components["schemas"]["RecoveryCodes"];
+            };
+        };
+        RecoveryCodesResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: {
+                recovery_codes: components["schemas"]["RecoveryCodes"];
+            };
+        };
+        /**
+         * @description A way to prove the second factor.
+         * @example totp
+         * @enum {string}
+         */
+        MfaMethod: "totp" | "recovery_code" | "webauthn";
+        /**
+         * @description The token of a 403 `MFA_REQUIRED` login answer; single use, valid 5 minutes.
+         * @example 3q2-7wEjR1iLZ0b8pFvN4tYkXc5sHmUo9aGdJeQrPlI
+         */
+        MfaToken: string;
+        MfaTokenRequest: {
+            mfa_token: components["schemas"]["MfaToken"];
+        };
+        /** @description `code` goes with `totp` and `recovery_code`; `credential` with `webauthn`. */
+        MfaVerifyRequest: {
+            mfa_token: components["schemas"]["MfaToken"];
+            method: components["schemas"]["MfaMethod"];
+            /**
+             * @description A 6-digit TOTP code, or a recovery code (case, spaces and dashes do not matter).
+             * @example 492039
+             */
+            code?: string;
+            credential?: components["schemas"]["AuthenticationCredential"];
+        };
+        /** @example vZ3B4w2m0Rk8yJxTqLfH6A */
+        Base64Url: string;
+        /** @example internal */
+        AuthenticatorTransport: string;
+        /**
+         * @description What the browser's `getClientExtensionResults()` gave; each extension says its own fields.
+         * @example {
+         *       "credProps": {
+         *         "rk": true
+         *       }
+         *     }
+         */
+        ClientExtensionResults: {
+            [key: string]: unknown;
+        };
+        /** @description A new credential, as `PublicKeyCredential.toJSON()` gives it after `navigator.credentials.create()`. */
+        RegistrationCredential: {
+            id: components["schemas"]["Base64Url"];
+            rawId: components["schemas"]["Base64Url"];
+            /** @enum {string} */
+            type: "public-key";
+            /** @example platform */
+            authenticatorAttachment?: string | null;
+            clientExtensionResults?: components["schemas"]["ClientExtensionResults"];
+            response: {
+                clientDataJSON: components["schemas"]["Base64Url"];
+                attestationObject: components["schemas"]["Base64Url"];
+                authenticatorData?: components["schemas"]["Base64Url"];
+                publicKey?: components["schemas"]["Base64Url"];
+                /** @example -7 */
+                publicKeyAlgorithm?: number;
+                transports?: components["schemas"]["AuthenticatorTransport"][];
+            };
+        };
+        /** @description An assertion, as `PublicKeyCredential.toJSON()` gives it after `navigator.credentials.get()`. */
+        AuthenticationCredential: {
+            id: components["schemas"]["Base64Url"];
+            rawId: components["schemas"]["Base64Url"];
+            /** @enum {string} */
+            type: "public-key";
+            /** @example platform */
+            authenticatorAttachment?: string | null;
+            clientExtensionResults?: components["schemas"]["ClientExtensionResults"];
+            response: {
+                clientDataJSON: components["schemas"]["Base64Url"];
+                authenticatorData: components["schemas"]["Base64Url"];
+                signature: components["schemas"]["Base64Url"];
+                /** @example OmK0c2e1Yw3hQ8rT5vX2nA */
+                userHandle?: string | null;
+            };
+        };
+        CredentialDescriptor: {
+            /**
+             * @description The credential id, base64url.
+             * @example vZ3B4w2m0Rk8yJxTqLfH6A
+             */
+            id: string;
+            /** @enum {string} */
+            type: "public-key";
+            transports?: string[];
+        };
+        /** @description `PublicKeyCredentialRequestOptionsJSON`: give it to `PublicKeyCredential.parseRequestOptionsFromJSON()`. */
+        WebAuthnRequestOptions: {
+            /**
+             * @description Base64url.
+             * @example p0Wm3rT9xQ2kLs8vN4bYcA
+             */
+            challenge: string;
+            /** @example accounts.example.com */
+            rpId: string;
+            /**
+             * @description Milliseconds.
+             * @example 300000
+             */
+            timeout: number;
+            /** @enum {string} */
+            userVerification: "required" | "preferred" | "discouraged";
+            /** @description The user's passkeys; absent when any discoverable passkey of this site will do. */
+            allowCredentials?: components["schemas"]["CredentialDescriptor"][];
+        };
+        WebAuthnRequestOptionsResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebAuthnRequestOptions"];
+        };
+        /** @description `PublicKeyCredentialCreationOptionsJSON`: give it to `PublicKeyCredential.parseCreationOptionsFromJSON()`. */
+        WebAuthnCreationOptions: {
+            /**
+             * @description Base64url.
+             * @example 1Hq7dZk3mR8xWv2pLs9tNc
+             */
+            challenge: string;
+            rp: {
+                /** @example Account Service */
+                name: string;
+                /** @example accounts.example.com */
+                id: string;
+            };
+            user: {
+                /**
+                 * @description The user handle, base64url: random, the same for every passkey of the user.
+                 * @example OmK0c2e1Yw3hQ8rT5vX2nA
+                 */
+                id: string;
+                /** @example ada@example.com */
+                name: string;
+                /** @example Ada Lovelace */
+                displayName: string;
+            };
+            pubKeyCredParams: {
+                /**
+                 * @description A COSE algorithm.
+                 * @example -7
+                 */
+                alg: number;
+                /** @enum {string} */
+                type: "public-key";
+            }[];
+            /**
+             * @description Milliseconds.
+             * @example 300000
+             */
+            timeout: number;
+            /** @enum {string} */
+            attestation: "none";
+            /** @description The user's passkeys, so that one authenticator is not registered twice. */
+            excludeCredentials: components["schemas"]["CredentialDescriptor"][];
+            authenticatorSelection: {
+                /** @enum {string} */
+                residentKey?: "required" | "preferred" | "discouraged";
+                requireResidentKey?: boolean;
+                /** @enum {string} */
+                userVerification?: "required" | "preferred" | "discouraged";
+                /** @enum {string} */
+                authenticatorAttachment?: "platform" | "cross-platform";
+            };
+            extensions?: {
+                credProps?: boolean;
+            };
+            hints?: string[];
+        };
+        WebAuthnCreationOptionsResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebAuthnCreationOptions"];
+        };
+        PasskeyRegistrationRequest: {
+            credential: components["schemas"]["RegistrationCredential"];
+            name?: components["schemas"]["FactorName"];
+        };
+        /** @description Nothing is asked for; an empty object. */
+        PasskeyLoginOptionsRequest: Record<string, never>;
+        PasskeyLoginOptionsResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: {
+                /**
+                 * Format: uuid
+                 * @description Goes back with the assertion.
+                 * @example 6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f
+                 */
+                challenge_id: string;
+                options: components["schemas"]["WebAuthnRequestOptions"];
+            };
+        };
+        PasskeyLoginRequest: {
+            /**
+             * Format: uuid
+             * @example 6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f
+             */
+            challenge_id: string;
+            credential: components["schemas"]["AuthenticationCredential"];
+        };
+        /**
+         * @description `MFA_REQUIRED` (403) answers the right password of a user with a second factor: the error
+         *     carries `mfa_token` and `methods`, and `POST /api/auth/mfa/verify` finishes the login.
+         *     `INVALID_CODE` (400): a TOTP or recovery code that is wrong or already used.
+         *     `INVALID_PASSKEY` (400): a passkey registration or assertion that does not check out.
+         *     `REQUEST_TIMEOUT` (408) and `HEADERS_TOO_LARGE` (431) come from the HTTP server before a request
          *     reaches an operation (headers or body not received in time; headers over Node's 16 KiB), as
          *     does a 400 `BAD_REQUEST` for a malformed request line; each closes the connection.
          * @enum {string}
          */
-        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE";
+        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "MFA_REQUIRED" | "INVALID_CODE" | "INVALID_PASSKEY";
         FieldError: {
             /**
              * @description `body.<name>`, `query.<name>` or `path.<name>`.
@@ -1041,6 +1632,13 @@ export interface components {
             error: {
                 code: components["schemas"]["ErrorCode"];
                 message: string;
+                /**
+                 * @description Only with `MFA_REQUIRED`: send it to `POST /api/auth/mfa/verify` with a second factor; single use, valid 5 minutes.
+                 * @example 3q2-7wEjR1iLZ0b8pFvN4tYkXc5sHmUo9aGdJeQrPlI
+                 */
+                mfa_token?: string;
+                /** @description Only with `MFA_REQUIRED`: the second factors this user can use. */
+                methods?: components["schemas"]["MfaMethod"][];
                 /**
                  * @description Present only for VALIDATION_ERROR: at most 20 entries. When a request has more problems,
                  *     the first 20 are listed and `message` says how many there were
@@ -1152,6 +1750,22 @@ export interface components {
                  *       }
                  *     }
                  */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
+         * @description The password was right, and: the user has a second factor (`MFA_REQUIRED`, with
+         *     `mfa_token` and `methods`: finish with `POST /api/auth/mfa/verify`); or the account is
+         *     disabled, or with `REQUIRE_VERIFIED_EMAIL` its e-mail address is not verified (`FORBIDDEN`).
+         */
+        LoginForbidden: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
@@ -1445,7 +2059,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["LoginForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -1508,7 +2122,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidCredentials"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["LoginForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -1974,6 +2588,659 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listFactors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The factors, oldest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": 3,
+                     *           "type": "totp",
+                     *           "name": "Phone",
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "last_used_at": "2026-01-05T08:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": 4,
+                     *           "type": "webauthn",
+                     *           "name": "Laptop",
+                     *           "created_at": "2026-01-03T10:00:00.000Z",
+                     *           "last_used_at": null
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "recovery_codes_remaining": 9
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FactorListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The factor id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    enrolTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Phone"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TotpEnrolmentRequest"];
+            };
+        };
+        responses: {
+            /** @description The pending factor, its secret and its otpauth URL. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "factor_id": 3,
+                     *         "secret": "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP",
+                     *         "otpauth_url": "otpauth://totp/Account%20Service:ada%40example.com?issuer=Account%20Service&secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&algorithm=SHA1&digits=6&period=30"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TotpEnrolmentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    confirmTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The `factor_id` that enrolment answered. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "492039"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TotpCode"];
+            };
+        };
+        responses: {
+            /** @description Confirmed. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TotpConfirmationResponse"];
+                };
+            };
+            /** @description The body is malformed (`BAD_REQUEST`), or the code is wrong or already used (`INVALID_CODE`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    regenerateRecoveryCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new codes. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "recovery_codes": [
+                     *           "UJZD-EGXD-NCF3-2EPF",
+                     *           "3DHO-DZDO-CIS2-JHTL",
+                     *           "GMXG-EDN7-3U55-XTPL",
+                     *           "PFT7-V4SE-H2KV-J72C",
+                     *           "EUVW-75EF-R6ED-T4SY",
+                     *           "WB5W-KH7D-NSIP-ZZ7F",
+                     *           "K4ZR-I3R2-WYOJ-FLJO",
+                     *           "OA7L-QSAJ-2XUI-D5ZZ",
+                     *           "ZZG6-ZDME-N4KH-VDGA",
+                     *           "JGXB-ENYJ-QWX6-HH75"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecoveryCodesResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    verifyMfa: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MfaVerifyRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": 7,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "role": "user",
+                     *           "is_active": true,
+                     *           "email_verified": true,
+                     *           "pending_email": null,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:10:00.000Z"
+                     *         },
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LoginResponse"];
+                };
+            };
+            /**
+             * @description The body is malformed (`BAD_REQUEST`), the code is wrong or already used (`INVALID_CODE`),
+             *     or the passkey assertion was not accepted (`INVALID_PASSKEY`).
+             */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    mfaWebauthnOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "mfa_token": "3q2-7wEjR1iLZ0b8pFvN4tYkXc5sHmUo9aGdJeQrPlI"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MfaTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The request options. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "challenge": "p0Wm3rT9xQ2kLs8vN4bYcA",
+                     *         "rpId": "accounts.example.com",
+                     *         "timeout": 300000,
+                     *         "userVerification": "preferred",
+                     *         "allowCredentials": [
+                     *           {
+                     *             "id": "vZ3B4w2m0Rk8yJxTqLfH6A",
+                     *             "type": "public-key",
+                     *             "transports": [
+                     *               "internal",
+                     *               "hybrid"
+                     *             ]
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebAuthnRequestOptionsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    passkeyRegistrationOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The creation options. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "challenge": "1Hq7dZk3mR8xWv2pLs9tNc",
+                     *         "rp": {
+                     *           "name": "Account Service",
+                     *           "id": "accounts.example.com"
+                     *         },
+                     *         "user": {
+                     *           "id": "OmK0c2e1Yw3hQ8rT5vX2nA",
+                     *           "name": "ada@example.com",
+                     *           "displayName": "Ada Lovelace"
+                     *         },
+                     *         "pubKeyCredParams": [
+                     *           {
+                     *             "alg": -8,
+                     *             "type": "public-key"
+                     *           },
+                     *           {
+                     *             "alg": -7,
+                     *             "type": "public-key"
+                     *           },
+                     *           {
+                     *             "alg": -257,
+                     *             "type": "public-key"
+                     *           }
+                     *         ],
+                     *         "timeout": 300000,
+                     *         "attestation": "none",
+                     *         "excludeCredentials": [],
+                     *         "authenticatorSelection": {
+                     *           "residentKey": "required",
+                     *           "userVerification": "preferred",
+                     *           "requireResidentKey": true
+                     *         },
+                     *         "extensions": {
+                     *           "credProps": true
+                     *         },
+                     *         "hints": []
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebAuthnCreationOptionsResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    registerPasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Laptop",
+                 *       "credential": {
+                 *         "id": "vZ3B4w2m0Rk8yJxTqLfH6A",
+                 *         "rawId": "vZ3B4w2m0Rk8yJxTqLfH6A",
+                 *         "type": "public-key",
+                 *         "authenticatorAttachment": "platform",
+                 *         "response": {
+                 *           "clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uY3JlYXRlIn0",
+                 *           "attestationObject": "o2NmbXRkbm9uZWdhdHRTdG10oGhhdXRoRGF0YVjF",
+                 *           "transports": [
+                 *             "internal",
+                 *             "hybrid"
+                 *           ]
+                 *         },
+                 *         "clientExtensionResults": {
+                 *           "credProps": {
+                 *             "rk": true
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasskeyRegistrationRequest"];
+            };
+        };
+        responses: {
+            /** @description The passkey, as the factor list shows it. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 4,
+                     *         "type": "webauthn",
+                     *         "name": "Laptop",
+                     *         "created_at": "2026-01-03T10:00:00.000Z",
+                     *         "last_used_at": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FactorResponse"];
+                };
+            };
+            /** @description The body is malformed (`BAD_REQUEST`), or the authenticator's answer was not accepted (`INVALID_PASSKEY`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    passkeyLoginOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["PasskeyLoginOptionsRequest"];
+            };
+        };
+        responses: {
+            /** @description The challenge id and the request options. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "challenge_id": "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                     *         "options": {
+                     *           "challenge": "p0Wm3rT9xQ2kLs8vN4bYcA",
+                     *           "rpId": "accounts.example.com",
+                     *           "timeout": 300000,
+                     *           "userVerification": "required"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PasskeyLoginOptionsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    passkeyLogin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "challenge_id": "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                 *       "credential": {
+                 *         "id": "vZ3B4w2m0Rk8yJxTqLfH6A",
+                 *         "rawId": "vZ3B4w2m0Rk8yJxTqLfH6A",
+                 *         "type": "public-key",
+                 *         "authenticatorAttachment": "platform",
+                 *         "response": {
+                 *           "clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0",
+                 *           "authenticatorData": "SZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2MFAAAAAQ",
+                 *           "signature": "MEUCIQDx2Z8n",
+                 *           "userHandle": "OmK0c2e1Yw3hQ8rT5vX2nA"
+                 *         },
+                 *         "clientExtensionResults": {}
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasskeyLoginRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": 7,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "role": "user",
+                     *           "is_active": true,
+                     *           "email_verified": true,
+                     *           "pending_email": null,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:10:00.000Z"
+                     *         },
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LoginResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /**
+             * @description The challenge is unknown, used or expired (`UNAUTHORIZED`), or the passkey is unknown,
+             *     removed, or its assertion does not verify (`INVALID_CREDENTIALS`).
+             */
+            401: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listUsers: {
         parameters: {
             query?: {
@@ -2256,6 +3523,37 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resetUserFactors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every factor removed. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
