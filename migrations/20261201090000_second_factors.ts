@@ -55,6 +55,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('user_id', 'integer', (col) => col.references('users.id').onDelete('cascade'))
     .addColumn('token_hash', 'text')
     .addColumn('challenge', 'text')
+    // A registration's user handle: the one in the creation options, kept with the new passkey.
+    .addColumn('user_handle', 'text')
     .addColumn('failures', 'integer', (col) => col.notNull().defaultTo(0))
     .addColumn('created_at', 'timestamptz', (col) => col.notNull().defaultTo(sql`now()`))
     .addColumn('expires_at', 'timestamptz', (col) => col.notNull())

@@ -19,14 +19,18 @@ import { AccountMail } from './services/account-mail';
 import { AuditTrail } from './services/audit';
 import { AuthService } from './services/auth';
 import { CurrentPassword } from './services/current-password';
+import { FactorService, type Clock } from './services/factors';
 import { Housekeeping } from './services/housekeeping';
 import { LoginGuard } from './services/login-guard';
+import { MfaSignIn } from './services/mfa-sign-in';
 import { Metrics } from './services/metrics';
 import { createTransport, Outbox } from './services/outbox';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory } from './services/rate-limiter';
 import { TokenService } from './services/tokens';
+import { TotpCodes } from './services/totp';
 import { UserService } from './services/users';
+import { WebAuthnParty } from './services/webauthn';
 
 export interface App {
   koa: Koa;
@@ -39,6 +43,8 @@ export interface App {
 
 export interface AppOptions {
   logger?: Logger;
+  /** The clock TOTP codes and second-factor challenges are read against; tests move it. */
+  clock?: Clock;
 }
 
 /** Wires the service: database (migrated), services, contract-driven routes and docs. */
@@ -72,13 +78,20 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const loginGuard = limiter && (await LoginGuard.create(config, limiter));
     // A user's current password, asked for before they change their own credentials, counts like a login.
     const currentPassword = new CurrentPassword(passwords, audit, loginGuard);
+    const now = options.clock ?? Date.now;
+    const totp = new TotpCodes({ issuer: config.mfaIssuer, secretKey: config.secretKey });
+    const webauthn = new WebAuthnParty({ rpId: config.webauthnRpId, rpName: config.webauthnRpName, origins: config.webauthnOrigins });
+    const factors = new FactorService(db, audit, totp, webauthn, now);
+    const mfa = new MfaSignIn(db, tokens, audit, totp, webauthn, factors, { now, requireVerifiedEmail: config.requireVerifiedEmail, loginGuard });
     const services: Services = {
       config,
       db,
-      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard),
+      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard, mfa),
       account: new AccountService(db, config, mail, passwords, audit, logger, currentPassword, loginGuard),
       users: new UserService(db, config, mail, passwords, audit, currentPassword),
       audit,
+      factors,
+      mfa,
       startedAt: Date.now(),
       lifecycle,
     };

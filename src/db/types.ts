@@ -78,6 +78,8 @@ export interface MfaChallengeTable {
   token_hash: string | null;
   /** The WebAuthn challenge (base64url) the next assertion or attestation must sign. */
   challenge: string | null;
+  /** The WebAuthn user handle a registration's options carried. */
+  user_handle: string | null;
   failures: Generated<number>;
   created_at: Timestamp;
   expires_at: ColumnType<Date, Date | string, Date | string>;

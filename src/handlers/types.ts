@@ -5,6 +5,8 @@ import type { Database } from '../db/types';
 import type { AuthService, ClientInfo, Principal } from '../services/auth';
 import type { AccountService } from '../services/account';
 import type { AuditTrail } from '../services/audit';
+import type { FactorService } from '../services/factors';
+import type { MfaSignIn } from '../services/mfa-sign-in';
 import type { UserService } from '../services/users';
 
 export type OperationId = keyof operations;
@@ -46,6 +48,8 @@ export interface Services {
   account: AccountService;
   users: UserService;
   audit: AuditTrail;
+  factors: FactorService;
+  mfa: MfaSignIn;
   startedAt: number;
   /** `draining` once the process has begun to stop: readiness then answers 503. */
   lifecycle: { readonly draining: boolean };

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/openapi';
-import type { SessionRow, UserRow } from '../db/types';
+import type { MfaFactorRow, SessionRow, UserRow } from '../db/types';
 
 type User = components['schemas']['User'];
 type Session = components['schemas']['Session'];
@@ -33,5 +33,18 @@ export function sessionView(row: SessionRow, currentSessionId: string): Session 
     ip: row.ip,
     user_agent: row.user_agent,
     current: row.id === currentSessionId,
+  };
+}
+
+type Factor = components['schemas']['Factor'];
+
+/** A second factor as its owner sees it: never a secret or a key. */
+export function factorView(row: MfaFactorRow): Factor {
+  return {
+    id: row.id,
+    type: row.type,
+    name: row.name,
+    created_at: iso(row.created_at),
+    last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
   };
 }

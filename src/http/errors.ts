@@ -13,15 +13,18 @@ export class ApiError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: FieldError[],
-    options?: { cause?: unknown; headers?: Record<string, string>; logLevel?: 'warn' },
+    options?: { cause?: unknown; headers?: Record<string, string>; logLevel?: 'warn'; fields?: Record<string, unknown> },
   ) {
     super(message, { cause: options?.cause });
     this.name = 'ApiError';
     this.headers = options?.headers ?? {};
     this.logLevel = options?.logLevel;
+    this.fields = options?.fields;
   }
 
   readonly headers: Record<string, string>;
+  /** More members of the error object, for the client (MFA_REQUIRED's `mfa_token` and `methods`). */
+  readonly fields: Record<string, unknown> | undefined;
   /** An expected refusal worth a line at this level, without a stack (an overload, say). */
   readonly logLevel: 'warn' | undefined;
 }
@@ -55,6 +58,11 @@ export const serviceUnavailable = (cause?: unknown) =>
   new ApiError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', undefined, { cause });
 export const invalidToken = () => new ApiError(400, 'INVALID_TOKEN', 'Invalid or expired token');
 export const invalidPassword = () => new ApiError(400, 'INVALID_PASSWORD', 'Current password is incorrect');
+/** The right password of a user with a second factor: the login goes on at POST /api/auth/mfa/verify. */
+export const mfaRequired = (mfaToken: string, methods: string[]) =>
+  new ApiError(403, 'MFA_REQUIRED', 'A second factor is required', undefined, { fields: { mfa_token: mfaToken, methods } });
+export const invalidCode = () => new ApiError(400, 'INVALID_CODE', 'Invalid or already used code');
+export const invalidPasskey = (message = 'Passkey not accepted') => new ApiError(400, 'INVALID_PASSKEY', message);
 /** 429 with `Retry-After` in whole seconds (at least 1), plus any rate-limit headers to send. */
 export const rateLimited = (retryAfterMs: number, message = 'Too many requests', headers: Record<string, string> = {}, logLevel?: 'warn') =>
   new ApiError(429, 'RATE_LIMITED', message, undefined, {

@@ -59,7 +59,7 @@ export function errors(logger: Logger) {
       ctx.set(error.headers);
       ctx.body = {
         success: false,
-        error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
+        error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}), ...error.fields },
       };
     }
   };

@@ -18,6 +18,9 @@ export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'verifyEmail',
   'resendVerification',
   'createUser',
+  'verifyMfa',
+  'confirmTotp',
+  'passkeyLogin',
 ]);
 
 /** Operations that hash a password only when their body carries one: on the tighter budget then too. */

@@ -28,6 +28,15 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'user.updated': true,
   'user.deleted': true,
   'user.restored': true,
+  'mfa.challenged': true,
+  'mfa.verified': true,
+  'mfa.failed': true,
+  'mfa.totp_enrolment_started': true,
+  'mfa.factor_added': true,
+  'mfa.factor_removed': true,
+  'mfa.recovery_codes_generated': true,
+  'mfa.recovery_code_used': true,
+  'mfa.reset': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 export interface AuditEvent {

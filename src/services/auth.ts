@@ -1,15 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config';
-import { conflict, forbidden, invalidCredentials, tokenExpired, unauthorized } from '../http/errors';
-import { findAuthenticatedUser, findSessionCreatedAt, insertSession, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
+import { conflict, forbidden, invalidCredentials, mfaRequired, tokenExpired, unauthorized } from '../http/errors';
+import { findSessionAssurance } from '../db/mfa-challenges';
+import { findAuthenticatedUser, findSessionCreatedAt, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
 import { countedCheck, type LoginGuard } from './login-guard';
 import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
-import { sha256, type IssuedPair, type TokenService } from './tokens';
+import { openSession, type TokenPair } from './session-start';
+import { PASSWORD_ONLY, sha256, type TokenService } from './tokens';
+
+export type { TokenPair } from './session-start';
 
 /** Who is calling: the user and the session their access token belongs to. */
 export interface Principal {
@@ -27,7 +30,13 @@ export interface ClientInfo {
   requestId: string | null;
 }
 
-export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
+/**
+ * The second step of a password login, for users with a second factor: a single-use token that
+ * `POST /api/auth/mfa/verify` takes with the proof, and the methods the user can prove it with.
+ */
+export interface SecondFactorGate {
+  challenge(user: UserRow, client: ClientInfo): Promise<{ mfaToken: string; methods: string[] } | undefined>;
+}
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -48,6 +57,8 @@ export class AuthService {
     private readonly audit: AuditTrail,
     /** Per-account lockout after repeated failed logins; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
+    /** Asks users with a second factor for it before any session opens. */
+    private readonly secondFactor?: SecondFactorGate,
   ) {
     // The first hash also starts libuv's pool, whose threads then yield to the event loop.
     void passwords.dummyHash().then(lowerHelperThreadPriority);
@@ -101,6 +112,8 @@ export class AuthService {
       await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' } });
       throw emailNotVerified();
     }
+    const second = await this.secondFactor?.challenge(found, client);
+    if (second) throw mfaRequired(second.mfaToken, second.methods);
     const { tokens } = await this.audit.transaction(client, async (trx, record) => {
       const opened = await this.openSession(trx, found, client);
       await record({ type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId } });
@@ -136,7 +149,7 @@ export class AuthService {
         // Thrown, so the rotation rolls back: the session waits, intact, for the address to be verified.
         if (this.config.requireVerifiedEmail && !rotated.email_verified) throw emailNotVerified();
         await record({ type: 'session.refreshed', actor: userId, subject: userId, details });
-        return { user: rotated, next };
+        return { user: rotated, next, assurance: (await findSessionAssurance(trx, sessionId)) ?? PASSWORD_ONLY };
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
@@ -146,7 +159,7 @@ export class AuthService {
     });
     if (!rotation) throw unauthorized();
     return {
-      access_token: this.tokens.issueAccess(rotation.user, sessionId),
+      access_token: this.tokens.issueAccess(rotation.user, sessionId, rotation.assurance),
       refresh_token: rotation.next.token,
       token_type: 'bearer',
       expires_in: this.tokens.accessTtlSeconds,
@@ -171,22 +184,7 @@ export class AuthService {
     });
   }
 
-  private async openSession(db: Executor, user: UserRow, client: ClientInfo): Promise<{ sessionId: string; tokens: TokenPair }> {
-    const sessionId = randomUUID();
-    const issued = this.tokens.issuePair(user, sessionId);
-    await insertSession(db, {
-      id: sessionId,
-      user_id: user.id,
-      refresh_token_hash: issued.refreshTokenHash,
-      expires_at: issued.refreshExpiresAt,
-      ip: client.ip,
-      user_agent: client.userAgent,
-    });
-    return { sessionId, tokens: strip(issued) };
+  private openSession(db: Executor, user: UserRow, client: ClientInfo): Promise<{ sessionId: string; tokens: TokenPair }> {
+    return openSession(db, this.tokens, user, client);
   }
-
-}
-
-function strip({ refreshTokenHash: _h, refreshExpiresAt: _e, ...pair }: IssuedPair): TokenPair {
-  return pair;
 }

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Config } from '../config';
+import type { AssuranceLevel } from '../db/types';
 import { keyRingFor, type KeyRing } from './keys';
 
 export type TokenType = 'access' | 'refresh';
@@ -17,7 +18,19 @@ export interface TokenClaims {
   /** Access tokens only, as they were when the token was issued. */
   email?: string;
   email_verified?: boolean;
+  /** Access tokens only: how the session was signed in (RFC 8176) and the assurance that gives. */
+  amr?: string[];
+  aal?: AssuranceLevel;
 }
+
+/** How a session was signed in: RFC 8176 `amr` values, and the authenticator assurance level. */
+export interface Assurance {
+  amr: readonly string[];
+  aal: AssuranceLevel;
+}
+
+/** A password alone. */
+export const PASSWORD_ONLY: Assurance = Object.freeze({ amr: Object.freeze(['pwd']), aal: 'aal1' });
 
 /** The user an access token speaks for. */
 export interface TokenSubject {
@@ -69,10 +82,10 @@ export class TokenService {
     this.refreshTtlSeconds = config.refreshTokenExpireDays * 24 * 60 * 60;
   }
 
-  issuePair(user: TokenSubject, sessionId: string): IssuedPair {
+  issuePair(user: TokenSubject, sessionId: string, assurance: Assurance = PASSWORD_ONLY): IssuedPair {
     const refresh = this.issueRefresh(user.id, sessionId);
     return {
-      access_token: this.issueAccess(user, sessionId),
+      access_token: this.issueAccess(user, sessionId, assurance),
       refresh_token: refresh.token,
       token_type: 'bearer',
       expires_in: this.accessTtlSeconds,
@@ -81,11 +94,12 @@ export class TokenService {
     };
   }
 
-  issueAccess(user: TokenSubject, sessionId: string): string {
+  issueAccess(user: TokenSubject, sessionId: string, assurance: Assurance = PASSWORD_ONLY): string {
     const now = Math.floor(Date.now() / 1000);
     return this.sign({
       iss: this.issuer, aud: this.audience, sub: String(user.id), email: user.email, email_verified: user.email_verified,
       type: 'access', sid: sessionId, jti: randomUUID(), iat: now, exp: now + this.accessTtlSeconds,
+      amr: [...assurance.amr], aal: assurance.aal,
     });
   }
 

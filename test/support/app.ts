@@ -80,6 +80,8 @@ export interface StartOptions {
   persistent?: boolean;
   /** Run on the database of another app (a restart, or a second process); the owner drops it. */
   sameDatabaseAs?: TestContext;
+  /** The clock the app reads TOTP codes and second-factor challenges against (milliseconds). */
+  clock?: () => number;
 }
 
 /** The database a suite runs on: a fresh PGlite in a folder of its own, or a fresh PostgreSQL database. */
@@ -128,7 +130,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     ...database.env,
     ...env,
   });
-  const app = await createApp(config, { logger: createLogger({ logLevel: 'silent' }) });
+  const app = await createApp(config, { logger: createLogger({ logLevel: 'silent' }), clock: options.clock });
   const server = app.koa.callback();
   // The typed client speaks real HTTP (the global fetch) to the app on an ephemeral local port.
   const listener = app.koa.listen(0, '127.0.0.1');

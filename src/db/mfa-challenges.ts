@@ -1,0 +1,108 @@
+import { sql } from 'kysely';
+import type { AssuranceLevel, ChallengePurpose, Executor, MfaChallengeRow } from './types';
+
+export interface NewChallenge {
+  id: string;
+  purpose: ChallengePurpose;
+  userId: number | null;
+  tokenHash?: string;
+  challenge?: string;
+  userHandle?: string;
+  expiresAt: Date;
+}
+
+export async function insertChallenge(db: Executor, c: NewChallenge): Promise<void> {
+  await db
+    .insertInto('mfa_challenges')
+    .values({ id: c.id, purpose: c.purpose, user_id: c.userId, token_hash: c.tokenHash ?? null, challenge: c.challenge ?? null, user_handle: c.userHandle ?? null, expires_at: c.expiresAt })
+    .execute();
+}
+
+/** The unused, unexpired second step of a login whose mfa_token hashes to `tokenHash`. */
+export function findLiveMfaChallenge(db: Executor, tokenHash: string, now: Date): Promise<MfaChallengeRow | undefined> {
+  return db
+    .selectFrom('mfa_challenges')
+    .selectAll()
+    .where('token_hash', '=', tokenHash)
+    .where('purpose', '=', 'mfa')
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+}
+
+/** Puts a new WebAuthn challenge on a live login step; false when the step is no longer live. */
+export async function setMfaWebAuthnChallenge(db: Executor, id: string, challenge: string, now: Date): Promise<boolean> {
+  const updated = await db
+    .updateTable('mfa_challenges')
+    .set({ challenge })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .returning('id')
+    .executeTakeFirst();
+  return updated !== undefined;
+}
+
+/**
+ * Counts a wrong proof against a login step and spends its WebAuthn challenge; the step is voided
+ * once `maxFailures` is reached. Returns the failures so far.
+ */
+export async function recordMfaFailure(db: Executor, id: string, maxFailures: number): Promise<number> {
+  const row = await db
+    .updateTable('mfa_challenges')
+    .set((eb) => ({
+      failures: eb('failures', '+', 1),
+      challenge: null,
+      used_at: sql`case when failures + 1 >= ${maxFailures}::int then coalesce(used_at, now()) else used_at end`,
+    }))
+    .where('id', '=', id)
+    .returning('failures')
+    .executeTakeFirst();
+  return row?.failures ?? maxFailures;
+}
+
+/**
+ * Spends a challenge, atomically, if it is unused and unexpired; returns it, or undefined. Two
+ * requests with one challenge cannot both succeed.
+ */
+export function consumeChallenge(
+  db: Executor,
+  where: { purpose: ChallengePurpose; id?: string; userId?: number; challenge?: string },
+  now: Date,
+): Promise<MfaChallengeRow | undefined> {
+  let q = db
+    .updateTable('mfa_challenges')
+    .set({ used_at: sql`now()` })
+    .where('purpose', '=', where.purpose)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now);
+  if (where.id !== undefined) q = q.where('id', '=', where.id);
+  if (where.userId !== undefined) q = q.where('user_id', '=', where.userId);
+  if (where.challenge !== undefined) q = q.where('challenge', '=', where.challenge);
+  return q.returningAll().executeTakeFirst();
+}
+
+/** Voids every live challenge of the user (their factors were reset). */
+export async function voidUserChallenges(db: Executor, userId: number): Promise<void> {
+  await db.updateTable('mfa_challenges').set({ used_at: sql`now()` }).where('user_id', '=', userId).where('used_at', 'is', null).execute();
+}
+
+/**
+ * Deletes at most `limit` challenges that expired before `before`: a few with every new one, so
+ * that the table stays the size of the challenges in flight.
+ */
+export async function deleteExpiredChallenges(db: Executor, before: Date, limit: number): Promise<void> {
+  await sql`
+    delete from mfa_challenges
+    where id in (select id from mfa_challenges where expires_at < ${before} limit ${limit}::int for update skip locked)`.execute(db);
+}
+
+/** How a session was signed in: undefined for an unknown session. */
+export function findSessionAssurance(db: Executor, sessionId: string): Promise<{ amr: string[]; aal: AssuranceLevel } | undefined> {
+  return db.selectFrom('sessions').select(['amr', 'aal']).where('id', '=', sessionId).executeTakeFirst();
+}
+
+/** Raises a session's assurance once a second factor has been shown in it. */
+export async function raiseSessionAssurance(db: Executor, sessionId: string, amr: string[], aal: AssuranceLevel): Promise<void> {
+  await db.updateTable('sessions').set({ amr, aal }).where('id', '=', sessionId).execute();
+}

@@ -1,0 +1,204 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import { countRecoveryCodes, findPasskey, listConfirmedFactors, recordPasskeyUse, takeTotpStep, useRecoveryCode } from '../db/factors';
+import { consumeChallenge, deleteExpiredChallenges, findLiveMfaChallenge, insertChallenge, recordMfaFailure, setMfaWebAuthnChallenge } from '../db/mfa-challenges';
+import type { Database, MfaChallengeRow, MfaFactorRow, UserRow } from '../db/types';
+import { findUserById } from '../db/users';
+import { ApiError, forbidden, invalidCode, invalidPasskey, unauthorized, validationError } from '../http/errors';
+import type { AuditTrail, Recorder } from './audit';
+import type { ClientInfo, SecondFactorGate } from './auth';
+import { CHALLENGE_SWEEP, type Clock, type FactorService } from './factors';
+import { countedCheck, type LoginGuard } from './login-guard';
+import { recoveryCodeHash } from './recovery-codes';
+import { openSession, type TokenPair } from './session-start';
+import { sha256, type Assurance, type TokenService } from './tokens';
+import type { TotpCodes } from './totp';
+import type { StoredPasskey, WebAuthnParty } from './webauthn';
+
+/** How long the second step of a login may take. */
+export const MFA_TOKEN_TTL_MS = 5 * 60 * 1000;
+/** Wrong proofs that void an mfa_token. */
+export const MFA_MAX_FAILURES = 5;
+
+export type MfaMethod = 'totp' | 'recovery_code' | 'webauthn';
+
+type Credential = { id: string; response: { clientDataJSON: string; userHandle?: string | null } } & Record<string, unknown>;
+
+export interface MfaProof {
+  mfa_token: string;
+  method: MfaMethod;
+  code?: string;
+  credential?: Credential;
+}
+
+/** What a proof showed: the RFC 8176 value it adds, and the factor it used. */
+interface Shown {
+  amr: 'otp' | 'hwk';
+  factorId?: number;
+  details?: Record<string, unknown>;
+}
+
+const passkeyNotRecognised = () =>
+  new ApiError(401, 'INVALID_CREDENTIALS', 'Passkey not recognised', undefined, { headers: { 'WWW-Authenticate': 'Bearer' } });
+
+/**
+ * Signing in with a second factor: the `mfa_token` a password login of a user with a factor
+ * gets, its verification with a TOTP code, a recovery code or a passkey, and the passwordless
+ * sign-in with a discoverable passkey. Wrong proofs count as failed logins toward the lockout.
+ */
+export class MfaSignIn implements SecondFactorGate {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly tokens: TokenService,
+    private readonly audit: AuditTrail,
+    private readonly totp: TotpCodes,
+    private readonly webauthn: WebAuthnParty,
+    private readonly factors: FactorService,
+    private readonly options: { now: Clock; requireVerifiedEmail: boolean; loginGuard?: LoginGuard },
+  ) {}
+
+  /** For a user with a confirmed factor: a new mfa_token and the methods that can answer it. */
+  async challenge(user: UserRow, client: ClientInfo): Promise<{ mfaToken: string; methods: MfaMethod[] } | undefined> {
+    const factors = await listConfirmedFactors(this.db, user.id);
+    if (factors.length === 0) return undefined;
+    const methods: MfaMethod[] = [];
+    if (factors.some((f) => f.type === 'totp')) methods.push('totp');
+    if (factors.some((f) => f.type === 'webauthn')) methods.push('webauthn');
+    if ((await countRecoveryCodes(this.db, user.id)) > 0) methods.push('recovery_code');
+    const mfaToken = randomBytes(32).toString('base64url');
+    const now = this.options.now();
+    await this.audit.transaction(client, async (trx, record) => {
+      await insertChallenge(trx, { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), expiresAt: new Date(now + MFA_TOKEN_TTL_MS) });
+      await record({ type: 'mfa.challenged', actor: null, subject: user.id, details: { methods } });
+    });
+    await deleteExpiredChallenges(this.db, new Date(now - MFA_TOKEN_TTL_MS), CHALLENGE_SWEEP);
+    return { mfaToken, methods };
+  }
+
+  /** Request options listing the user's passkeys; the challenge answers this login step once. */
+  async webauthnOptions(mfaToken: string) {
+    const step = await this.liveStep(mfaToken);
+    const passkeys = await listConfirmedFactors(this.db, step.user_id!, 'webauthn');
+    const options = await this.webauthn.requestOptions({
+      allow: passkeys.map((p) => ({ id: p.credential_id!, transports: p.transports ?? undefined })),
+      userVerification: 'preferred',
+    });
+    if (!(await setMfaWebAuthnChallenge(this.db, step.id, options.challenge, new Date(this.options.now())))) throw unauthorized();
+    return options;
+  }
+
+  /** Finishes a password login with a proof of the second factor; opens the session. */
+  async verify(proof: MfaProof, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
+    if (proof.method !== 'webauthn' && proof.code === undefined) throw validationError([{ field: 'body.code', message: `is required with method ${proof.method}` }]);
+    if (proof.method === 'webauthn' && proof.credential === undefined) throw validationError([{ field: 'body.credential', message: 'is required with method webauthn' }]);
+    const step = await this.liveStep(proof.mfa_token);
+    const user = await findUserById(this.db, step.user_id!);
+    if (!user || user.deleted_at !== null || !user.is_active) throw unauthorized();
+
+    let opened: { sessionId: string; tokens: TokenPair } | undefined;
+    const { valid, locked } = await countedCheck(this.options.loginGuard, user.email, client.ip, async () => {
+      opened = await this.audit.transaction(client, async (trx, record) => {
+        const shown = await this.check(trx, step, user, proof, record);
+        if (!shown) return undefined;
+        // Spent with the proof: of two requests with one token, one signs in.
+        if (!(await consumeChallenge(trx, { purpose: 'mfa', id: step.id }, new Date(this.options.now())))) throw unauthorized();
+        const assurance: Assurance = { amr: ['pwd', shown.amr, 'mfa'], aal: 'aal2' };
+        const session = await openSession(trx, this.tokens, user, client, assurance);
+        await record({ type: 'mfa.verified', actor: user.id, subject: user.id, details: { method: proof.method, factor_id: shown.factorId ?? null, ...shown.details } });
+        await record({ type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: session.sessionId, amr: [...assurance.amr] } });
+        return session;
+      });
+      return opened !== undefined;
+    });
+    if (!valid || !opened) {
+      const failures = await recordMfaFailure(this.db, step.id, MFA_MAX_FAILURES);
+      await this.audit.record(client, { type: 'mfa.failed', actor: null, subject: user.id, details: { method: proof.method, reason: 'wrong_proof', failures } });
+      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked } });
+      throw proof.method === 'webauthn' ? invalidPasskey() : invalidCode();
+    }
+    return { user, tokens: opened.tokens };
+  }
+
+  /** Options for a discoverable passkey: no e-mail; user verification required. */
+  async passkeyLoginOptions() {
+    const options = await this.webauthn.requestOptions({ userVerification: 'required' });
+    const challengeId = await this.factors.newChallenge({ purpose: 'passkey_login', userId: null, challenge: options.challenge });
+    return { challengeId, options };
+  }
+
+  /** Signs in with a passkey alone; with user verification, that is two factors in one. */
+  async passkeyLogin(challengeId: string, credential: Credential, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
+    const issued = await consumeChallenge(this.db, { purpose: 'passkey_login', id: challengeId }, new Date(this.options.now()));
+    if (!issued) throw unauthorized();
+    const passkey = await findPasskey(this.db, credential.id);
+    const user = passkey && (await findUserById(this.db, passkey.user_id));
+    const refuse = async (subject: number | null, reason: string) => {
+      await this.audit.record(client, { type: 'login.failed', actor: null, subject, details: { reason, method: 'passkey' } });
+    };
+    // The handle the authenticator keeps with a discoverable credential must be the one it was made for.
+    const handle = credential.response.userHandle;
+    if (!passkey || !user || user.deleted_at !== null || (handle && passkey.user_handle && handle !== passkey.user_handle)) {
+      await refuse(user?.id ?? null, 'passkey_rejected');
+      throw passkeyNotRecognised();
+    }
+    const { valid, locked } = await countedCheck(this.options.loginGuard, user.email, client.ip, async () => {
+      const checked = await this.webauthn.verifyAssertion(credential, issued.challenge!, storedPasskey(passkey), true);
+      return checked !== undefined && (await recordPasskeyUse(this.db, passkey.id, Number(passkey.sign_count), checked.newCounter));
+    });
+    if (!valid) {
+      await refuse(user.id, 'passkey_rejected');
+      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked } });
+      throw passkeyNotRecognised();
+    }
+    if (!user.is_active) {
+      await refuse(user.id, 'account_disabled');
+      throw forbidden('Account is disabled');
+    }
+    if (this.options.requireVerifiedEmail && !user.email_verified) {
+      await refuse(user.id, 'email_not_verified');
+      throw forbidden('Email address must be verified before signing in; follow the link sent to it');
+    }
+    const assurance: Assurance = { amr: ['hwk', 'mfa'], aal: 'aal2' };
+    const { tokens } = await this.audit.transaction(client, async (trx, record) => {
+      const session = await openSession(trx, this.tokens, user, client, assurance);
+      await record({ type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: session.sessionId, method: 'passkey', factor_id: passkey.id, amr: [...assurance.amr] } });
+      return session;
+    });
+    return { user, tokens };
+  }
+
+  /** The live login step an mfa_token names; 401 for one unknown, expired, used or voided. */
+  private async liveStep(mfaToken: string): Promise<MfaChallengeRow> {
+    const step = await findLiveMfaChallenge(this.db, sha256(mfaToken), new Date(this.options.now()));
+    if (!step || step.user_id === null) throw unauthorized();
+    return step;
+  }
+
+  /** Checks one proof, taking what it spends (a TOTP step, a recovery code, a passkey's counter). */
+  private async check(trx: Transaction<Database>, step: MfaChallengeRow, user: UserRow, proof: MfaProof, record: Recorder): Promise<Shown | undefined> {
+    if (proof.method === 'totp') {
+      const now = this.options.now();
+      for (const factor of await listConfirmedFactors(trx, user.id, 'totp')) {
+        const taken = this.totp.stepOf(factor.totp_secret_sealed!, proof.code!, now);
+        if (taken !== undefined && (await takeTotpStep(trx, factor.id, taken))) return { amr: 'otp', factorId: factor.id };
+      }
+      return undefined;
+    }
+    if (proof.method === 'recovery_code') {
+      if (!(await useRecoveryCode(trx, user.id, recoveryCodeHash(proof.code!)))) return undefined;
+      const remaining = await countRecoveryCodes(trx, user.id);
+      await record({ type: 'mfa.recovery_code_used', actor: user.id, subject: user.id, details: { remaining } });
+      return { amr: 'otp', details: { recovery_codes_remaining: remaining } };
+    }
+    const credential = proof.credential!;
+    const passkey = await findPasskey(trx, credential.id);
+    if (!passkey || passkey.user_id !== user.id || step.challenge === null) return undefined;
+    const checked = await this.webauthn.verifyAssertion(credential, step.challenge, storedPasskey(passkey), false);
+    if (!checked || !(await recordPasskeyUse(trx, passkey.id, Number(passkey.sign_count), checked.newCounter))) return undefined;
+    return { amr: 'hwk', factorId: passkey.id };
+  }
+}
+
+function storedPasskey(row: MfaFactorRow): StoredPasskey {
+  return { credentialId: row.credential_id!, publicKey: row.public_key!, counter: Number(row.sign_count), transports: row.transports ?? undefined };
+}

@@ -1,0 +1,38 @@
+import { randomUUID } from 'node:crypto';
+import { insertSession } from '../db/sessions';
+import type { Executor, UserRow } from '../db/types';
+import { PASSWORD_ONLY, type Assurance, type IssuedPair, type TokenService } from './tokens';
+
+export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
+
+/** The client a session is opened for, as the session keeps it. */
+export interface SessionClient {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+/**
+ * Opens a session for the user, signed in as `assurance` says, and issues its token pair; the
+ * session keeps only the refresh token's hash.
+ */
+export async function openSession(
+  db: Executor,
+  tokens: TokenService,
+  user: UserRow,
+  client: SessionClient,
+  assurance: Assurance = PASSWORD_ONLY,
+): Promise<{ sessionId: string; tokens: TokenPair }> {
+  const sessionId = randomUUID();
+  const { refreshTokenHash, refreshExpiresAt, ...pair } = tokens.issuePair(user, sessionId, assurance);
+  await insertSession(db, {
+    id: sessionId,
+    user_id: user.id,
+    refresh_token_hash: refreshTokenHash,
+    expires_at: refreshExpiresAt,
+    ip: client.ip,
+    user_agent: client.userAgent,
+    amr: [...assurance.amr],
+    aal: assurance.aal,
+  });
+  return { sessionId, tokens: pair };
+}
