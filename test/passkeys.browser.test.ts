@@ -1,0 +1,228 @@
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
+import { startTestApp, type TestContext } from './support/app';
+import { claimsOf } from './support/jwt';
+import { freePort } from './support/net';
+
+// Passkeys end to end: headless Chromium with a virtual authenticator (the DevTools protocol's
+// WebAuthn domain) registers a passkey through the API from a page on http://localhost:<port>,
+// signs in with it alone, uses it after a password, and has a removed passkey refused.
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const TIMEOUT = 60_000;
+const haveBrowser = existsSync(CHROMIUM);
+const requireBrowser = process.env.REQUIRE_BROWSER === '1';
+
+if (!haveBrowser && !requireBrowser) {
+  console.warn(`passkey browser tests skipped: ${CHROMIUM} not found (install chromium, or set REQUIRE_BROWSER=1 to make this a failure)`);
+}
+
+if (!haveBrowser && requireBrowser) {
+  describe('passkeys in a browser', () => {
+    it('needs Chromium', () => {
+      throw new Error(`REQUIRE_BROWSER=1 but ${CHROMIUM} does not exist: install Chromium (apt-get install chromium)`);
+    });
+  });
+}
+
+/**
+ * The page the ceremonies run from: the same calls a web app of the service makes, with the JSON
+ * options the API answers parsed by the browser and the credentials sent back as their toJSON().
+ */
+const PAGE = `<!doctype html>
+<html><head><meta charset="utf-8"><title>Passkeys</title></head><body>
+<script>
+async function api(path, body, token) {
+  const headers = { 'Content-Type': 'application/json' };
+  if (token) headers.Authorization = 'Bearer ' + token;
+  const res = await fetch(path, { method: 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: res.status, body: await res.json() };
+}
+async function registrationAnswer(token) {
+  const options = (await api('/api/auth/passkeys/registration/options', undefined, token)).body.data;
+  const credential = await navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options) });
+  return credential.toJSON();
+}
+async function registerPasskey(token, name) {
+  return api('/api/auth/passkeys/registration', { credential: await registrationAnswer(token), name }, token);
+}
+async function passkeyAssertion() {
+  const { challenge_id, options } = (await api('/api/auth/passkeys/login/options', {})).body.data;
+  const credential = await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options) });
+  return { challenge_id, credential: credential.toJSON() };
+}
+async function signInWithPasskey() {
+  return api('/api/auth/passkeys/login', await passkeyAssertion());
+}
+async function secondFactorWithPasskey(mfaToken) {
+  const options = (await api('/api/auth/mfa/webauthn/options', { mfa_token: mfaToken })).body.data;
+  const credential = await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options) });
+  return api('/api/auth/mfa/verify', { mfa_token: mfaToken, method: 'webauthn', credential: credential.toJSON() });
+}
+</script></body></html>`;
+
+interface ApiAnswer {
+  status: number;
+  body: any;
+}
+
+(haveBrowser ? describe : describe.skip)('passkeys in a browser', () => {
+  let clock = Date.now();
+  let t: TestContext;
+  let server: Server;
+  let origin: string;
+  let browser: Browser;
+  let page: Page;
+  let cdp: CDPSession;
+  let authenticatorId: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    origin = `http://localhost:${port}`;
+    // The relying party is localhost (from APP_URL), the one host a browser allows passkeys on without TLS.
+    t = await startTestApp({ APP_URL: origin }, { clock: () => clock });
+    const api = t.app.koa.callback();
+    server = createServer((req, res) => {
+      if (req.url === '/passkeys') {
+        res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(PAGE);
+        return;
+      }
+      void api(req, res);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve());
+    });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      timeout: TIMEOUT,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        // localhost is this server's IPv4 address, whatever else the resolver would try first.
+        '--host-resolver-rules=MAP localhost 127.0.0.1',
+      ],
+    });
+    page = await browser.newPage();
+    page.setDefaultTimeout(15_000);
+    cdp = await page.context().newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    }));
+    await page.goto(`${origin}/passkeys`);
+  }, TIMEOUT);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (server?.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+    await t?.close();
+  });
+
+  // Each test starts with an empty authenticator, so that a discoverable sign-in offers its own passkey.
+  beforeEach(() => cdp.send('WebAuthn.clearCredentials', { authenticatorId }));
+
+  const inPage = <T = ApiAnswer>(script: string): Promise<T> => page.evaluate(script) as Promise<T>;
+
+  it(
+    'registers a passkey, signs in with it alone and after a password, and refuses it once removed',
+    async () => {
+      const user = await t.register();
+      const elsewhere = await t.post('/api/auth/login/json', { email: user.email, password: user.password });
+
+      // Registration: the first factor, so the other session ends and this one is raised.
+      const registered = await inPage(`registerPasskey(${JSON.stringify(user.access)}, 'Laptop')`);
+      expect(registered.status).toBe(201);
+      expect(registered.body.data).toMatchObject({ type: 'webauthn', name: 'Laptop', last_used_at: null });
+      const factorId: number = registered.body.data.id;
+      const stored = await t.db.selectFrom('mfa_factors').selectAll().where('id', '=', factorId).executeTakeFirstOrThrow();
+      expect(stored).toMatchObject({ user_id: user.id, type: 'webauthn', totp_secret_sealed: null });
+      expect(stored.credential_id).toMatch(/^[\w-]+$/);
+      expect((await t.get('/api/auth/me', { token: elsewhere.body.data.access_token })).status).toBe(401);
+      const refreshed = await t.post('/api/auth/refresh', { refresh_token: user.refresh });
+      expect(claimsOf(refreshed.body.data.access_token)).toMatchObject({ amr: ['pwd', 'hwk', 'mfa'], aal: 'aal2' });
+      const listed = await t.get('/api/auth/mfa/factors', { token: refreshed.body.data.access_token });
+      expect(listed.body.data).toEqual([registered.body.data]);
+
+      // Without a password or an e-mail: a discoverable credential with user verification.
+      const alone = await inPage('signInWithPasskey()');
+      expect(alone.status).toBe(200);
+      expect(alone.body.data.user.email).toBe(user.email);
+      expect(claimsOf(alone.body.data.access_token)).toMatchObject({ sub: String(user.id), amr: ['hwk', 'mfa'], aal: 'aal2' });
+      const afterUse = await t.db.selectFrom('mfa_factors').select(['sign_count', 'last_used_at']).where('id', '=', factorId).executeTakeFirstOrThrow();
+      expect(Number(afterUse.sign_count)).toBeGreaterThan(Number(stored.sign_count));
+      expect(afterUse.last_used_at).not.toBeNull();
+
+      // After a password: the second step of the login.
+      const login = await t.post('/api/auth/login/json', { email: user.email, password: user.password });
+      expect(login.status).toBe(403);
+      expect(login.body.error.methods).toEqual(['webauthn']);
+      const second = await inPage(`secondFactorWithPasskey(${JSON.stringify(login.body.error.mfa_token)})`);
+      expect(second.status).toBe(200);
+      expect(claimsOf(second.body.data.access_token)).toMatchObject({ amr: ['pwd', 'hwk', 'mfa'], aal: 'aal2' });
+
+      // Removed: the authenticator still holds the credential, the service no longer takes it.
+      expect((await t.delete(`/api/auth/mfa/factors/${factorId}`, { token: alone.body.data.access_token })).status).toBe(204);
+      const refused = await inPage('signInWithPasskey()');
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.code).toBe('INVALID_CREDENTIALS');
+      // Nothing names the account of a passkey the service no longer has.
+      const failed = await t.db
+        .withTables<{ audit_events: { id: number; event_type: string; subject_user_id: number | null; details: Record<string, unknown> } }>()
+        .selectFrom('audit_events')
+        .select(['subject_user_id', 'details'])
+        .where('event_type', '=', 'login.failed')
+        .orderBy('id', 'desc')
+        .executeTakeFirst();
+      expect(failed).toEqual({ subject_user_id: null, details: { reason: 'passkey_rejected', method: 'passkey' } });
+      // Without a factor, a password signs in on its own again.
+      expect((await t.post('/api/auth/login/json', { email: user.email, password: user.password })).status).toBe(200);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'takes each challenge once and not after it expires',
+    async () => {
+      const user = await t.register();
+      const answer = await inPage<unknown>(`registrationAnswer(${JSON.stringify(user.access)})`);
+      expect((await t.post('/api/auth/passkeys/registration', { credential: answer }, { token: user.access })).body.data).toMatchObject({ name: 'Passkey' });
+      // Answered twice: the challenge is spent.
+      const again = await t.post('/api/auth/passkeys/registration', { credential: answer }, { token: user.access });
+      expect(again.status).toBe(400);
+      expect(again.body.error).toEqual({ code: 'INVALID_PASSKEY', message: 'Unknown, used or expired challenge' });
+
+      const assertion = await inPage<{ challenge_id: string; credential: unknown }>('passkeyAssertion()');
+      expect((await t.post('/api/auth/passkeys/login', assertion)).status).toBe(200);
+      // Replayed: the challenge is spent.
+      expect((await t.post('/api/auth/passkeys/login', assertion)).body.error.code).toBe('UNAUTHORIZED');
+      // Replayed against a fresh challenge: the signature is over the old one.
+      const fresh = await t.post('/api/auth/passkeys/login/options', {});
+      const replay = await t.post('/api/auth/passkeys/login', { challenge_id: fresh.body.data.challenge_id, credential: assertion.credential });
+      expect(replay.status).toBe(401);
+      expect(replay.body.error.code).toBe('INVALID_CREDENTIALS');
+
+      // Answered after five minutes: expired.
+      const late = await inPage<{ challenge_id: string; credential: unknown }>('passkeyAssertion()');
+      clock += 5 * 60 * 1000 + 1000;
+      try {
+        expect((await t.post('/api/auth/passkeys/login', late)).body.error.code).toBe('UNAUTHORIZED');
+      } finally {
+        clock = Date.now();
+      }
+
+      // New options leave out the passkey the user has, and name this relying party.
+      const options = await t.post('/api/auth/passkeys/registration/options', undefined, { token: user.access });
+      expect(options.body.data.excludeCredentials).toHaveLength(1);
+      expect(options.body.data.rp).toEqual({ name: 'Account Service', id: 'localhost' });
+    },
+    TIMEOUT,
+  );
+});
