@@ -125,7 +125,7 @@ function suite(t: () => TestContext) {
       const user = await t().register();
       const elsewhere = await t().client.POST('/api/auth/login/json', { body: { email: user.email, password: user.password } });
       const other = elsewhere.data!.data;
-      expect(claimsOf(user.access)).toMatchObject({ amr: ['pwd'], aal: 'aal1' });
+      expect(claimsOf(user.access)).not.toHaveProperty('aal');
 
       const started = await t().post('/api/auth/mfa/totp', {}, { token: user.access });
       expect((await t().post(`/api/auth/mfa/totp/${started.body.data.factor_id}/confirm`, { code: codeFor(started.body.data.secret) }, { token: user.access })).status).toBe(200);
@@ -258,7 +258,7 @@ function suite(t: () => TestContext) {
       expect((await t().get('/api/auth/mfa/factors', { token: user.access })).body).toEqual({ success: true, data: [], meta: { recovery_codes_remaining: 0 } });
       const login = await t().post('/api/auth/login/json', { email: user.email, password: user.password });
       expect(login.status).toBe(200);
-      expect(claimsOf(login.body.data.access_token)).toMatchObject({ amr: ['pwd'], aal: 'aal1' });
+      expect(claimsOf(login.body.data.access_token)).not.toHaveProperty('amr');
       expectError(await t().post('/api/auth/mfa/recovery-codes', undefined, { token: user.access }), 409, 'CONFLICT');
       const [removed] = await auditRows(t(), user.id, 'mfa.factor_removed');
       expect(removed.details).toEqual({ factor_id: user.factorId, type: 'totp', factors_left: 0 });
@@ -313,11 +313,15 @@ function suite(t: () => TestContext) {
     expect(metrics.text).toMatch(/^auth_events_total\{event_type="mfa\.reset"\} \d/m);
   });
 
-  it('leaves password-only users as they were, with amr pwd and aal1 in their tokens', async () => {
+  it('leaves the tokens of a password alone as they were: no amr or aal, which reads as pwd and aal1', async () => {
     const user = await t().register();
     const res = await t().post('/api/auth/login/json', { email: user.email, password: user.password });
     expect(res.status).toBe(200);
-    expect(claimsOf(res.body.data.access_token)).toMatchObject({ amr: ['pwd'], aal: 'aal1' });
+    const claims = claimsOf(res.body.data.access_token);
+    expect(claims).not.toHaveProperty('amr');
+    expect(claims).not.toHaveProperty('aal');
+    const session = await t().db.selectFrom('sessions').select(['amr', 'aal']).where('id', '=', claims.sid).executeTakeFirstOrThrow();
+    expect(session).toEqual({ amr: ['pwd'], aal: 'aal1' });
   });
 }
 
