@@ -1,30 +1,15 @@
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page, type Request } from 'playwright-core';
+import type { Browser, Page, Request } from 'playwright-core';
 import { ADMIN, startTestApp, type TestContext } from './support/app';
+import { describeInBrowser, launchChromium } from './support/browser';
 
 // Drives the real documentation pages in headless Chromium: Swagger UI's Authorize dialog with the
 // OAuth2 password flow, a live "Try it out" call, and the ReDoc page.
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const TIMEOUT = 60_000;
-const haveBrowser = existsSync(CHROMIUM);
-const requireBrowser = process.env.REQUIRE_BROWSER === '1';
 
-if (!haveBrowser && !requireBrowser) {
-  console.warn(`docs browser tests skipped: ${CHROMIUM} not found (install chromium, or set REQUIRE_BROWSER=1 to make this a failure)`);
-}
-
-if (!haveBrowser && requireBrowser) {
-  describe('documentation in a browser', () => {
-    it('needs Chromium', () => {
-      throw new Error(`REQUIRE_BROWSER=1 but ${CHROMIUM} does not exist: install Chromium (apt-get install chromium)`);
-    });
-  });
-}
-
-(haveBrowser ? describe : describe.skip)('documentation in a browser', () => {
+describeInBrowser('documentation in a browser', () => {
   let t: TestContext;
   let server: Server;
   let base: string;
@@ -39,20 +24,7 @@ if (!haveBrowser && requireBrowser) {
       server.listen(0, '127.0.0.1', () => resolve());
     });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: TIMEOUT,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium(TIMEOUT);
   }, TIMEOUT);
 
   afterAll(async () => {

@@ -1,7 +1,7 @@
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
+import type { Browser, CDPSession, Page } from 'playwright-core';
 import { startTestApp, type TestContext } from './support/app';
+import { describeInBrowser, launchChromium } from './support/browser';
 import { claimsOf } from './support/jwt';
 import { freePort } from './support/net';
 
@@ -9,22 +9,7 @@ import { freePort } from './support/net';
 // WebAuthn domain) registers a passkey through the API from a page on http://localhost:<port>,
 // signs in with it alone, uses it after a password, and has a removed passkey refused.
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const TIMEOUT = 60_000;
-const haveBrowser = existsSync(CHROMIUM);
-const requireBrowser = process.env.REQUIRE_BROWSER === '1';
-
-if (!haveBrowser && !requireBrowser) {
-  console.warn(`passkey browser tests skipped: ${CHROMIUM} not found (install chromium, or set REQUIRE_BROWSER=1 to make this a failure)`);
-}
-
-if (!haveBrowser && requireBrowser) {
-  describe('passkeys in a browser', () => {
-    it('needs Chromium', () => {
-      throw new Error(`REQUIRE_BROWSER=1 but ${CHROMIUM} does not exist: install Chromium (apt-get install chromium)`);
-    });
-  });
-}
 
 /**
  * The page the ceremonies run from: the same calls a web app of the service makes, with the JSON
@@ -67,7 +52,7 @@ interface ApiAnswer {
   body: any;
 }
 
-(haveBrowser ? describe : describe.skip)('passkeys in a browser', () => {
+describeInBrowser('passkeys in a browser', () => {
   let clock = Date.now();
   let t: TestContext;
   let server: Server;
@@ -94,22 +79,8 @@ interface ApiAnswer {
       server.once('error', reject);
       server.listen(port, '127.0.0.1', () => resolve());
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: TIMEOUT,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        // localhost is this server's IPv4 address, whatever else the resolver would try first.
-        '--host-resolver-rules=MAP localhost 127.0.0.1',
-      ],
-    });
+    // localhost is this server's IPv4 address, whatever else the resolver would try first.
+    browser = await launchChromium(TIMEOUT, ['--host-resolver-rules=MAP localhost 127.0.0.1']);
     page = await browser.newPage();
     page.setDefaultTimeout(15_000);
     cdp = await page.context().newCDPSession(page);

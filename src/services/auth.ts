@@ -41,7 +41,7 @@ export interface SecondFactorGate {
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** REQUIRE_VERIFIED_EMAIL's refusal: the password was right, so it may say why. */
-const emailNotVerified = () => forbidden('Email address must be verified before signing in; follow the link sent to it');
+export const emailNotVerified = () => forbidden('Email address must be verified before signing in; follow the link sent to it');
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();

@@ -6,7 +6,7 @@ import type { Database, MfaChallengeRow, MfaFactorRow, UserRow } from '../db/typ
 import { findUserById } from '../db/users';
 import { ApiError, forbidden, invalidCode, invalidPasskey, unauthorized, validationError } from '../http/errors';
 import type { AuditTrail, Recorder } from './audit';
-import type { ClientInfo, SecondFactorGate } from './auth';
+import { emailNotVerified, type ClientInfo, type SecondFactorGate } from './auth';
 import { CHALLENGE_SWEEP, type Clock, type FactorService } from './factors';
 import { countedCheck, type LoginGuard } from './login-guard';
 import { recoveryCodeHash } from './recovery-codes';
@@ -156,7 +156,7 @@ export class MfaSignIn implements SecondFactorGate {
     }
     if (this.options.requireVerifiedEmail && !user.email_verified) {
       await refuse(user.id, 'email_not_verified');
-      throw forbidden('Email address must be verified before signing in; follow the link sent to it');
+      throw emailNotVerified();
     }
     const assurance: Assurance = { amr: ['hwk', 'mfa'], aal: 'aal2' };
     const { tokens } = await this.audit.transaction(client, async (trx, record) => {
