@@ -56,44 +56,59 @@ describeInBrowser('passkeys in a browser', () => {
   let clock = Date.now();
   let t: TestContext;
   let server: Server;
+  let otherServer: Server;
   let origin: string;
+  /** The same pages and API on another port: on the relying party, but not one of its origins. */
+  let otherOrigin: string;
   let browser: Browser;
   let page: Page;
   let cdp: CDPSession;
   let authenticatorId: string;
 
   beforeAll(async () => {
-    const port = await freePort();
+    const [port, otherPort] = [await freePort(), await freePort()];
     origin = `http://localhost:${port}`;
+    otherOrigin = `http://localhost:${otherPort}`;
     // The relying party is localhost (from APP_URL), the one host a browser allows passkeys on without TLS.
     t = await startTestApp({ APP_URL: origin }, { clock: () => clock });
     const api = t.app.koa.callback();
-    server = createServer((req, res) => {
-      if (req.url === '/passkeys') {
-        res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(PAGE);
-        return;
-      }
-      void api(req, res);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => resolve());
-    });
+    const serve = (listenPort: number) =>
+      new Promise<Server>((resolve, reject) => {
+        const listening = createServer((req, res) => {
+          if (req.url === '/passkeys') {
+            res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(PAGE);
+            return;
+          }
+          void api(req, res);
+        });
+        listening.once('error', reject);
+        listening.listen(listenPort, '127.0.0.1', () => resolve(listening));
+      });
+    server = await serve(port);
+    otherServer = await serve(otherPort);
     // localhost is this server's IPv4 address, whatever else the resolver would try first.
     browser = await launchChromium(TIMEOUT, ['--host-resolver-rules=MAP localhost 127.0.0.1']);
-    page = await browser.newPage();
-    page.setDefaultTimeout(15_000);
-    cdp = await page.context().newCDPSession(page);
-    await cdp.send('WebAuthn.enable');
-    ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
-    }));
-    await page.goto(`${origin}/passkeys`);
+    ({ page, cdp, authenticatorId } = await openPage(origin));
   }, TIMEOUT);
+
+  /** The ceremony page at `pageOrigin`, with a virtual authenticator of its own (discoverable keys, user verification). */
+  async function openPage(pageOrigin: string): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
+    const opened = await browser.newPage();
+    opened.setDefaultTimeout(15_000);
+    const session = await opened.context().newCDPSession(opened);
+    await session.send('WebAuthn.enable');
+    const { authenticatorId: id } = await session.send('WebAuthn.addVirtualAuthenticator', {
+      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    });
+    await opened.goto(`${pageOrigin}/passkeys`);
+    return { page: opened, cdp: session, authenticatorId: id };
+  }
 
   afterAll(async () => {
     await browser?.close();
-    if (server?.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const listening of [server, otherServer]) {
+      if (listening?.listening) await new Promise<void>((resolve) => listening.close(() => resolve()));
+    }
     await t?.close();
   });
 
@@ -193,6 +208,34 @@ describeInBrowser('passkeys in a browser', () => {
       const options = await t.post('/api/auth/passkeys/registration/options', undefined, { token: user.access });
       expect(options.body.data.excludeCredentials).toHaveLength(1);
       expect(options.body.data.rp).toEqual({ name: 'Account Service', id: 'localhost' });
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'checks the origin of every answer',
+    async () => {
+      const user = await t.register();
+      const token = JSON.stringify(user.access);
+      // Another port of localhost: the browser lets it use the relying party localhost, the service does not list it.
+      const other = await openPage(otherOrigin);
+      try {
+        const foreign = (await other.page.evaluate(`registerPasskey(${token}, 'Other')`)) as ApiAnswer;
+        expect(foreign.status).toBe(400);
+        expect(foreign.body.error.code).toBe('INVALID_PASSKEY');
+        expect(await t.db.selectFrom('mfa_factors').select('id').where('user_id', '=', user.id).execute()).toEqual([]);
+
+        // A passkey registered from the service's origin, held by an authenticator used on the other one.
+        expect((await inPage(`registerPasskey(${token}, 'Laptop')`)).status).toBe(201);
+        const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+        await other.cdp.send('WebAuthn.addCredential', { authenticatorId: other.authenticatorId, credential: credentials[0] });
+        const elsewhere = (await other.page.evaluate('signInWithPasskey()')) as ApiAnswer;
+        expect(elsewhere.status).toBe(401);
+        expect(elsewhere.body.error.code).toBe('INVALID_CREDENTIALS');
+        expect((await inPage('signInWithPasskey()')).status).toBe(200);
+      } finally {
+        await other.page.close();
+      }
     },
     TIMEOUT,
   );
