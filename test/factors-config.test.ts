@@ -1,0 +1,41 @@
+import { loadConfig } from '../src/config';
+import { problemsOf } from './support/config';
+
+// The relying party of passkeys and the TOTP issuer, as the environment sets them.
+
+describe('second-factor configuration', () => {
+  it('takes the relying party and the origin from APP_URL by default', () => {
+    const config = loadConfig({ APP_URL: 'https://accounts.example.com/base' });
+    expect(config.webauthnRpId).toBe('accounts.example.com');
+    expect(config.webauthnOrigins).toEqual(['https://accounts.example.com']);
+    expect(config.webauthnRpName).toBe('Account Service');
+    expect(config.mfaIssuer).toBe('Account Service');
+  });
+
+  it('takes a parent domain and origins on it or its subdomains', () => {
+    const config = loadConfig({
+      APP_URL: 'https://accounts.example.com',
+      WEBAUTHN_RP_ID: 'Example.com',
+      WEBAUTHN_ORIGINS: 'https://example.com, https://app.example.com/',
+      WEBAUTHN_RP_NAME: 'Example',
+      MFA_ISSUER: 'Example Accounts',
+    });
+    expect(config.webauthnRpId).toBe('example.com');
+    expect(config.webauthnOrigins).toEqual(['https://example.com', 'https://app.example.com']);
+    expect([config.webauthnRpName, config.mfaIssuer]).toEqual(['Example', 'Example Accounts']);
+  });
+
+  it('names each bad setting', () => {
+    expect(problemsOf({ WEBAUTHN_RP_ID: 'https://example.com' })).toEqual([
+      'WEBAUTHN_RP_ID must be a domain name such as example.com (no scheme, port or path), got "https://example.com"',
+      'WEBAUTHN_ORIGINS: "http://127.0.0.1:8000" is not on WEBAUTHN_RP_ID "https://example.com" or a subdomain of it',
+    ]);
+    expect(problemsOf({ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://example.org,app.example.com' })).toEqual([
+      'WEBAUTHN_ORIGINS: "https://example.org" is not on WEBAUTHN_RP_ID "example.com" or a subdomain of it',
+      'WEBAUTHN_ORIGINS: "app.example.com" is not an origin like https://app.example.com',
+    ]);
+    expect(problemsOf({ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://notexample.com' })).toEqual([
+      'WEBAUTHN_ORIGINS: "https://notexample.com" is not on WEBAUTHN_RP_ID "example.com" or a subdomain of it',
+    ]);
+  });
+});
