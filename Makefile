@@ -46,6 +46,15 @@ run: build
 typecheck: node_modules
 	npx tsc --noEmit
 
+## lint: typescript-eslint's type-aware rules, and Prettier's layout (`make format` rewrites it)
+.PHONY: lint format
+lint: node_modules
+	npx eslint --max-warnings 0 .
+	npx prettier --check .
+
+format: node_modules
+	npx prettier --write .
+
 ## test: contract freshness, type check, then the whole suite; the timing tests run last, alone,
 ## so that no other test competes with them for the CPU
 SUMMARY := $(shell mktemp -u /tmp/jest-summary.XXXXXX)
