@@ -367,7 +367,7 @@ describe('GET /api/audit-events', () => {
     [{ since: '2026-01-02T00:00:00Z', until: '2026-01-02T00:00:00Z' }, 'query.until'],
     [{ since: '2026-01-03T00:00:00Z', until: '2026-01-02T00:00:00Z' }, 'query.until'],
   ])('refuses %j with a 422 naming %s', async (params, field) => {
-    const res = await list(params as Record<string, string | number>);
+    const res = await list(params);
     expectError(res, 422, 'VALIDATION_ERROR');
     expect(res.body.error.details.map((d: { field: string }) => d.field)).toEqual([field]);
   });

@@ -51,16 +51,11 @@ async function cli(args: string[], options: RunOptions = {}): Promise<Run> {
  * A database address where nothing listens: port 1 is privileged and unused, so the connection is
  * refused (a port freed a moment ago could be taken again by another test's server meanwhile).
  */
-async function deadDatabaseUrl(): Promise<string> {
-  return 'postgres://nobody@127.0.0.1:1/nothing';
-}
+const DEAD_DATABASE_URL = 'postgres://nobody@127.0.0.1:1/nothing';
 
 describe('usage', () => {
-  let unreachable: Record<string, string>;
-  beforeAll(async () => {
-    // Arguments are checked before the database is opened: this one would fail with exit code 1.
-    unreachable = { DATABASE_URL: await deadDatabaseUrl() };
-  });
+  // Arguments are checked before the database is opened: this one would fail with exit code 1.
+  const unreachable = { DATABASE_URL: DEAD_DATABASE_URL };
 
   it.each([[[]], [['help']], [['--help']], [['-h']], [['purge', '--help']]])('%j prints the usage on stdout and exits 0', async (args) => {
     const run = await cli(args, { env: unreachable });
@@ -397,7 +392,7 @@ builtOnce('the built command, as its own process', () => {
     expect(created).toMatchObject({ code: 0, stdout: expect.stringContaining(`created the admin ${email}`), stderr: '' });
     expect(await run(['revoke-sessions', '--user', email], database.env)).toMatchObject({ code: 0, stdout: expect.stringContaining('revoked 0 sessions') });
 
-    const dead = await run(['purge'], { DATABASE_URL: await deadDatabaseUrl() });
+    const dead = await run(['purge'], { DATABASE_URL: DEAD_DATABASE_URL });
     expect(dead.code).toBe(1);
     expect(dead.stderr).toMatch(/^error: /);
     expect(dead.stderr).not.toMatch(/\n\s+at /);

@@ -215,7 +215,7 @@ describe('rate limits behind a trusted proxy', () => {
     const getAny = async (path: string, ip: string): Promise<Response> => {
       if (path.startsWith('/health')) return t.get(path, from(ip));
       const res = await request(t.app.koa.callback()).get(path).set('X-Forwarded-For', ip);
-      return { status: res.status, headers: res.headers as Record<string, string>, body: res.body };
+      return { status: res.status, headers: res.headers, body: res.body };
     };
 
     test('health and docs answer past the limit, without RateLimit headers', async () => {
@@ -446,7 +446,7 @@ describe('the lockout window', () => {
 const onPostgres = process.env.TEST_DATABASE_KIND === 'postgres';
 if (!onPostgres) {
   describe('RATE_LIMIT_STORE=postgres', () => {
-    // eslint-disable-next-line no-console
+     
     console.log('rate-limit: skipping the shared PostgreSQL store tests: the embedded database serves one process only (run with TEST_DATABASE_URL)');
     test.skip('needs PostgreSQL (TEST_DATABASE_URL): the embedded database serves one process only', () => {});
   });

@@ -625,8 +625,8 @@ describe('GET /api/users', () => {
   function expected(field: 'id' | 'email' | 'name' | 'created_at' | 'updated_at', descending: boolean): number[] {
     const value = (r: UserRow) => (r[field] instanceof Date ? (r[field] as Date).getTime() : r[field]);
     const ordered = [...sorted].sort((a, b) => {
-      const va = value(a) as string | number;
-      const vb = value(b) as string | number;
+      const va = value(a);
+      const vb = value(b);
       if (va !== vb) return va < vb ? -1 : 1;
       return a.id - b.id;
     });
