@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi';
 import type { AuditEventRow } from '../db/audit';
-import { ok, signedIn } from '../http/reply';
+import { ok, signedIn } from './reply';
 import type { Handler } from './types';
 
 type AuditEvent = components['schemas']['AuditEvent'];
