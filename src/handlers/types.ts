@@ -40,16 +40,17 @@ type ReplyWith<S, B> = [B] extends [undefined]
 
 /**
  * What the handler of operation K answers with, as the contract declares it: one of its 2xx statuses
- * with that status's JSON body (the whole body, envelope included; none for 204), so a status or a
- * body the contract does not declare is a compile error. `headers` are the operation's own
- * (Cache-Control, say).
+ * with that status's JSON body, so a status or a body the contract does not declare for K is a
+ * compile error.
  */
 export type Reply<K extends OperationId> = { [S in StatusOf<K>]: ReplyWith<S, JsonBodyOf<Responses<K>[S]>> }[StatusOf<K>];
 
 /** A reply as the HTTP layer writes it, whichever operation it answers. */
 export interface WireReply {
   status: number;
+  /** The whole JSON body, envelope included; absent for 204. */
   body?: unknown;
+  /** Response headers of the operation's own (Cache-Control, say). */
   headers?: Record<string, string>;
 }
 
@@ -64,7 +65,7 @@ export interface OperationRequest {
 
 /**
  * All the HTTP layer knows of the handlers: each operation of the contract by operationId, bound to
- * the services. It never names a handler, so adding an operation touches no file of it.
+ * the services. It never names a handler, so a new operation needs no change in src/http.
  */
 export interface Operations {
   has(operationId: string): operationId is OperationId;
