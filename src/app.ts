@@ -3,7 +3,7 @@ import Koa from 'koa';
 import type { Config } from './config';
 import { openDatabase } from './db/database';
 import { migrateToLatest } from './db/migrate';
-import { handlers } from './handlers';
+import { operationsFor } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
 import { contractFor, validationContractFor } from './http/contract';
@@ -89,7 +89,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
     const document = contractFor(config);
     const limits = limiter && (await rateLimitGuard(config, limiter));
-    const { router, compileValidators } = await buildApi(validationContractFor(config), handlers, services, {
+    const { router, compileValidators } = await buildApi(validationContractFor(config), operationsFor(services), {
+      authenticate: (token, client) => services.auth.authenticate(token, client),
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
       parseBody: bodies(config.maxBodyBytes),

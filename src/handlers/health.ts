@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import { serviceUnavailable } from '../http/errors';
-import { ok } from '../http/reply';
-import type { Handler, Services } from './types';
+import { ok } from './reply';
+import type { Handler, Reply, Services } from './types';
 
 /** How long readiness waits for the database. */
 const READY_TIMEOUT_MS = 1000;
 
-const summary = ({ config, startedAt }: Services) =>
-  ok({ status: 'ok', version: config.appVersion, uptime_seconds: Math.floor((Date.now() - startedAt) / 1000) } as const);
+const summary = async ({ config, startedAt }: Services): Promise<Reply<'healthCheck' | 'healthCheckAlias'>> =>
+  ok({ status: 'ok', version: config.appVersion, uptime_seconds: Math.floor((Date.now() - startedAt) / 1000) });
 
 export const healthCheck: Handler<'healthCheck'> = async (_input, services) => summary(services);
 

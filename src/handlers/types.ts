@@ -29,13 +29,47 @@ export interface HandlerInput<K extends OperationId> {
   client: ClientInfo;
 }
 
-/** What the handler answers with; the HTTP layer writes it. */
-export interface Reply {
+type Responses<K extends OperationId> = operations[K]['responses'];
+/** A handler answers only with success; every failure is thrown and rendered by the HTTP layer. */
+type SuccessStatus = 200 | 201 | 202 | 204;
+type StatusOf<K extends OperationId> = Extract<keyof Responses<K>, SuccessStatus>;
+type JsonBodyOf<R> = R extends { content: { 'application/json': infer B } } ? B : undefined;
+type ReplyWith<S, B> = [B] extends [undefined]
+  ? { status: S; body?: undefined; headers?: Record<string, string> }
+  : { status: S; body: B; headers?: Record<string, string> };
+
+/**
+ * What the handler of operation K answers with, as the contract declares it: one of its 2xx statuses
+ * with that status's JSON body, so a status or a body the contract does not declare for K is a
+ * compile error.
+ */
+export type Reply<K extends OperationId> = { [S in StatusOf<K>]: ReplyWith<S, JsonBodyOf<Responses<K>[S]>> }[StatusOf<K>];
+
+/** A reply as the HTTP layer writes it, whichever operation it answers. */
+export interface WireReply {
   status: number;
   /** The whole JSON body, envelope included; absent for 204. */
   body?: unknown;
   /** Response headers of the operation's own (Cache-Control, say). */
   headers?: Record<string, string>;
+}
+
+/** A request as the HTTP layer hands it to an operation, once validated against that operation's contract. */
+export interface OperationRequest {
+  body: unknown;
+  query: Record<string, unknown>;
+  path: Record<string, unknown>;
+  principal: Principal | undefined;
+  client: ClientInfo;
+}
+
+/**
+ * All the HTTP layer knows of the handlers: each operation of the contract by operationId, bound to
+ * the services. It never names a handler, so a new operation needs no change in src/http.
+ */
+export interface Operations {
+  has(operationId: string): operationId is OperationId;
+  run(operationId: OperationId, request: OperationRequest): Promise<WireReply>;
 }
 
 /** The services a handler may call, built once per app. */
@@ -51,7 +85,7 @@ export interface Services {
   lifecycle: { readonly draining: boolean };
 }
 
-export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply>;
+export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;
 
 /** Every operation of the contract, each with its handler: a missing one is a compile error. */
 export type HandlerMap = { [K in OperationId]: Handler<K> };

@@ -27,6 +27,7 @@ export interface ClientInfo {
   requestId: string | null;
 }
 
+/** The tokens of a session as its holder gets them. */
 export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -146,10 +147,9 @@ export class AuthService {
     });
     if (!rotation) throw unauthorized();
     return {
-      access_token: this.tokens.issueAccess(rotation.user, sessionId),
-      refresh_token: rotation.next.token,
-      token_type: 'bearer',
-      expires_in: this.tokens.accessTtlSeconds,
+      accessToken: this.tokens.issueAccess(rotation.user, sessionId),
+      refreshToken: rotation.next.token,
+      expiresInSeconds: this.tokens.accessTtlSeconds,
     };
   }
 

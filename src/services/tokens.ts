@@ -27,10 +27,10 @@ export interface TokenSubject {
 }
 
 export interface IssuedPair {
-  access_token: string;
-  refresh_token: string;
-  token_type: 'bearer';
-  expires_in: number;
+  accessToken: string;
+  refreshToken: string;
+  /** The access token's lifetime. */
+  expiresInSeconds: number;
   /** SHA-256 of the refresh token: what the session stores instead of the token. */
   refreshTokenHash: string;
   refreshExpiresAt: Date;
@@ -72,10 +72,9 @@ export class TokenService {
   issuePair(user: TokenSubject, sessionId: string): IssuedPair {
     const refresh = this.issueRefresh(user.id, sessionId);
     return {
-      access_token: this.issueAccess(user, sessionId),
-      refresh_token: refresh.token,
-      token_type: 'bearer',
-      expires_in: this.accessTtlSeconds,
+      accessToken: this.issueAccess(user, sessionId),
+      refreshToken: refresh.token,
+      expiresInSeconds: this.accessTtlSeconds,
       refreshTokenHash: refresh.hash,
       refreshExpiresAt: refresh.expiresAt,
     };

@@ -1,0 +1,36 @@
+import type { Principal } from '../services/auth';
+import type { WireReply } from './types';
+
+type BodyAt<R, S> = R extends { status: S; body: infer B } ? B : never;
+type DataOf<B> = B extends { data: infer D } ? D : never;
+/** The body's fields beside `success` and `data`: `meta` of a list, the token fields of the token URL. */
+type ExtraOf<B> = Omit<B, 'success' | 'data'>;
+type ExtraArgs<B> = {} extends ExtraOf<B> ? [] : [extra: ExtraOf<B>];
+
+/**
+ * What the helpers return: the reply R, typed as what an async handler may return, because that is
+ * where TypeScript takes R from (the handler's `Handler<K>`). So `data` and the other fields are
+ * checked against what the contract declares for that operation and status, excess fields included.
+ */
+type Returned<R> = R | PromiseLike<R>;
+
+export function ok<R extends WireReply>(data: NoInfer<DataOf<BodyAt<R, 200>>>, ...extra: NoInfer<ExtraArgs<BodyAt<R, 200>>>): Returned<R> {
+  return { status: 200, body: { success: true, data, ...extra[0] } } as unknown as R;
+}
+
+export function created<R extends WireReply>(data: NoInfer<DataOf<BodyAt<R, 201>>>): Returned<R> {
+  return { status: 201, body: { success: true, data } } as unknown as R;
+}
+
+export function noContent<R extends WireReply & { status: 204 }>(): Returned<R> {
+  return { status: 204 } as R;
+}
+
+/**
+ * The caller of a protected operation. The contract layer authenticates every operation with a
+ * security requirement before its handler runs, so a missing principal is a wiring fault (a 500).
+ */
+export function signedIn(input: { principal: Principal | undefined }): Principal {
+  if (!input.principal) throw new Error('a protected operation ran without an authenticated caller');
+  return input.principal;
+}
