@@ -7,7 +7,7 @@ import { checked, migrateToLatest, migrator } from './db/migrate';
 import { listLiveSessions, revokeUserSessions } from './db/sessions';
 import type { Database, UserRow } from './db/types';
 import { findUserByEmail, findUserById } from './db/users';
-import { ApiError } from './http/errors';
+import { Validation } from './errors';
 import { createLogger } from './logger';
 import { AuditTrail } from './services/audit';
 import { normalizeEmail } from './services/auth';
@@ -200,7 +200,7 @@ async function createAdmin(context: Context, { email, name }: AdminFields): Prom
   try {
     checkNewPassword(password, 'password', email);
   } catch (error) {
-    if (error instanceof ApiError && error.details?.[0]) throw new CommandError(`the password ${error.details[0].message}`);
+    if (error instanceof Validation && error.details[0]) throw new CommandError(`the password ${error.details[0].message}`);
     throw error;
   }
   const passwordHash = await new PasswordHasher({ cost: config.bcryptCost, concurrency: 1, maxWaiting: 0 }).hash(password);

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { serviceUnavailable } from '../http/errors';
+import { Unavailable } from '../errors';
 import { ok } from '../http/reply';
 import type { Handler, Services } from './types';
 
@@ -18,7 +18,7 @@ export const healthLive: Handler<'healthLive'> = async () => ok({ status: 'alive
 
 export const healthReady: Handler<'healthReady'> = async (_input, { db, lifecycle }) => {
   // A stopping process leaves the load balancer's rotation before it stops accepting connections.
-  if (lifecycle.draining) throw serviceUnavailable(new Error('shutting down'));
+  if (lifecycle.draining) throw new Unavailable({ cause: new Error('shutting down') });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`database did not answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
@@ -26,7 +26,7 @@ export const healthReady: Handler<'healthReady'> = async (_input, { db, lifecycl
   try {
     await Promise.race([sql`select 1`.execute(db), timeout]);
   } catch (error) {
-    throw serviceUnavailable(error);
+    throw new Unavailable({ cause: error });
   } finally {
     clearTimeout(timer);
   }

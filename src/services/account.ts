@@ -5,7 +5,7 @@ import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../db/se
 import type { Database, SessionRow, UserRow } from '../db/types';
 import { isUniqueViolation } from '../db/errors';
 import { findUserByEmail, findUserById, updateLiveUser } from '../db/users';
-import { conflict, invalidToken, notFound } from '../http/errors';
+import { Conflict, InvalidToken, NotFound } from '../errors';
 import type { Logger } from '../logger';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
@@ -40,7 +40,7 @@ export class AccountService {
     const id = principal.user.id;
     await this.audit.transaction(principal.client, async (trx, record) => {
       const user = await updateLiveUser(trx, id, { password_hash: passwordHash });
-      if (!user) throw notFound('User not found');
+      if (!user) throw new NotFound('User not found');
       await revokeUserSessions(trx, id, principal.sessionId);
       await this.mail.sendPasswordChangedNotice(trx, user, 'changed');
       await record({ type: 'password.changed', actor: id, subject: id });
@@ -87,11 +87,11 @@ export class AccountService {
     const passwordHash = await this.passwords.hash(newPassword);
     const email = await this.audit.transaction(client, async (trx, record) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
-      if (!owner) throw invalidToken();
+      if (!owner) throw new InvalidToken();
       // Refused before anything is written: the transaction rolls back and the token stays usable.
       checkNotEmail(newPassword, owner.email, 'body.new_password');
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
-      if (!user || user.email !== owner.email) throw invalidToken();
+      if (!user || user.email !== owner.email) throw new InvalidToken();
       await revokeUserSessions(trx, user.id);
       await this.mail.sendPasswordChangedNotice(trx, user, 'reset');
       await record({ type: 'password.reset_completed', actor: user.id, subject: user.id });
@@ -111,26 +111,26 @@ export class AccountService {
     try {
       return await this.audit.transaction(client, async (trx, record) => {
         const owner = await consumeAccountToken(trx, sha256(token), 'email_verification');
-        if (!owner) throw invalidToken();
+        if (!owner) throw new InvalidToken();
         const current = await findUserById(trx, owner.user_id);
-        if (!current || current.deleted_at !== null) throw invalidToken();
+        if (!current || current.deleted_at !== null) throw new InvalidToken();
         if (current.pending_email === owner.email) {
           const holder = await findUserByEmail(trx, owner.email);
-          if (holder && holder.id !== current.id) throw conflict('Email already registered');
+          if (holder && holder.id !== current.id) throw new Conflict('Email already registered');
           const user = await updateLiveUser(trx, current.id, { email: owner.email, pending_email: null, email_verified: true });
-          if (!user) throw invalidToken();
+          if (!user) throw new InvalidToken();
           await record({ type: 'email.verified', actor: user.id, subject: user.id, details: { email_changed: true } });
           return user;
         }
-        if (current.email !== owner.email) throw invalidToken();
+        if (current.email !== owner.email) throw new InvalidToken();
         const user = await updateLiveUser(trx, current.id, { email_verified: true });
-        if (!user) throw invalidToken();
+        if (!user) throw new InvalidToken();
         await record({ type: 'email.verified', actor: user.id, subject: user.id });
         return user;
       });
     } catch (error) {
       // Another account took the address between the check and the update.
-      if (isUniqueViolation(error)) throw conflict('Email already registered');
+      if (isUniqueViolation(error)) throw new Conflict('Email already registered');
       throw error;
     }
   }
@@ -146,7 +146,7 @@ export class AccountService {
       const pending = user.pending_email;
       await this.db.transaction().execute((trx) => this.mail.sendEmailChange(trx, user, pending, false));
     } else {
-      if (user.email_verified) throw conflict('Email is already verified');
+      if (user.email_verified) throw new Conflict('Email is already verified');
       await this.db.transaction().execute((trx) => this.mail.sendVerification(trx, user));
     }
     this.mail.flush();
@@ -159,7 +159,7 @@ export class AccountService {
   async revokeSession(principal: Principal, sessionId: string): Promise<void> {
     const id = principal.user.id;
     await this.audit.transaction(principal.client, async (trx, record) => {
-      if (!(await revokeOwnSession(trx, id, sessionId))) throw notFound('Session not found');
+      if (!(await revokeOwnSession(trx, id, sessionId))) throw new NotFound('Session not found');
       await record({ type: 'session.revoked', actor: id, subject: id, details: { session_id: sessionId } });
     });
   }

@@ -3,7 +3,7 @@ import type { components } from '../../generated/openapi';
 import type { Config } from '../config';
 import { deleteAuditEventsBefore, insertAuditEvent, listAuditEventsAfter, type AuditDetails, type AuditEventRow } from '../db/audit';
 import type { Database } from '../db/types';
-import { validationError, type FieldError } from '../http/errors';
+import { Validation, type FieldProblem } from '../errors';
 import type { Logger } from '../logger';
 import type { ClientInfo, Principal } from './auth';
 import { requireAdmin } from './users';
@@ -108,7 +108,7 @@ export class AuditTrail {
     requireAdmin(principal);
     const since = parseTime(query.since, 'query.since');
     const until = parseTime(query.until, 'query.until');
-    if (since && until && until <= since) throw validationError([{ field: 'query.until', message: 'must be later than since' }]);
+    if (since && until && until <= since) throw new Validation([{ field: 'query.until', message: 'must be later than since' }]);
     const limit = query.limit ?? this.config.defaultPageSize;
     const rows = await listAuditEventsAfter(
       this.db,
@@ -176,10 +176,10 @@ export class AuditTrail {
  * 23:59:60) and, once moved to UTC by their offset, years outside 1 to 9999 (0000-01-01T00:00:00+01:00).
  * Those are refused like any other invalid value rather than reaching the database.
  */
-function parseTime(value: string | undefined, field: FieldError['field']): Date | undefined {
+function parseTime(value: string | undefined, field: FieldProblem['field']): Date | undefined {
   if (value === undefined) return undefined;
   const time = new Date(value);
   const year = time.getUTCFullYear();
-  if (Number.isNaN(year) || year < 1 || year > 9999) throw validationError([{ field, message: 'must be a date-time from year 1 to 9999 (UTC)' }]);
+  if (Number.isNaN(year) || year < 1 || year > 9999) throw new Validation([{ field, message: 'must be a date-time from year 1 to 9999 (UTC)' }]);
   return time;
 }

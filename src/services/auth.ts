@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config';
-import { conflict, forbidden, invalidCredentials, tokenExpired, unauthorized } from '../http/errors';
+import { Conflict, Forbidden, InvalidCredentials, TokenExpired, Unauthorized } from '../errors';
 import { findAuthenticatedUser, findSessionCreatedAt, insertSession, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
@@ -32,7 +32,7 @@ export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** REQUIRE_VERIFIED_EMAIL's refusal: the password was right, so it may say why. */
-const emailNotVerified = () => forbidden('Email address must be verified before signing in; follow the link sent to it');
+const emailNotVerified = () => new Forbidden('Email address must be verified before signing in; follow the link sent to it');
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -63,7 +63,7 @@ export class AuthService {
         password_hash: passwordHash,
         role: 'user',
       });
-      if (!user) throw conflict('Email already registered');
+      if (!user) throw new Conflict('Email already registered');
       // With REQUIRE_VERIFIED_EMAIL no session opens until the address is verified: the account
       // exists, the verification link is on its way, and signing in comes after it.
       const opened = this.config.requireVerifiedEmail ? undefined : await this.openSession(trx, user, client);
@@ -91,11 +91,11 @@ export class AuthService {
       const subject = found?.id ?? null;
       await this.audit.record(client, { type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' } });
       if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject, details: { scope: locked } });
-      throw invalidCredentials();
+      throw new InvalidCredentials();
     }
     if (!found.is_active) {
       await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' } });
-      throw forbidden('Account is disabled');
+      throw new Forbidden('Account is disabled');
     }
     if (this.config.requireVerifiedEmail && !found.email_verified) {
       await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' } });
@@ -115,7 +115,7 @@ export class AuthService {
    */
   async refresh(refreshToken: string, client: ClientInfo): Promise<TokenPair> {
     const verified = this.tokens.verify(refreshToken, 'refresh');
-    if (!verified.ok) throw verified.reason === 'expired' ? tokenExpired() : unauthorized();
+    if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
     const userId = Number(verified.claims.sub);
     const sessionId = verified.claims.sid;
     const rotation = await this.audit.transaction(client, async (trx, record) => {
@@ -144,7 +144,7 @@ export class AuthService {
       if (wasLive) await record({ type: 'session.refresh_reuse_detected', actor: null, subject: userId, details });
       return undefined;
     });
-    if (!rotation) throw unauthorized();
+    if (!rotation) throw new Unauthorized();
     return {
       access_token: this.tokens.issueAccess(rotation.user, sessionId),
       refresh_token: rotation.next.token,
@@ -156,9 +156,9 @@ export class AuthService {
   /** The principal behind an access token, or the 401 that explains why there is none. */
   async authenticate(accessToken: string, client: ClientInfo): Promise<Principal> {
     const verified = this.tokens.verify(accessToken, 'access');
-    if (!verified.ok) throw verified.reason === 'expired' ? tokenExpired() : unauthorized();
+    if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
     const user = await findAuthenticatedUser(this.db, Number(verified.claims.sub), verified.claims.sid);
-    if (!user) throw unauthorized();
+    if (!user) throw new Unauthorized();
     return { user, sessionId: verified.claims.sid, client };
   }
 

@@ -1,5 +1,5 @@
 import type { UserRow } from '../db/types';
-import { invalidPassword } from '../http/errors';
+import { InvalidPassword } from '../errors';
 import type { AuditTrail } from './audit';
 import type { ClientInfo } from './auth';
 import { countedCheck, type LoginGuard } from './login-guard';
@@ -24,6 +24,6 @@ export class CurrentPassword {
     if (valid) return;
     await this.audit.record(client, { type: 'login.failed', actor: user.id, subject: user.id, details: { reason: 'wrong_current_password' } });
     if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked } });
-    throw invalidPassword();
+    throw new InvalidPassword();
   }
 }

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config';
-import { conflict, forbidden, notFound, validationError } from '../http/errors';
+import { Conflict, Forbidden, NotFound, Validation } from '../errors';
 import { isUniqueViolation } from '../db/errors';
 import { revokeUserSessions } from '../db/sessions';
 import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
@@ -46,12 +46,12 @@ export interface UserUpdateInput extends UserFields {
 const isAdmin = (p: Principal) => p.user.role === 'admin';
 
 export function requireAdmin(principal: Principal): void {
-  if (!isAdmin(principal)) throw forbidden('Admin role required');
+  if (!isAdmin(principal)) throw new Forbidden('Admin role required');
 }
 
 /** Admins may act on anyone; a user only on themselves. */
 function requireSelfOrAdmin(principal: Principal, id: number): void {
-  if (!isAdmin(principal) && principal.user.id !== id) throw forbidden('Not allowed to act on another user');
+  if (!isAdmin(principal) && principal.user.id !== id) throw new Forbidden('Not allowed to act on another user');
 }
 
 export class UserService {
@@ -73,7 +73,7 @@ export class UserService {
       const mixed = (['page', 'per_page', 'cursor', 'limit'] as const)
         .filter((name) => input[name] !== undefined)
         .map((name) => ({ field: `query.${name}`, message: 'page/per_page and cursor/limit cannot be combined' }));
-      throw validationError(mixed);
+      throw new Validation(mixed);
     }
     if (cursorShape) {
       const limit = input.limit ?? this.config.defaultPageSize;
@@ -117,7 +117,7 @@ export class UserService {
         role: input.role ?? 'user',
         is_active: input.is_active ?? true,
       });
-      if (!created) throw conflict('Email already registered');
+      if (!created) throw new Conflict('Email already registered');
       await record({ type: 'user.created', actor: principal.user.id, subject: created.id, details: { role: created.role, is_active: created.is_active } });
       return created;
     });
@@ -131,12 +131,12 @@ export class UserService {
   async update(principal: Principal, id: number, input: UserUpdateInput): Promise<UserRow> {
     requireSelfOrAdmin(principal, id);
     if (!isAdmin(principal) && (input.role !== undefined || input.is_active !== undefined)) {
-      throw forbidden('Only an admin may change role or is_active');
+      throw new Forbidden('Only an admin may change role or is_active');
     }
     const self = principal.user.id === id;
     const credentials = input.email !== undefined || input.password !== undefined;
     if (self && credentials && input.current_password === undefined) {
-      throw validationError([{ field: 'body.current_password', message: 'is required to change your own email or password' }]);
+      throw new Validation([{ field: 'body.current_password', message: 'is required to change your own email or password' }]);
     }
     checkNewPassword(input.password, 'body.password', input.email);
     const current = this.live(await users.findUserById(this.db, id));
@@ -168,7 +168,7 @@ export class UserService {
         if ((patch.role !== undefined && patch.role !== 'admin') || patch.is_active === false) await keepAnAdmin(trx, id);
         if (typeof pendingEmail === 'string') {
           const holder = await users.findUserByEmail(trx, pendingEmail);
-          if (holder && holder.id !== id) throw conflict('Email already registered');
+          if (holder && holder.id !== id) throw new Conflict('Email already registered');
         }
         const user = this.live(await users.updateLiveUser(trx, id, patch));
         if (patch.password_hash !== undefined) {
@@ -187,7 +187,7 @@ export class UserService {
         return user;
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict('Email already registered');
+      if (isUniqueViolation(error)) throw new Conflict('Email already registered');
       throw error;
     }
     this.mail.flush();
@@ -199,7 +199,7 @@ export class UserService {
     await this.audit.transaction(principal.client, async (trx, record) => {
       await keepAnAdmin(trx, id);
       // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
-      if (!(await users.softDeleteUser(trx, id))) throw notFound('User not found');
+      if (!(await users.softDeleteUser(trx, id))) throw new NotFound('User not found');
       await revokeUserSessions(trx, id);
       await record({ type: 'user.deleted', actor: principal.user.id, subject: id });
     });
@@ -213,8 +213,8 @@ export class UserService {
       return user;
     });
     if (restored) return restored;
-    if (await users.findUserById(this.db, id)) throw conflict('User is not deleted');
-    throw notFound('User not found');
+    if (await users.findUserById(this.db, id)) throw new Conflict('User is not deleted');
+    throw new NotFound('User not found');
   }
 
   /** Creates the configured admin if no user has its e-mail; an existing account is left as it is. */
@@ -226,7 +226,7 @@ export class UserService {
   }
 
   private live(user: UserRow | undefined): UserRow {
-    if (!user || user.deleted_at !== null) throw notFound('User not found');
+    if (!user || user.deleted_at !== null) throw new NotFound('User not found');
     return user;
   }
 }
@@ -250,7 +250,7 @@ export function insertAdmin(audit: AuditTrail, admin: { email: string; name: str
  */
 async function keepAnAdmin(trx: Executor, id: number): Promise<void> {
   const admins = await users.lockActiveAdmins(trx);
-  if (admins.length === 1 && admins[0] === id) throw conflict('The last admin cannot be demoted, disabled or deleted');
+  if (admins.length === 1 && admins[0] === id) throw new Conflict('The last admin cannot be demoted, disabled or deleted');
 }
 
 /** The fields an update can set, by the names the contract gives them; a pending address is the e-mail asked for. */
