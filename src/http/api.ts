@@ -4,7 +4,7 @@ import type { ErrorObject } from 'ajv';
 import type { Context as KoaContext } from 'koa';
 import OpenAPIBackend, { type Context as ApiContext, type Document, type Operation, type ParsedRequest, type Request } from 'openapi-backend';
 import type { HandlerInput, HandlerMap, OperationId, Reply, Services } from '../handlers/types';
-import type { ClientInfo, Principal } from '../services/auth';
+import type { ClientInfo, Principal } from '../services/principal';
 import { clientKey } from '../services/client-address';
 import { asCaller } from '../services/passwords';
 import { bearerToken } from './bearer';

@@ -1,6 +1,6 @@
 import type { Reply } from '../handlers/types';
 import { unauthorized } from './errors';
-import type { Principal } from '../services/auth';
+import type { Principal } from '../services/principal';
 
 export const ok = (data: unknown, extra?: Record<string, unknown>): Reply => ({ status: 200, body: { success: true, data, ...extra } });
 export const created = (data: unknown): Reply => ({ status: 201, body: { success: true, data } });

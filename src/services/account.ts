@@ -9,10 +9,11 @@ import { Conflict, InvalidToken, NotFound } from '../errors';
 import type { Logger } from '../logger';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
-import { normalizeEmail, type ClientInfo, type Principal } from './auth';
+import { normalizeEmail } from './auth';
 import type { CurrentPassword } from './current-password';
 import type { LoginGuard } from './login-guard';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
+import type { ClientInfo, Principal } from './principal';
 import { sha256 } from './tokens';
 
 /** Password change and reset, e-mail verification, and the user's own sessions. */

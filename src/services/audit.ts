@@ -5,8 +5,7 @@ import { deleteAuditEventsBefore, insertAuditEvent, listAuditEventsAfter, type A
 import type { Database } from '../db/types';
 import { Validation, type FieldProblem } from '../errors';
 import type { Logger } from '../logger';
-import type { ClientInfo, Principal } from './auth';
-import { requireAdmin } from './users';
+import { requireAdmin, type ClientInfo, type Principal } from './principal';
 
 export type AuditEventType = components['schemas']['AuditEventType'];
 

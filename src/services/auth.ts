@@ -8,24 +8,9 @@ import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
 import { countedCheck, type LoginGuard } from './login-guard';
+import type { ClientInfo, Principal } from './principal';
 import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
-
-/** Who is calling: the user and the session their access token belongs to. */
-export interface Principal {
-  user: UserRow;
-  sessionId: string;
-  /** The request the principal is acting through. */
-  client: ClientInfo;
-}
-
-/** Where a request comes from: kept on the sessions it opens and on the audit events it causes. */
-export interface ClientInfo {
-  ip: string | null;
-  /** At most 512 characters. */
-  userAgent: string | null;
-  requestId: string | null;
-}
 
 export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
 

@@ -1,9 +1,9 @@
 import type { UserRow } from '../db/types';
 import { InvalidPassword } from '../errors';
 import type { AuditTrail } from './audit';
-import type { ClientInfo } from './auth';
 import { countedCheck, type LoginGuard } from './login-guard';
 import type { PasswordHasher } from './passwords';
+import type { ClientInfo } from './principal';
 
 /**
  * The proof a signed-in user gives before changing their own credentials: their current password.

@@ -6,12 +6,12 @@ import { revokeUserSessions } from '../db/sessions';
 import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
 import type { AuditDetails } from '../db/audit';
 import * as users from '../db/users';
-import type { Principal } from './auth';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
 import type { CurrentPassword } from './current-password';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
+import { isAdmin, requireAdmin, requireSelfOrAdmin, type Principal } from './principal';
 
 const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
 
@@ -41,17 +41,6 @@ export interface UserFields {
 export interface UserUpdateInput extends UserFields {
   /** Proof for a user changing their own e-mail or password. */
   current_password?: string;
-}
-
-const isAdmin = (p: Principal) => p.user.role === 'admin';
-
-export function requireAdmin(principal: Principal): void {
-  if (!isAdmin(principal)) throw new Forbidden('Admin role required');
-}
-
-/** Admins may act on anyone; a user only on themselves. */
-function requireSelfOrAdmin(principal: Principal, id: number): void {
-  if (!isAdmin(principal) && principal.user.id !== id) throw new Forbidden('Not allowed to act on another user');
 }
 
 export class UserService {
