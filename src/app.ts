@@ -19,12 +19,13 @@ import { AccountMail } from './services/account-mail';
 import { AuditTrail } from './services/audit';
 import { AuthService } from './services/auth';
 import { CurrentPassword } from './services/current-password';
-import { Housekeeping } from './services/housekeeping';
+import { Housekeeping } from './infra/housekeeping';
 import { LoginGuard } from './services/login-guard';
-import { Metrics } from './services/metrics';
-import { createTransport, Outbox } from './services/outbox';
+import { Metrics } from './infra/metrics';
+import { createTransport } from './infra/mail-transport';
+import { Outbox } from './infra/outbox';
 import { PasswordHasher } from './services/passwords';
-import { limiterFactory } from './services/rate-limiter';
+import { limiterFactory } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
 import { UserService } from './services/users';
 

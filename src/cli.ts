@@ -11,7 +11,7 @@ import { Validation } from './errors';
 import { createLogger } from './logger';
 import { AuditTrail } from './services/audit';
 import { normalizeEmail } from './services/auth';
-import { Housekeeping } from './services/housekeeping';
+import { Housekeeping } from './infra/housekeeping';
 import { checkNewPassword, MIN_PASSWORD_LENGTH, PasswordHasher } from './services/passwords';
 import { insertAdmin } from './services/users';
 

@@ -3,7 +3,7 @@ import { Pool } from 'pg';
 import request from 'supertest';
 import { loadConfig } from '../src/config';
 import { LoginGuard } from '../src/services/login-guard';
-import { limiterFactory } from '../src/services/rate-limiter';
+import { limiterFactory } from '../src/infra/rate-limiter';
 import { startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { until } from './support/wait';
 

@@ -7,7 +7,7 @@ import { createApp, type App } from '../src/app';
 import { insertAccountToken } from '../src/db/account-tokens';
 import { createLogger } from '../src/logger';
 import { COMMON_PASSWORDS, isCommonPassword } from '../src/services/passwords';
-import { deriveKey, unseal } from '../src/services/sealed';
+import { deriveKey, unseal } from '../src/infra/sealed';
 import { sha256 } from '../src/services/tokens';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { expectError, expectJson, expectUnauthorized } from './support/expect';

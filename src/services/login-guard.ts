@@ -3,7 +3,7 @@ import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible'
 import type { Config } from '../config';
 import { RateLimited } from '../errors';
 import { clientKey } from './client-address';
-import type { LimiterFactory } from './rate-limiter';
+import type { LimiterFactory } from '../infra/rate-limiter';
 
 /** The window of the account-wide count, and how long an account-wide lock lasts. */
 export const ACCOUNT_WINDOW_SECONDS = 3600;
