@@ -354,7 +354,7 @@ describe('logs never hold a password, a token or a hash', () => {
     let app: App | undefined;
     try {
       app = await createApp(base.config, { logger });
-      const db = app.services.db;
+      const db = app.db;
       const http = () => request(app!.koa.callback());
       const lines = () => log.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
       const secrets: string[] = [];

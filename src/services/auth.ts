@@ -3,10 +3,11 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config';
 import { Conflict, Forbidden, InvalidCredentials, TokenExpired, Unauthorized } from '../errors';
 import { findAuthenticatedUser, findSessionCreatedAt, insertSession, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
+import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
-import type { AuditTrail } from './audit';
+import { recordEvent } from './audit-events';
 import { countedCheck, type LoginGuard } from './login-guard';
 import type { ClientInfo, Principal } from './principal';
 import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
@@ -30,7 +31,7 @@ export class AuthService {
     private readonly tokens: TokenService,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
-    private readonly audit: AuditTrail,
+    private readonly transact: Transact,
     /** Per-account lockout after repeated failed logins; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
   ) {
@@ -41,7 +42,7 @@ export class AuthService {
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     checkNewPassword(input.password, 'body.password', input.email);
     const passwordHash = await this.passwords.hash(input.password);
-    const registered = await this.audit.transaction(client, async (trx, record) => {
+    const registered = await this.transact(async (trx) => {
       const user = await insertUser(trx, {
         email: normalizeEmail(input.email),
         name: input.name.trim(),
@@ -53,7 +54,7 @@ export class AuthService {
       // exists, the verification link is on its way, and signing in comes after it.
       const opened = this.config.requireVerifiedEmail ? undefined : await this.openSession(trx, user, client);
       await this.mail.sendVerification(trx, user);
-      await record({ type: 'user.registered', actor: user.id, subject: user.id, details: opened ? { session_id: opened.sessionId } : {} });
+      await recordEvent(trx, { type: 'user.registered', actor: user.id, subject: user.id, details: opened ? { session_id: opened.sessionId } : {}, origin: client });
       return { user, tokens: opened?.tokens };
     });
     this.mail.flush();
@@ -74,21 +75,23 @@ export class AuthService {
     if (!valid || !found) {
       // The e-mail that was tried is not kept: people type their password into the wrong field.
       const subject = found?.id ?? null;
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' } });
-      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject, details: { scope: locked } });
+      await this.transact(async (trx) => {
+        await recordEvent(trx, { type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' }, origin: client });
+        if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject, details: { scope: locked }, origin: client });
+      });
       throw new InvalidCredentials();
     }
     if (!found.is_active) {
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' } });
+      await this.transact((trx) => recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' }, origin: client }));
       throw new Forbidden('Account is disabled');
     }
     if (this.config.requireVerifiedEmail && !found.email_verified) {
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' } });
+      await this.transact((trx) => recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' }, origin: client }));
       throw emailNotVerified();
     }
-    const { tokens } = await this.audit.transaction(client, async (trx, record) => {
+    const { tokens } = await this.transact(async (trx) => {
       const opened = await this.openSession(trx, found, client);
-      await record({ type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId } });
+      await recordEvent(trx, { type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId }, origin: client });
       return opened;
     });
     return { user: found, tokens };
@@ -103,7 +106,7 @@ export class AuthService {
     if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
     const userId = Number(verified.claims.sub);
     const sessionId = verified.claims.sid;
-    const rotation = await this.audit.transaction(client, async (trx, record) => {
+    const rotation = await this.transact(async (trx) => {
       const createdAt = await findSessionCreatedAt(trx, sessionId);
       if (createdAt === undefined) return undefined;
       const sessionEnd = new Date(createdAt.getTime() + this.config.sessionMaxDays * DAY_MS);
@@ -120,13 +123,13 @@ export class AuthService {
       if (rotated?.id === userId) {
         // Thrown, so the rotation rolls back: the session waits, intact, for the address to be verified.
         if (this.config.requireVerifiedEmail && !rotated.email_verified) throw emailNotVerified();
-        await record({ type: 'session.refreshed', actor: userId, subject: userId, details });
+        await recordEvent(trx, { type: 'session.refreshed', actor: userId, subject: userId, details, origin: client });
         return { user: rotated, next };
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
       const wasLive = await revokeOwnSession(trx, userId, sessionId);
-      if (wasLive) await record({ type: 'session.refresh_reuse_detected', actor: null, subject: userId, details });
+      if (wasLive) await recordEvent(trx, { type: 'session.refresh_reuse_detected', actor: null, subject: userId, details, origin: client });
       return undefined;
     });
     if (!rotation) throw new Unauthorized();
@@ -149,10 +152,10 @@ export class AuthService {
 
   async logout(principal: Principal, all: boolean): Promise<void> {
     const id = principal.user.id;
-    await this.audit.transaction(principal.client, async (trx, record) => {
+    await this.transact(async (trx) => {
       if (all) await revokeUserSessions(trx, id);
       else await revokeSession(trx, principal.sessionId);
-      await record({ type: 'session.logged_out', actor: id, subject: id, details: { session_id: principal.sessionId, all } });
+      await recordEvent(trx, { type: 'session.logged_out', actor: id, subject: id, details: { session_id: principal.sessionId, all }, origin: principal.client });
     });
   }
 

@@ -3,12 +3,13 @@ import type { Config } from '../config';
 import { Conflict, Forbidden, NotFound, Validation } from '../errors';
 import { isUniqueViolation } from '../db/errors';
 import { revokeUserSessions } from '../db/sessions';
+import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
 import type { AuditDetails } from '../db/audit';
 import * as users from '../db/users';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
-import type { AuditTrail } from './audit';
+import { recordEvent } from './audit-events';
 import type { CurrentPassword } from './current-password';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 import { isAdmin, requireAdmin, requireSelfOrAdmin, type Principal } from './principal';
@@ -49,7 +50,7 @@ export class UserService {
     private readonly config: Config,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
-    private readonly audit: AuditTrail,
+    private readonly transact: Transact,
     private readonly currentPassword: CurrentPassword,
   ) {}
 
@@ -98,7 +99,7 @@ export class UserService {
     requireAdmin(principal);
     checkNewPassword(input.password, 'body.password', input.email);
     const passwordHash = await this.passwords.hash(input.password);
-    return this.audit.transaction(principal.client, async (trx, record) => {
+    return this.transact(async (trx) => {
       const created = await users.insertUser(trx, {
         name: input.name.trim(),
         email: normalizeEmail(input.email),
@@ -107,7 +108,7 @@ export class UserService {
         is_active: input.is_active ?? true,
       });
       if (!created) throw new Conflict('Email already registered');
-      await record({ type: 'user.created', actor: principal.user.id, subject: created.id, details: { role: created.role, is_active: created.is_active } });
+      await recordEvent(trx, { type: 'user.created', actor: principal.user.id, subject: created.id, details: { role: created.role, is_active: created.is_active }, origin: principal.client });
       return created;
     });
   }
@@ -153,7 +154,7 @@ export class UserService {
 
     let updated: UserRow;
     try {
-      updated = await this.audit.transaction(principal.client, async (trx, record) => {
+      updated = await this.transact(async (trx) => {
         if ((patch.role !== undefined && patch.role !== 'admin') || patch.is_active === false) await keepAnAdmin(trx, id);
         if (typeof pendingEmail === 'string') {
           const holder = await users.findUserByEmail(trx, pendingEmail);
@@ -172,7 +173,7 @@ export class UserService {
         }
         if (typeof pendingEmail === 'string') await this.mail.sendEmailChange(trx, user, pendingEmail);
         else if (pendingEmail === null) await this.mail.cancelEmailChange(trx, user);
-        await record({ type: 'user.updated', actor: principal.user.id, subject: id, details: changes(patch) });
+        await recordEvent(trx, { type: 'user.updated', actor: principal.user.id, subject: id, details: changes(patch), origin: principal.client });
         return user;
       });
     } catch (error) {
@@ -185,20 +186,20 @@ export class UserService {
 
   async delete(principal: Principal, id: number): Promise<void> {
     requireSelfOrAdmin(principal, id);
-    await this.audit.transaction(principal.client, async (trx, record) => {
+    await this.transact(async (trx) => {
       await keepAnAdmin(trx, id);
       // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
       if (!(await users.softDeleteUser(trx, id))) throw new NotFound('User not found');
       await revokeUserSessions(trx, id);
-      await record({ type: 'user.deleted', actor: principal.user.id, subject: id });
+      await recordEvent(trx, { type: 'user.deleted', actor: principal.user.id, subject: id, origin: principal.client });
     });
   }
 
   async restore(principal: Principal, id: number): Promise<UserRow> {
     requireAdmin(principal);
-    const restored = await this.audit.transaction(principal.client, async (trx, record) => {
+    const restored = await this.transact(async (trx) => {
       const user = await users.restoreUser(trx, id);
-      if (user) await record({ type: 'user.restored', actor: principal.user.id, subject: id });
+      if (user) await recordEvent(trx, { type: 'user.restored', actor: principal.user.id, subject: id, origin: principal.client });
       return user;
     });
     if (restored) return restored;
@@ -211,7 +212,7 @@ export class UserService {
     const normalized = normalizeEmail(email);
     if (await users.findUserByEmail(this.db, normalized)) return undefined;
     const passwordHash = await this.passwords.hash(password);
-    return insertAdmin(this.audit, { email: normalized, name: 'Administrator', passwordHash, source: 'ADMIN_EMAIL' });
+    return insertAdmin(this.transact, { email: normalized, name: 'Administrator', passwordHash, source: 'ADMIN_EMAIL' });
   }
 
   private live(user: UserRow | undefined): UserRow {
@@ -224,10 +225,10 @@ export class UserService {
  * Inserts a verified admin account, with no request behind it, and records who asked (`source`: the
  * ADMIN_EMAIL setting, or the CLI); undefined when the e-mail (normalized already) is taken.
  */
-export function insertAdmin(audit: AuditTrail, admin: { email: string; name: string; passwordHash: string; source: string }): Promise<UserRow | undefined> {
-  return audit.transaction(null, async (trx, record) => {
+export function insertAdmin(transact: Transact, admin: { email: string; name: string; passwordHash: string; source: string }): Promise<UserRow | undefined> {
+  return transact(async (trx) => {
     const created = await users.insertUser(trx, { email: admin.email, name: admin.name, password_hash: admin.passwordHash, role: 'admin', email_verified: true });
-    if (created) await record({ type: 'user.created', actor: null, subject: created.id, details: { role: 'admin', is_active: true, source: admin.source } });
+    if (created) await recordEvent(trx, { type: 'user.created', actor: null, subject: created.id, details: { role: 'admin', is_active: true, source: admin.source }, origin: null });
     return created;
   });
 }
