@@ -27,6 +27,12 @@ lint-contract: node_modules
 	REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx redocly lint --config redocly.yaml api/openapi.yaml
 	SCARF_ANALYTICS=false npx spectral lint --fail-severity=warn --ruleset .spectral.yaml api/openapi.yaml
 
+## check-imports: the import graph of src/ keeps its layers (no circles; db, services, handlers and the
+## domain errors import nothing above them); rules in .dependency-cruiser.cjs
+.PHONY: check-imports
+check-imports: node_modules
+	npx depcruise src --config .dependency-cruiser.cjs --output-type err
+
 ## check-install: npm ci accepts the lock file from a clean checkout, with native builds for every platform
 .PHONY: check-install
 check-install:

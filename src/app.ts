@@ -1,8 +1,11 @@
 import cluster from 'node:cluster';
 import Koa from 'koa';
+import type { Kysely } from 'kysely';
 import type { Config } from './config';
 import { openDatabase } from './db/database';
 import { migrateToLatest } from './db/migrate';
+import { transactions } from './db/transaction';
+import type { Database } from './db/types';
 import { operationsFor } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
@@ -16,21 +19,28 @@ import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
 import { AccountMail } from './services/account-mail';
-import { AuditTrail } from './services/audit';
+import { AuditService } from './services/audit';
+import type { AuditEventType } from './services/audit-events';
 import { AuthService } from './services/auth';
 import { CurrentPassword } from './services/current-password';
-import { Housekeeping } from './services/housekeeping';
+import { HealthService } from './services/health';
+import { Housekeeping } from './infra/housekeeping';
 import { LoginGuard } from './services/login-guard';
-import { Metrics } from './services/metrics';
-import { createTransport, Outbox } from './services/outbox';
+import { Metrics } from './infra/metrics';
+import { createTransport } from './infra/mail-transport';
+import { Outbox } from './infra/outbox';
 import { PasswordHasher } from './services/passwords';
-import { limiterFactory } from './services/rate-limiter';
+import { limiterFactory } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
 import { UserService } from './services/users';
 
 export interface App {
   koa: Koa;
   services: Services;
+  /** The app's database, for the wiring's neighbours (tests read and seed rows through it). */
+  db: Kysely<Database>;
+  /** The purge on its schedule; `purge()` runs a pass now. */
+  housekeeping: Housekeeping;
   logger: Logger;
   /** Readiness turns 503 and responses ask clients to close their connections; requests are still served. */
   beginShutdown(): void;
@@ -59,8 +69,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           { clusterWorker: cluster.isWorker },
         )
       : undefined;
-    const audit = new AuditTrail(db, config, logger);
-    if (metrics) audit.onRecorded((type) => metrics.countEvent(type));
+    // Every write goes through one unit of work; metrics count the audit events of those that commit.
+    const transact = transactions(db, {
+      onCommitted: metrics && ((types) => types.forEach((type) => metrics.countEvent(type as AuditEventType))),
+    });
     const passwords = new PasswordHasher({
       cost: config.bcryptCost,
       concurrency: config.passwordHashConcurrency,
@@ -71,16 +83,15 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const lifecycle = { draining: false };
     const loginGuard = limiter && (await LoginGuard.create(config, limiter));
     // A user's current password, asked for before they change their own credentials, counts like a login.
-    const currentPassword = new CurrentPassword(passwords, audit, loginGuard);
+    const currentPassword = new CurrentPassword(passwords, transact, loginGuard);
     const services: Services = {
       config,
-      db,
-      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard),
-      account: new AccountService(db, config, mail, passwords, audit, logger, currentPassword, loginGuard),
-      users: new UserService(db, config, mail, passwords, audit, currentPassword),
-      audit,
+      auth: new AuthService(db, config, tokens, mail, passwords, transact, loginGuard),
+      account: new AccountService(db, config, mail, passwords, transact, logger, currentPassword, loginGuard),
+      users: new UserService(db, config, mail, passwords, transact, currentPassword),
+      audit: new AuditService(db, config),
+      health: new HealthService(db, lifecycle),
       startedAt: Date.now(),
-      lifecycle,
     };
     if (config.adminEmail && config.adminPassword) {
       const admin = await services.users.ensureAdmin(config.adminEmail, config.adminPassword);
@@ -132,11 +143,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     );
     outbox.start();
     housekeeping.start();
-    audit.start();
     logger.debug({ database: kind }, 'app ready');
     return {
       koa,
       services,
+      db,
+      housekeeping,
       logger,
       beginShutdown() {
         lifecycle.draining = true;
@@ -145,7 +157,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         stopCompiling();
         await services.account.settled();
         await housekeeping.stop();
-        await audit.stop();
         await outbox.stop();
         await db.destroy();
       },

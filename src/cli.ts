@@ -3,15 +3,15 @@ import dotenv from 'dotenv';
 import type { Kysely } from 'kysely';
 import { ConfigError, loadConfig, type Config } from './config';
 import { openDatabase } from './db/database';
+import { transactions } from './db/transaction';
 import { checked, migrateToLatest, migrator } from './db/migrate';
 import { listLiveSessions, revokeUserSessions } from './db/sessions';
 import type { Database, UserRow } from './db/types';
 import { findUserByEmail, findUserById } from './db/users';
-import { ApiError } from './http/errors';
+import { Validation } from './errors';
 import { createLogger } from './logger';
-import { AuditTrail } from './services/audit';
 import { normalizeEmail } from './services/auth';
-import { Housekeeping } from './services/housekeeping';
+import { Housekeeping } from './infra/housekeeping';
 import { checkNewPassword, MIN_PASSWORD_LENGTH, PasswordHasher } from './services/passwords';
 import { insertAdmin } from './services/users';
 
@@ -200,11 +200,11 @@ async function createAdmin(context: Context, { email, name }: AdminFields): Prom
   try {
     checkNewPassword(password, 'password', email);
   } catch (error) {
-    if (error instanceof ApiError && error.details?.[0]) throw new CommandError(`the password ${error.details[0].message}`);
+    if (error instanceof Validation && error.details[0]) throw new CommandError(`the password ${error.details[0].message}`);
     throw error;
   }
   const passwordHash = await new PasswordHasher({ cost: config.bcryptCost, concurrency: 1, maxWaiting: 0 }).hash(password);
-  const admin = await insertAdmin(new AuditTrail(db, config, QUIET), { email, name, passwordHash, source: 'cli' });
+  const admin = await insertAdmin(transactions(db), { email, name, passwordHash, source: 'cli' });
   if (!admin) throw taken();
   io.stdout.write(`created the admin ${admin.email} (id ${admin.id})\n`);
 }

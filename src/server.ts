@@ -7,7 +7,7 @@ import { createApp, type App } from './app';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createHttpServer } from './http/listener';
 import { createLogger, type Logger } from './logger';
-import { serveClusterMetrics } from './services/cluster-metrics';
+import { serveClusterMetrics } from './infra/cluster-metrics';
 
 /**
  * V8 lets the heap grow to up to four times what the last full collection kept before it collects

@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import { ConfigError, loadConfig, type Config } from '../src/config';
 import { HOUSEKEEPING_LOCK_KEY, purgeBatch } from '../src/db/housekeeping';
 import { createLogger } from '../src/logger';
-import { Housekeeping } from '../src/services/housekeeping';
+import { Housekeeping } from '../src/infra/housekeeping';
 import { startTestApp, type RegisteredUser, type TestContext } from './support/app';
 import { until } from './support/wait';
 

@@ -2,8 +2,9 @@ import { sql } from 'kysely';
 import { Pool } from 'pg';
 import request from 'supertest';
 import { loadConfig } from '../src/config';
+import { toApiError } from '../src/http/errors';
 import { LoginGuard } from '../src/services/login-guard';
-import { limiterFactory } from '../src/services/rate-limiter';
+import { limiterFactory } from '../src/infra/rate-limiter';
 import { startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { until } from './support/wait';
 
@@ -425,7 +426,8 @@ async function lockoutWindowPasses(pool?: Pool): Promise<void> {
   expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
   expect(await (await guard.begin(email, ip)).failed()).toBe('client');
   const locked = await guard.begin(email, ip).catch((error: unknown) => error);
-  expect(locked).toMatchObject({ status: 429, code: 'RATE_LIMITED', headers: { 'Retry-After': '1' } });
+  // As the client gets it.
+  expect(toApiError(locked)).toMatchObject({ status: 429, code: 'RATE_LIMITED', headers: { 'Retry-After': '1' } });
   // Asking while locked changes nothing (points over the limit are given back), so ask until the lock lifts.
   const lifted = await until(() => guard.begin(` ${email.toUpperCase()} `, ip).catch(() => undefined), 'the lock to lift', 5_000);
   await lifted.abandoned();

@@ -7,7 +7,7 @@ import { createApp, type App } from '../src/app';
 import { insertAccountToken } from '../src/db/account-tokens';
 import { createLogger } from '../src/logger';
 import { COMMON_PASSWORDS, isCommonPassword } from '../src/services/passwords';
-import { deriveKey, unseal } from '../src/services/sealed';
+import { deriveKey, unseal } from '../src/infra/sealed';
 import { sha256 } from '../src/services/tokens';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { expectError, expectJson, expectUnauthorized } from './support/expect';
@@ -354,7 +354,7 @@ describe('logs never hold a password, a token or a hash', () => {
     let app: App | undefined;
     try {
       app = await createApp(base.config, { logger });
-      const db = app.services.db;
+      const db = app.db;
       const http = () => request(app!.koa.callback());
       const lines = () => log.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
       const secrets: string[] = [];

@@ -1,4 +1,5 @@
-import type { Principal } from '../services/auth';
+import { Unauthorized } from '../errors';
+import type { Principal } from '../services/principal';
 import type { WireReply } from './types';
 
 type BodyAt<R, S> = R extends { status: S; body: infer B } ? B : never;
@@ -26,11 +27,8 @@ export function noContent<R extends WireReply & { status: 204 }>(): Returned<R> 
   return { status: 204 } as R;
 }
 
-/**
- * The caller of a protected operation. The contract layer authenticates every operation with a
- * security requirement before its handler runs, so a missing principal is a wiring fault (a 500).
- */
+/** The caller of a protected operation; the contract layer has authenticated it before the handler runs. */
 export function signedIn(input: { principal: Principal | undefined }): Principal {
-  if (!input.principal) throw new Error('a protected operation ran without an authenticated caller');
+  if (!input.principal) throw new Unauthorized();
   return input.principal;
 }

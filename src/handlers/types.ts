@@ -1,10 +1,10 @@
 import type { operations } from '../../generated/openapi';
 import type { Config } from '../config';
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/types';
-import type { AuthService, ClientInfo, Principal } from '../services/auth';
+import type { AuthService } from '../services/auth';
+import type { ClientInfo, Principal } from '../services/principal';
 import type { AccountService } from '../services/account';
-import type { AuditTrail } from '../services/audit';
+import type { AuditService } from '../services/audit';
+import type { HealthService } from '../services/health';
 import type { UserService } from '../services/users';
 
 export type OperationId = keyof operations;
@@ -75,14 +75,12 @@ export interface Operations {
 /** The services a handler may call, built once per app. */
 export interface Services {
   config: Config;
-  db: Kysely<Database>;
   auth: AuthService;
   account: AccountService;
   users: UserService;
-  audit: AuditTrail;
+  audit: AuditService;
+  health: HealthService;
   startedAt: number;
-  /** `draining` once the process has begun to stop: readiness then answers 503. */
-  lifecycle: { readonly draining: boolean };
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

@@ -1,7 +1,7 @@
 import type { Context as KoaContext } from 'koa';
 import type { Operation } from 'openapi-backend';
 import type { WireReply } from '../handlers/types';
-import type { Principal } from '../services/auth';
+import type { Principal } from '../services/principal';
 import { clientKey } from '../services/client-address';
 import { asCaller } from '../services/passwords';
 import { badRequest } from './errors';

@@ -3,7 +3,7 @@ import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import type { Config } from '../config';
 import type { OperationId } from '../handlers/types';
 import { clientKey } from '../services/client-address';
-import type { LimiterFactory } from '../services/rate-limiter';
+import type { LimiterFactory } from '../infra/rate-limiter';
 import { rateLimited } from './errors';
 
 /** The operations that take credentials or tokens, or hash a password: the tighter per-IP budget. */

@@ -1,6 +1,6 @@
 import type { Context as KoaContext } from 'koa';
 import type { OperationRequest } from '../handlers/types';
-import type { ClientInfo } from '../services/auth';
+import type { ClientInfo } from '../services/principal';
 
 /** User agents are kept up to this length on sessions and audit events. */
 const MAX_USER_AGENT_LENGTH = 512;

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config } from '../config';
-import { rateLimited } from '../http/errors';
+import { RateLimited } from '../errors';
 import { clientKey } from './client-address';
-import type { LimiterFactory } from './rate-limiter';
+import type { LimiterFactory } from '../infra/rate-limiter';
 
 /** The window of the account-wide count, and how long an account-wide lock lasts. */
 export const ACCOUNT_WINDOW_SECONDS = 3600;
@@ -63,7 +63,7 @@ export class LoginGuard {
       // Points taken over the limit are given back at once, so they never outlive this answer.
       await Promise.all([this.clientFailures.reward(pair), this.accountFailures.reward(account)]);
       const waitMs = Math.max(...[...held, ...over].map((state) => state.msBeforeNext));
-      throw rateLimited(waitMs, LOCKED_MESSAGE);
+      throw new RateLimited(waitMs, { message: LOCKED_MESSAGE });
     }
     return new LoginAttempt(this, pair, account, client.consumedPoints, whole.consumedPoints);
   }

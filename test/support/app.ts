@@ -161,7 +161,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
   const ctx: TestContext = {
     app,
     config,
-    db: app.services.db,
+    db: app.db,
     kind: database.kind,
     database,
     baseUrl,
