@@ -1,8 +1,7 @@
 import cluster from 'node:cluster';
 import Koa from 'koa';
 import type { Config } from './config';
-import { openDatabase } from './db/database';
-import { migrateToLatest } from './db/migrate';
+import { openMigratedDatabase } from './db/migrate';
 import { handlers } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
@@ -43,60 +42,59 @@ export interface AppOptions {
 
 /** Wires the service: database (migrated), services, contract-driven routes and docs. */
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
-  const logger = options.logger ?? createLogger(config);
-  const { db, kind, pool } = await openDatabase(config);
+  const logger = options.logger ?? createLogger(config.logging);
+  const { db, kind, pool } = await openMigratedDatabase(config.database);
   try {
-    await migrateToLatest(db);
     // Rate limits and the login lockout; counters in memory or, shared, in this database.
-    const limiter = config.rateLimitEnabled ? limiterFactory(config, pool) : undefined;
-    const tokens = new TokenService(config);
-    const outbox = new Outbox(db, config, createTransport(config, logger), logger);
-    const mail = new AccountMail(config, outbox);
-    const housekeeping = new Housekeeping(db, config, logger);
-    const metrics = config.metricsEnabled
+    const limiter = config.limits.rateLimitEnabled ? limiterFactory(config.limits, pool) : undefined;
+    const tokens = new TokenService(config.tokens);
+    const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
+    const mail = new AccountMail(config.account, outbox);
+    const housekeeping = new Housekeeping(db, config.housekeeping, logger);
+    const metrics = config.metrics.enabled
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
           { clusterWorker: cluster.isWorker },
         )
       : undefined;
-    const audit = new AuditTrail(db, config, logger);
+    const audit = new AuditTrail(db, config.audit, config.pagination, logger);
     if (metrics) audit.onRecorded((type) => metrics.countEvent(type));
     const passwords = new PasswordHasher({
-      cost: config.bcryptCost,
-      concurrency: config.passwordHashConcurrency,
-      maxWaiting: config.passwordHashQueueMax,
-      maxPerCaller: config.passwordHashCallerMax,
+      cost: config.passwords.bcryptCost,
+      concurrency: config.passwords.hashConcurrency,
+      maxWaiting: config.passwords.hashQueueMax,
+      maxPerCaller: config.passwords.hashCallerMax,
       observe: metrics && ((seconds) => metrics.observePasswordHash(seconds)),
     });
     const lifecycle = { draining: false };
-    const loginGuard = limiter && (await LoginGuard.create(config, limiter));
+    const loginGuard = limiter && (await LoginGuard.create(config.limits, config.secret.key, limiter));
     // A user's current password, asked for before they change their own credentials, counts like a login.
     const currentPassword = new CurrentPassword(passwords, audit, loginGuard);
     const services: Services = {
       config,
       db,
-      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard),
-      account: new AccountService(db, config, mail, passwords, audit, logger, currentPassword, loginGuard),
-      users: new UserService(db, config, mail, passwords, audit, currentPassword),
+      auth: new AuthService(db, config.sessions, tokens, mail, passwords, audit, loginGuard),
+      account: new AccountService(db, config.account, mail, passwords, audit, logger, currentPassword, loginGuard),
+      users: new UserService(db, config.pagination, mail, passwords, audit, currentPassword),
       audit,
       startedAt: Date.now(),
       lifecycle,
     };
-    if (config.adminEmail && config.adminPassword) {
-      const admin = await services.users.ensureAdmin(config.adminEmail, config.adminPassword);
+    if (config.admin) {
+      const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
       if (admin) logger.info({ userId: admin.id }, 'created the admin account from ADMIN_EMAIL');
     }
 
-    const document = contractFor(config);
-    const limits = limiter && (await rateLimitGuard(config, limiter));
-    const { router, compileValidators } = await buildApi(validationContractFor(config), handlers, services, {
+    const document = contractFor(config.server);
+    const limits = limiter && (await rateLimitGuard(config.limits, limiter));
+    const { router, compileValidators } = await buildApi(validationContractFor(config.server, config.pagination), handlers, services, {
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
-      parseBody: bodies(config.maxBodyBytes),
+      parseBody: bodies(config.server.maxBodyBytes),
     });
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.
-    const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1 });
+    const koa = new Koa({ proxy: config.server.trustProxy, maxIpsCount: 1 });
     koa.silent = true;
     koa.use(securityHeaders());
     koa.use(noStoreUnder('/api'));
@@ -108,10 +106,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
     koa.use(accessLog(logger, { quietPaths: [METRICS_PATH] }));
     if (metrics) koa.use(requestMetrics(metrics));
-    if (config.corsOrigins.length > 0) koa.use(corsFor(config.corsOrigins));
+    if (config.server.corsOrigins.length > 0) koa.use(corsFor(config.server.corsOrigins));
     koa.use(errors(logger));
-    if (metrics) koa.use(metricsEndpoint(metrics, config.metricsToken));
-    if (config.docsEnabled) koa.use(docsRouter(document).routes());
+    if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
+    if (config.docs.enabled) koa.use(docsRouter(document).routes());
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;

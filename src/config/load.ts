@@ -1,131 +1,29 @@
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { KeyError, parsePrivateKey, parsePublicKeys, type AsymmetricAlgorithm } from './services/keys';
-
-export type Algorithm = 'HS256' | 'HS384' | 'HS512' | AsymmetricAlgorithm;
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
-export type LogFormat = 'json' | 'pretty';
-
-export interface Config {
-  readonly nodeEnv: string;
-  readonly host: string;
-  readonly port: number;
-  /** PostgreSQL connection string; when absent the embedded database in `dataDir` is used. */
-  readonly databaseUrl: string | undefined;
-  /**
-   * Whether the queries every request runs go to PostgreSQL as named statements, prepared once per
-   * connection; off for a pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
-   */
-  readonly databasePreparedStatements: boolean;
-  readonly dataDir: string;
-  readonly secretKey: string;
-  /** True when no SECRET_KEY was configured and a random one was made for this process. */
-  readonly secretKeyGenerated: boolean;
-  readonly algorithm: Algorithm;
-  /** The key RS256 and ES256 tokens are signed with (from JWT_PRIVATE_KEY); undefined with HS*. */
-  readonly jwtPrivateKey: KeyObject | undefined;
-  /** Public keys of retired signing keys: tokens they signed still verify, and the JWKS lists them. */
-  readonly jwtPreviousPublicKeys: readonly KeyObject[];
-  readonly accessTokenExpireMinutes: number;
-  readonly refreshTokenExpireDays: number;
-  readonly refreshReuseGraceSeconds: number;
-  readonly bcryptCost: number;
-  /** Password hashes run at once; by default the cores, up to libuv's thread pool size. */
-  readonly passwordHashConcurrency: number;
-  /** Hashes that may wait for a slot before more are refused with 503. */
-  readonly passwordHashQueueMax: number;
-  readonly defaultPageSize: number;
-  readonly maxPageSize: number;
-  readonly docsEnabled: boolean;
-  readonly appVersion: string;
-  readonly adminEmail: string | undefined;
-  readonly adminPassword: string | undefined;
-  readonly logLevel: LogLevel;
-  /** JSON lines, or pino-pretty's colored lines for a developer's terminal. */
-  readonly logFormat: LogFormat;
-  /** smtp:// or smtps:// URL; undefined writes messages to the log instead. */
-  readonly smtpUrl: string | undefined;
-  readonly mailFrom: string;
-  /** Base of the links in e-mails, without a trailing slash. */
-  readonly appUrl: string;
-  readonly passwordResetExpireMinutes: number;
-  readonly emailVerifyExpireHours: number;
-  readonly mailPollIntervalMs: number;
-  readonly mailRetryBaseMs: number;
-  readonly mailMaxAttempts: number;
-  readonly rateLimitEnabled: boolean;
-  /** Per client IP, on the operations that take credentials or tokens. */
-  readonly authRateLimitPerMinute: number;
-  /** Per client IP, on every other API operation (health, docs and metrics are never limited). */
-  readonly rateLimitPerMinute: number;
-  readonly loginMaxFailures: number;
-  readonly loginLockoutMinutes: number;
-  /** Where the counters live: this process's memory, or the service's PostgreSQL database. */
-  readonly rateLimitStore: 'memory' | 'postgres';
-  /** Take the client IP from X-Forwarded-For (only behind a proxy that sets it). */
-  readonly trustProxy: boolean;
-  readonly maxBodyBytes: number;
-  /** Origins allowed to call the API from a browser; empty means CORS is off. */
-  readonly corsOrigins: readonly string[];
-  /** Worker processes (node:cluster); 1 runs the service in this process. */
-  readonly webConcurrency: number;
-  /** How long a stopping process waits for requests in flight before closing their connections. */
-  readonly shutdownTimeoutSeconds: number;
-  /** Serve Prometheus metrics at /metrics. */
-  readonly metricsEnabled: boolean;
-  /** When set, /metrics requires `Authorization: Bearer <metricsToken>`. */
-  readonly metricsToken: string | undefined;
-  /** Audit events older than this many days are purged; undefined keeps them forever. */
-  readonly auditRetentionDays: number | undefined;
-  /** Seconds between purges of spent sessions, tokens and mail; 0 turns the worker off. */
-  readonly housekeepingIntervalSeconds: number;
-  /** Rows deleted per statement, so that no purge holds many locks or runs long. */
-  readonly housekeepingBatchSize: number;
-  /** How long a revoked or expired session, a spent token or finished mail is kept before it is purged. */
-  readonly housekeepingRetentionHours: number;
-
-  // Sessions and the tokens other services trust.
-  /** `iss` of every token issued, and the only issuer accepted; by default APP_URL. */
-  readonly jwtIssuer: string;
-  /** `aud` of every token issued, and the only audience accepted. */
-  readonly jwtAudience: string;
-  /** A session ends this many days after it was opened, however often it is refreshed. */
-  readonly sessionMaxDays: number;
-  /** Sign-in (logins and refresh) waits until the account's e-mail address is verified. */
-  readonly requireVerifiedEmail: boolean;
-  // Nobody locks out anyone else.
-  /** Failed sign-ins per account and hour, from any clients, that lock the account for everyone. */
-  readonly loginAccountMaxFailures: number;
-  /** Places in the password-hash queue (running or waiting) one caller may hold at once. */
-  readonly passwordHashCallerMax: number;
-  /** Least time between two reset mails to one account. */
-  readonly passwordResetMailIntervalSeconds: number;
-  /** Reset mails one account may be sent per hour. */
-  readonly passwordResetMailsPerHour: number;
-  // Production defaults that cannot leak.
-  /** Without SMTP_URL, whether the log line that takes the place of a message carries its link. */
-  readonly mailLogLinks: boolean;
-  /** STARTTLS is required of an smtp:// server (production, unless SMTP_URL says `ignoreTLS=true`). */
-  readonly smtpRequireTls: boolean;
-  /** /metrics without a token on purpose (METRICS_PUBLIC=true). */
-  readonly metricsPublic: boolean;
-  /** True when production turned /metrics off because it would have been public; said at start. */
-  readonly metricsWithheld: boolean;
-  /** How long a client may take to send a request's headers, and the whole request. */
-  readonly headersTimeoutMs: number;
-  readonly requestTimeoutMs: number;
-  /** Open connections per process; more are closed as soon as they are accepted. */
-  readonly maxConnections: number;
-}
-
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
-    this.name = 'ConfigError';
-  }
-}
-
-type Env = Record<string, string | undefined>;
+import { isEmailAddress } from '../email-address';
+import type {
+  AccountConfig,
+  AdminConfig,
+  Algorithm,
+  AuditConfig,
+  Config,
+  DatabaseConfig,
+  HousekeepingConfig,
+  LimitsConfig,
+  LogFormat,
+  LoggingConfig,
+  LogLevel,
+  MailConfig,
+  MetricsConfig,
+  PaginationConfig,
+  PasswordConfig,
+  SecretConfig,
+  ServerConfig,
+  SessionConfig,
+  TokenConfig,
+} from './config';
+import { asymmetricKeyRing, KeyError, parsePrivateKey, parsePublicKeys, secretKeyRing, type AsymmetricAlgorithm } from './keys';
+import { ConfigError, EnvReader, type Env } from './reader';
 
 const ALGORITHMS: readonly Algorithm[] = ['HS256', 'HS384', 'HS512', 'RS256', 'ES256'];
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
@@ -140,217 +38,267 @@ const MIN_SECRET_BYTES: Record<Algorithm, number> = { HS256: 32, HS384: 48, HS51
  * Parses the environment into a frozen Config. Every problem is collected and reported at once,
  * so a misconfigured deployment is fixed in one round. `stdoutIsTty` picks the default log format.
  */
-export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process.stdout.isTTY)): Config {
-  const problems: string[] = [];
-  const read = (name: string): string | undefined => {
-    const value = env[name]?.trim();
-    return value === '' ? undefined : value;
-  };
-
-  const integer = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = read(name);
-    if (raw === undefined) return fallback;
-    if (!/^-?\d+$/.test(raw)) {
-      problems.push(`${name} must be a whole number, got "${raw}"`);
-      return fallback;
-    }
-    const value = Number(raw);
-    if (value < min || value > max) {
-      problems.push(`${name} must be between ${min} and ${max}, got ${value}`);
-      return fallback;
-    }
-    return value;
-  };
-
-  const boolean = (name: string, fallback: boolean): boolean => {
-    const raw = read(name)?.toLowerCase();
-    if (raw === undefined) return fallback;
-    if (['true', '1', 'yes', 'on'].includes(raw)) return true;
-    if (['false', '0', 'no', 'off'].includes(raw)) return false;
-    problems.push(`${name} must be true or false, got "${raw}"`);
-    return fallback;
-  };
-
-  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T, normalize = (s: string) => s): T => {
-    const raw = read(name);
-    if (raw === undefined) return fallback;
-    const value = normalize(raw) as T;
-    if (!allowed.includes(value)) {
-      problems.push(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
-      return fallback;
-    }
-    return value;
-  };
-
-  const nodeEnv = read('NODE_ENV') ?? 'development';
+export function loadConfig(env: Env, stdoutIsTty = false): Config {
+  const read = new EnvReader(env);
+  const nodeEnv = read.string('NODE_ENV') ?? 'development';
   const production = nodeEnv === 'production';
 
-  const maxPageSize = integer('MAX_PAGE_SIZE', 100, 1, 1000);
-  const defaultPageSize = integer('DEFAULT_PAGE_SIZE', 20, 1, 1000);
-  if (defaultPageSize > maxPageSize) {
-    problems.push(`DEFAULT_PAGE_SIZE (${defaultPageSize}) must not exceed MAX_PAGE_SIZE (${maxPageSize})`);
+  const server = serverPart(read);
+  const database = databasePart(read);
+  const pagination = paginationPart(read);
+  const admin = adminPart(read);
+  const account = accountPart(read, server);
+  const mail = mailPart(read, production);
+  const limits = limitsPart(read);
+  const algorithm = read.oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase());
+  const secret = secretPart(read, algorithm, production);
+  const signing = signingKeys(read, algorithm);
+  const sessions = sessionPart(read);
+  const tokens = tokenSettings(read, account.appUrl);
+  const metrics = metricsPart(read, production);
+  const housekeeping = housekeepingPart(read);
+  const audit = auditPart(read);
+  const passwords = passwordPart(read, env);
+  const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
+  const docs = { enabled: read.boolean('DOCS_ENABLED', true) };
+
+  // Settings that only make sense together.
+  if (limits.store === 'postgres' && database.url === undefined) {
+    read.problem('RATE_LIMIT_STORE=postgres needs DATABASE_URL (the embedded database serves one process only)');
+  }
+  if (server.webConcurrency > 1 && database.url === undefined) {
+    read.problem('WEB_CONCURRENCY above 1 needs DATABASE_URL (the embedded database serves one process only)');
+  }
+  if (sessions.maxDays < tokens.refreshTokenExpireDays) {
+    read.problem(`SESSION_MAX_DAYS (${sessions.maxDays}) must not be less than REFRESH_TOKEN_EXPIRE_DAYS (${tokens.refreshTokenExpireDays})`);
   }
 
-  const databaseUrl = read('DATABASE_URL');
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    problems.push('DATABASE_URL must be a postgres:// or postgresql:// URL');
-  }
+  if (read.problems.length > 0) throw new ConfigError(read.problems);
+  const keys = signing ? asymmetricKeyRing(signing.algorithm, signing.privateKey, signing.retired) : secretKeyRing(algorithm, secret.key);
+  return Object.freeze<Config>({
+    server,
+    database,
+    secret,
+    tokens: Object.freeze<TokenConfig>({ ...tokens, algorithm, keys }),
+    sessions,
+    passwords,
+    account,
+    mail,
+    limits,
+    pagination,
+    logging,
+    docs: Object.freeze(docs),
+    metrics,
+    housekeeping,
+    audit,
+    admin,
+  });
+}
 
-  const adminEmail = read('ADMIN_EMAIL');
-  const adminPassword = env.ADMIN_PASSWORD || undefined;
-  if ((adminEmail === undefined) !== (adminPassword === undefined)) {
-    problems.push('ADMIN_EMAIL and ADMIN_PASSWORD go together: set both or neither');
-  }
-  if (adminEmail !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(adminEmail)) {
-    problems.push(`ADMIN_EMAIL must be an e-mail address, got "${adminEmail}"`);
-  }
-  if (adminPassword !== undefined && (adminPassword.length < 8 || Buffer.byteLength(adminPassword, 'utf8') > 72)) {
-    problems.push('ADMIN_PASSWORD must be at least 8 characters and at most 72 bytes');
-  }
-
-  const smtpUrl = read('SMTP_URL');
-  if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl)) {
-    problems.push('SMTP_URL must be an smtp:// or smtps:// URL');
-  }
-  const host = read('HOST') ?? '127.0.0.1';
-  const port = integer('PORT', 8000, 0, 65535);
-  const appUrl = (read('APP_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
-  if (!/^https?:\/\/[^/]/.test(appUrl)) problems.push(`APP_URL must be an http:// or https:// URL, got "${appUrl}"`);
-
-  const rateLimitStore = oneOf('RATE_LIMIT_STORE', ['memory', 'postgres'] as const, 'memory', (s) => s.toLowerCase());
-  if (rateLimitStore === 'postgres' && databaseUrl === undefined) {
-    problems.push('RATE_LIMIT_STORE=postgres needs DATABASE_URL (the embedded database serves one process only)');
-  }
-  const corsOrigins = (read('CORS_ORIGINS') ?? '')
+function serverPart(read: EnvReader): ServerConfig {
+  const corsOrigins = (read.string('CORS_ORIGINS') ?? '')
     .split(',')
     .map((origin) => origin.trim().replace(/\/+$/, ''))
     .filter(Boolean);
   for (const origin of corsOrigins) {
-    if (origin !== '*' && !/^https?:\/\/[^/]+$/.test(origin)) problems.push(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+    if (origin !== '*' && !/^https?:\/\/[^/]+$/.test(origin)) read.problem(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
   }
+  const webConcurrency =
+    read.string('WEB_CONCURRENCY')?.toLowerCase() === 'auto' ? availableParallelism() : read.integer('WEB_CONCURRENCY', 1, 1, 256);
+  const headersTimeoutMs = read.integer('HEADERS_TIMEOUT_MS', 20_000, 100, 3_600_000);
+  const requestTimeoutMs = read.integer('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    read.problem(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+  return Object.freeze({
+    host: read.string('HOST') ?? '127.0.0.1',
+    port: read.integer('PORT', 8000, 0, 65535),
+    appVersion: read.string('APP_VERSION') ?? '1.0.0',
+    trustProxy: read.boolean('TRUST_PROXY', false),
+    maxBodyBytes: read.integer('MAX_BODY_BYTES', 64 * 1024, 1024, 50 * 1024 * 1024),
+    corsOrigins: Object.freeze(corsOrigins),
+    webConcurrency,
+    shutdownTimeoutSeconds: read.integer('SHUTDOWN_TIMEOUT_SECONDS', 10, 0, 3600),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    maxConnections: read.integer('MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+  });
+}
 
-  const algorithm = oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase());
-  const minSecretBytes = MIN_SECRET_BYTES[algorithm];
-  let secretKey = read('SECRET_KEY');
-  let secretKeyGenerated = false;
-  if (secretKey !== undefined && Buffer.byteLength(secretKey, 'utf8') < minSecretBytes) {
-    problems.push(`SECRET_KEY must be at least ${minSecretBytes} bytes with ${algorithm}, got ${Buffer.byteLength(secretKey, 'utf8')}`);
-  } else if (secretKey === undefined) {
-    if (production) {
-      problems.push(`SECRET_KEY is required when NODE_ENV=production (at least ${minSecretBytes} bytes with ${algorithm})`);
-    } else {
-      secretKey = randomBytes(64).toString('base64url');
-      secretKeyGenerated = true;
-    }
-  }
-  const { jwtPrivateKey, jwtPreviousPublicKeys } = signingKeys(algorithm, read('JWT_PRIVATE_KEY'), read('JWT_PREVIOUS_PUBLIC_KEYS'), problems);
+function databasePart(read: EnvReader): DatabaseConfig {
+  const url = read.string('DATABASE_URL');
+  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) read.problem('DATABASE_URL must be a postgres:// or postgresql:// URL');
+  return Object.freeze({
+    url,
+    preparedStatements: read.boolean('DATABASE_PREPARED_STATEMENTS', true),
+    dataDir: read.string('DATA_DIR') ?? './data',
+  });
+}
 
-  const webConcurrencyRaw = read('WEB_CONCURRENCY')?.toLowerCase();
-  const webConcurrency = webConcurrencyRaw === 'auto' ? availableParallelism() : integer('WEB_CONCURRENCY', 1, 1, 256);
-  if (webConcurrency > 1 && databaseUrl === undefined) {
-    problems.push('WEB_CONCURRENCY above 1 needs DATABASE_URL (the embedded database serves one process only)');
-  }
+function paginationPart(read: EnvReader): PaginationConfig {
+  const maxPageSize = read.integer('MAX_PAGE_SIZE', 100, 1, 1000);
+  const defaultPageSize = read.integer('DEFAULT_PAGE_SIZE', 20, 1, 1000);
+  if (defaultPageSize > maxPageSize) read.problem(`DEFAULT_PAGE_SIZE (${defaultPageSize}) must not exceed MAX_PAGE_SIZE (${maxPageSize})`);
+  return Object.freeze({ defaultPageSize, maxPageSize });
+}
 
-  // Sessions and the tokens other services trust.
-  const refreshTokenExpireDays = integer('REFRESH_TOKEN_EXPIRE_DAYS', 7, 1, 365);
-  const sessionMaxDays = integer('SESSION_MAX_DAYS', 30, 1, 3650);
-  if (sessionMaxDays < refreshTokenExpireDays) {
-    problems.push(`SESSION_MAX_DAYS (${sessionMaxDays}) must not be less than REFRESH_TOKEN_EXPIRE_DAYS (${refreshTokenExpireDays})`);
+function adminPart(read: EnvReader): AdminConfig | undefined {
+  const email = read.string('ADMIN_EMAIL');
+  const password = read.verbatim('ADMIN_PASSWORD');
+  if ((email === undefined) !== (password === undefined)) read.problem('ADMIN_EMAIL and ADMIN_PASSWORD go together: set both or neither');
+  if (email !== undefined && !isEmailAddress(email)) read.problem(`ADMIN_EMAIL must be an e-mail address, got "${email}"`);
+  if (password !== undefined && (password.length < 8 || Buffer.byteLength(password, 'utf8') > 72)) {
+    read.problem('ADMIN_PASSWORD must be at least 8 characters and at most 72 bytes');
   }
-  const jwtIssuer = read('JWT_ISSUER') ?? appUrl;
-  const jwtAudience = read('JWT_AUDIENCE') ?? 'account-service';
-  const mailLogLinks = boolean('MAIL_LOG_LINKS', !production);
-  if (production && smtpUrl === undefined && !mailLogLinks) {
-    problems.push(
+  return email !== undefined && password !== undefined ? Object.freeze({ email, password }) : undefined;
+}
+
+function accountPart(read: EnvReader, server: ServerConfig): AccountConfig {
+  const { host, port } = server;
+  const appUrl = (read.string('APP_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]/.test(appUrl)) read.problem(`APP_URL must be an http:// or https:// URL, got "${appUrl}"`);
+  return Object.freeze({
+    appUrl,
+    passwordResetExpireMinutes: read.integer('PASSWORD_RESET_EXPIRE_MINUTES', 30, 1, 24 * 60),
+    emailVerifyExpireHours: read.integer('EMAIL_VERIFY_EXPIRE_HOURS', 24, 1, 24 * 30),
+    passwordResetMailIntervalSeconds: read.integer('PASSWORD_RESET_MAIL_INTERVAL_SECONDS', 60, 0, 24 * 3600),
+    passwordResetMailsPerHour: read.integer('PASSWORD_RESET_MAILS_PER_HOUR', 5, 1, 1000),
+  });
+}
+
+function mailPart(read: EnvReader, production: boolean): MailConfig {
+  const smtpUrl = read.string('SMTP_URL');
+  if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl)) read.problem('SMTP_URL must be an smtp:// or smtps:// URL');
+  const logLinks = read.boolean('MAIL_LOG_LINKS', !production);
+  if (production && smtpUrl === undefined && !logLinks) {
+    read.problem(
       'SMTP_URL is required when NODE_ENV=production: without it every e-mail, reset and verification links included, ' +
         'would be written to the log; set MAIL_LOG_LINKS=true if that is really wanted',
     );
   }
-  const smtpRequireTls = production && smtpUrl !== undefined && requiresStartTls(smtpUrl, problems);
-  const metricsToken = read('METRICS_TOKEN');
-  const metricsPublic = boolean('METRICS_PUBLIC', false);
-  const metricsEnabled = boolean('METRICS_ENABLED', true);
-  // A public scrape tells anyone the traffic, the error rates and the sign-in failures: in production it is opt-in.
-  const metricsWithheld = production && metricsEnabled && metricsToken === undefined && !metricsPublic;
-  const headersTimeoutMs = integer('HEADERS_TIMEOUT_MS', 20_000, 100, 3_600_000);
-  const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
-  if (headersTimeoutMs > requestTimeoutMs) {
-    problems.push(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
-  }
-
-  const config: Config = {
-    nodeEnv,
-    host,
-    port,
-    databaseUrl,
-    databasePreparedStatements: boolean('DATABASE_PREPARED_STATEMENTS', true),
-    dataDir: read('DATA_DIR') ?? './data',
-    secretKey: secretKey ?? '',
-    secretKeyGenerated,
-    algorithm,
-    jwtPrivateKey,
-    jwtPreviousPublicKeys,
-    accessTokenExpireMinutes: integer('ACCESS_TOKEN_EXPIRE_MINUTES', 30, 1, 24 * 60),
-    refreshTokenExpireDays,
-    refreshReuseGraceSeconds: integer('REFRESH_REUSE_GRACE_SECONDS', 10, 0, 3600),
-    bcryptCost: integer('BCRYPT_COST', 12, 4, 31),
-    passwordHashConcurrency: integer('PASSWORD_HASH_CONCURRENCY', defaultHashConcurrency(env), 1, 1024),
-    passwordHashQueueMax: integer('PASSWORD_HASH_QUEUE_MAX', 16, 0, 100_000),
-    defaultPageSize,
-    maxPageSize,
-    docsEnabled: boolean('DOCS_ENABLED', true),
-    appVersion: read('APP_VERSION') ?? '1.0.0',
-    adminEmail,
-    adminPassword,
-    logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, production ? 'info' : 'debug', (s) => s.toLowerCase()),
-    // Pretty only for a person at a terminal; anything that collects the output gets JSON.
-    logFormat: oneOf('LOG_FORMAT', LOG_FORMATS, nodeEnv === 'development' && stdoutIsTty ? 'pretty' : 'json', (s) => s.toLowerCase()),
+  return Object.freeze({
     smtpUrl,
-    mailFrom: read('MAIL_FROM') ?? 'Account Service <no-reply@localhost>',
-    appUrl,
-    passwordResetExpireMinutes: integer('PASSWORD_RESET_EXPIRE_MINUTES', 30, 1, 24 * 60),
-    emailVerifyExpireHours: integer('EMAIL_VERIFY_EXPIRE_HOURS', 24, 1, 24 * 30),
-    mailPollIntervalMs: integer('MAIL_POLL_INTERVAL_MS', 2000, 50, 3_600_000),
-    mailRetryBaseMs: integer('MAIL_RETRY_BASE_MS', 5000, 10, 3_600_000),
-    mailMaxAttempts: integer('MAIL_MAX_ATTEMPTS', 10, 1, 100),
-    rateLimitEnabled: boolean('RATE_LIMIT_ENABLED', true),
-    authRateLimitPerMinute: integer('AUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 1_000_000),
-    rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
-    loginMaxFailures: integer('LOGIN_MAX_FAILURES', 5, 1, 1000),
-    loginLockoutMinutes: integer('LOGIN_LOCKOUT_MINUTES', 15, 1, 24 * 60),
-    rateLimitStore,
-    trustProxy: boolean('TRUST_PROXY', false),
-    maxBodyBytes: integer('MAX_BODY_BYTES', 64 * 1024, 1024, 50 * 1024 * 1024),
-    corsOrigins,
-    webConcurrency,
-    shutdownTimeoutSeconds: integer('SHUTDOWN_TIMEOUT_SECONDS', 10, 0, 3600),
-    metricsEnabled: metricsEnabled && !metricsWithheld,
-    metricsToken,
-    auditRetentionDays: read('AUDIT_RETENTION_DAYS') === undefined ? undefined : integer('AUDIT_RETENTION_DAYS', 0, 1, 100 * 365),
-    housekeepingIntervalSeconds: integer('HOUSEKEEPING_INTERVAL_SECONDS', 3600, 0, 7 * 24 * 3600),
-    housekeepingBatchSize: integer('HOUSEKEEPING_BATCH_SIZE', 1000, 1, 100_000),
-    // Rows stay a while after they stop mattering, for whoever looks into a recent sign-out or failed delivery.
-    housekeepingRetentionHours: integer('HOUSEKEEPING_RETENTION_HOURS', 24, 1, 24 * 365),
-    jwtIssuer,
-    jwtAudience,
-    sessionMaxDays,
-    requireVerifiedEmail: boolean('REQUIRE_VERIFIED_EMAIL', false),
+    from: read.string('MAIL_FROM') ?? 'Account Service <no-reply@localhost>',
+    logLinks,
+    smtpRequireTls: production && smtpUrl !== undefined && requiresStartTls(smtpUrl, read),
+    pollIntervalMs: read.integer('MAIL_POLL_INTERVAL_MS', 2000, 50, 3_600_000),
+    retryBaseMs: read.integer('MAIL_RETRY_BASE_MS', 5000, 10, 3_600_000),
+    maxAttempts: read.integer('MAIL_MAX_ATTEMPTS', 10, 1, 100),
+  });
+}
 
-    loginAccountMaxFailures: integer('LOGIN_ACCOUNT_MAX_FAILURES', 100, 1, 1_000_000),
-    passwordHashCallerMax: integer('PASSWORD_HASH_CALLER_MAX', 2, 1, 100_000),
-    passwordResetMailIntervalSeconds: integer('PASSWORD_RESET_MAIL_INTERVAL_SECONDS', 60, 0, 24 * 3600),
-    passwordResetMailsPerHour: integer('PASSWORD_RESET_MAILS_PER_HOUR', 5, 1, 1000),
-    mailLogLinks,
-    smtpRequireTls,
-    metricsPublic,
-    metricsWithheld,
-    headersTimeoutMs,
-    requestTimeoutMs,
-    maxConnections: integer('MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+function limitsPart(read: EnvReader): LimitsConfig {
+  return Object.freeze({
+    rateLimitEnabled: read.boolean('RATE_LIMIT_ENABLED', true),
+    store: read.oneOf('RATE_LIMIT_STORE', ['memory', 'postgres'] as const, 'memory', (s) => s.toLowerCase()),
+    authRateLimitPerMinute: read.integer('AUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 1_000_000),
+    rateLimitPerMinute: read.integer('RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
+    loginMaxFailures: read.integer('LOGIN_MAX_FAILURES', 5, 1, 1000),
+    loginLockoutMinutes: read.integer('LOGIN_LOCKOUT_MINUTES', 15, 1, 24 * 60),
+    loginAccountMaxFailures: read.integer('LOGIN_ACCOUNT_MAX_FAILURES', 100, 1, 1_000_000),
+  });
+}
+
+function secretPart(read: EnvReader, algorithm: Algorithm, production: boolean): SecretConfig {
+  const minBytes = MIN_SECRET_BYTES[algorithm];
+  const key = read.string('SECRET_KEY');
+  if (key !== undefined) {
+    const bytes = Buffer.byteLength(key, 'utf8');
+    if (bytes < minBytes) read.problem(`SECRET_KEY must be at least ${minBytes} bytes with ${algorithm}, got ${bytes}`);
+    return Object.freeze({ key, generated: false });
+  }
+  if (production) {
+    read.problem(`SECRET_KEY is required when NODE_ENV=production (at least ${minBytes} bytes with ${algorithm})`);
+    return Object.freeze({ key: '', generated: false });
+  }
+  return Object.freeze({ key: randomBytes(64).toString('base64url'), generated: true });
+}
+
+/**
+ * RS256 and ES256 sign with JWT_PRIVATE_KEY and also verify with JWT_PREVIOUS_PUBLIC_KEYS; HS*
+ * signs with SECRET_KEY, and keys set for it are refused rather than silently unused.
+ */
+function signingKeys(
+  read: EnvReader,
+  algorithm: Algorithm,
+): { algorithm: AsymmetricAlgorithm; privateKey: KeyObject; retired: readonly KeyObject[] } | undefined {
+  const privatePem = read.string('JWT_PRIVATE_KEY');
+  const previousPems = read.string('JWT_PREVIOUS_PUBLIC_KEYS');
+  if (algorithm !== 'RS256' && algorithm !== 'ES256') {
+    if (privatePem !== undefined) read.problem(`JWT_PRIVATE_KEY is set but ALGORITHM is ${algorithm}; set ALGORITHM=RS256 or ES256 to sign with it`);
+    if (previousPems !== undefined) read.problem(`JWT_PREVIOUS_PUBLIC_KEYS is set but ALGORITHM is ${algorithm}; it applies to RS256 and ES256 only`);
+    return undefined;
+  }
+  const parse = <T>(name: string, build: () => T): T | undefined => {
+    try {
+      return build();
+    } catch (error) {
+      if (!(error instanceof KeyError)) throw error;
+      read.problem(`${name} ${error.message}`);
+      return undefined;
+    }
   };
+  if (privatePem === undefined) read.problem(`JWT_PRIVATE_KEY is required when ALGORITHM is ${algorithm} (a PEM private key)`);
+  const privateKey = privatePem === undefined ? undefined : parse('JWT_PRIVATE_KEY', () => parsePrivateKey(privatePem, algorithm));
+  const retired = previousPems === undefined ? [] : (parse('JWT_PREVIOUS_PUBLIC_KEYS', () => parsePublicKeys(previousPems)) ?? []);
+  return privateKey && { algorithm, privateKey, retired: Object.freeze(retired) };
+}
 
-  if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze(config);
+function tokenSettings(read: EnvReader, appUrl: string): Omit<TokenConfig, 'algorithm' | 'keys'> {
+  return {
+    issuer: read.string('JWT_ISSUER') ?? appUrl,
+    audience: read.string('JWT_AUDIENCE') ?? 'account-service',
+    accessTokenExpireMinutes: read.integer('ACCESS_TOKEN_EXPIRE_MINUTES', 30, 1, 24 * 60),
+    refreshTokenExpireDays: read.integer('REFRESH_TOKEN_EXPIRE_DAYS', 7, 1, 365),
+  };
+}
+
+function sessionPart(read: EnvReader): SessionConfig {
+  return Object.freeze({
+    maxDays: read.integer('SESSION_MAX_DAYS', 30, 1, 3650),
+    refreshReuseGraceSeconds: read.integer('REFRESH_REUSE_GRACE_SECONDS', 10, 0, 3600),
+    requireVerifiedEmail: read.boolean('REQUIRE_VERIFIED_EMAIL', false),
+  });
+}
+
+function metricsPart(read: EnvReader, production: boolean): MetricsConfig {
+  const token = read.string('METRICS_TOKEN');
+  const isPublic = read.boolean('METRICS_PUBLIC', false);
+  const enabled = read.boolean('METRICS_ENABLED', true);
+  // A public scrape tells anyone the traffic, the error rates and the sign-in failures: in production it is opt-in.
+  const withheld = production && enabled && token === undefined && !isPublic;
+  return Object.freeze({ enabled: enabled && !withheld, token, public: isPublic, withheld });
+}
+
+function housekeepingPart(read: EnvReader): HousekeepingConfig {
+  return Object.freeze({
+    intervalSeconds: read.integer('HOUSEKEEPING_INTERVAL_SECONDS', 3600, 0, 7 * 24 * 3600),
+    batchSize: read.integer('HOUSEKEEPING_BATCH_SIZE', 1000, 1, 100_000),
+    // Rows stay a while after they stop mattering, for whoever looks into a recent sign-out or failed delivery.
+    retentionHours: read.integer('HOUSEKEEPING_RETENTION_HOURS', 24, 1, 24 * 365),
+  });
+}
+
+function auditPart(read: EnvReader): AuditConfig {
+  const set = read.string('AUDIT_RETENTION_DAYS') !== undefined;
+  return Object.freeze({ retentionDays: set ? read.integer('AUDIT_RETENTION_DAYS', 0, 1, 100 * 365) : undefined });
+}
+
+function passwordPart(read: EnvReader, env: Env): PasswordConfig {
+  return Object.freeze({
+    bcryptCost: read.integer('BCRYPT_COST', 12, 4, 31),
+    hashConcurrency: read.integer('PASSWORD_HASH_CONCURRENCY', defaultHashConcurrency(env), 1, 1024),
+    hashQueueMax: read.integer('PASSWORD_HASH_QUEUE_MAX', 16, 0, 100_000),
+    hashCallerMax: read.integer('PASSWORD_HASH_CALLER_MAX', 2, 1, 100_000),
+  });
+}
+
+function loggingPart(read: EnvReader, production: boolean, developerAtTerminal: boolean): LoggingConfig {
+  return Object.freeze({
+    level: read.oneOf('LOG_LEVEL', LOG_LEVELS, production ? 'info' : 'debug', (s) => s.toLowerCase()),
+    // Pretty only for a person at a terminal; anything that collects the output gets JSON.
+    format: read.oneOf('LOG_FORMAT', LOG_FORMATS, developerAtTerminal ? 'pretty' : 'json', (s) => s.toLowerCase()),
+  });
 }
 
 /**
@@ -359,7 +307,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
  * says `requireTLS=false` would send in clear to anyone who strips STARTTLS from the greeting, so in
  * production it is refused rather than read as a quiet opt-out.
  */
-function requiresStartTls(smtpUrl: string, problems: string[]): boolean {
+function requiresStartTls(smtpUrl: string, read: EnvReader): boolean {
   let url: URL;
   try {
     url = new URL(smtpUrl);
@@ -369,7 +317,7 @@ function requiresStartTls(smtpUrl: string, problems: string[]): boolean {
   if (url.protocol !== 'smtp:') return false;
   if (url.searchParams.get('ignoreTLS') === 'true') return false;
   if (url.searchParams.get('requireTLS') === 'false') {
-    problems.push('SMTP_URL says requireTLS=false: in production say ignoreTLS=true for a relay without TLS, or leave STARTTLS required');
+    read.problem('SMTP_URL says requireTLS=false: in production say ignoreTLS=true for a relay without TLS, or leave STARTTLS required');
   }
   return true;
 }
@@ -378,34 +326,4 @@ function requiresStartTls(smtpUrl: string, problems: string[]): boolean {
 function defaultHashConcurrency(env: Env): number {
   const pool = Number(env.UV_THREADPOOL_SIZE) || 4;
   return Math.max(1, Math.min(availableParallelism(), pool));
-}
-
-/**
- * RS256 and ES256 sign with JWT_PRIVATE_KEY and also verify with JWT_PREVIOUS_PUBLIC_KEYS; HS*
- * signs with SECRET_KEY, and keys set for it are refused rather than silently unused.
- */
-function signingKeys(
-  algorithm: Algorithm,
-  privatePem: string | undefined,
-  previousPems: string | undefined,
-  problems: string[],
-): { jwtPrivateKey: KeyObject | undefined; jwtPreviousPublicKeys: readonly KeyObject[] } {
-  if (algorithm !== 'RS256' && algorithm !== 'ES256') {
-    if (privatePem !== undefined) problems.push(`JWT_PRIVATE_KEY is set but ALGORITHM is ${algorithm}; set ALGORITHM=RS256 or ES256 to sign with it`);
-    if (previousPems !== undefined) problems.push(`JWT_PREVIOUS_PUBLIC_KEYS is set but ALGORITHM is ${algorithm}; it applies to RS256 and ES256 only`);
-    return { jwtPrivateKey: undefined, jwtPreviousPublicKeys: Object.freeze([]) };
-  }
-  const parse = <T>(name: string, build: () => T): T | undefined => {
-    try {
-      return build();
-    } catch (error) {
-      if (!(error instanceof KeyError)) throw error;
-      problems.push(`${name} ${error.message}`);
-      return undefined;
-    }
-  };
-  if (privatePem === undefined) problems.push(`JWT_PRIVATE_KEY is required when ALGORITHM is ${algorithm} (a PEM private key)`);
-  const jwtPrivateKey = privatePem === undefined ? undefined : parse('JWT_PRIVATE_KEY', () => parsePrivateKey(privatePem, algorithm));
-  const previous = previousPems === undefined ? [] : (parse('JWT_PREVIOUS_PUBLIC_KEYS', () => parsePublicKeys(previousPems)) ?? []);
-  return { jwtPrivateKey, jwtPreviousPublicKeys: Object.freeze(previous) };
 }

@@ -7,7 +7,7 @@ import type { Handler, Services } from './types';
 const READY_TIMEOUT_MS = 1000;
 
 const summary = ({ config, startedAt }: Services) =>
-  ok({ status: 'ok', version: config.appVersion, uptime_seconds: Math.floor((Date.now() - startedAt) / 1000) } as const);
+  ok({ status: 'ok', version: config.server.appVersion, uptime_seconds: Math.floor((Date.now() - startedAt) / 1000) } as const);
 
 export const healthCheck: Handler<'healthCheck'> = async (_input, services) => summary(services);
 

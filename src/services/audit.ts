@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { components } from '../../generated/openapi';
-import type { Config } from '../config';
+import type { AuditConfig, PaginationConfig } from '../config';
 import { deleteAuditEventsBefore, insertAuditEvent, listAuditEventsAfter, type AuditDetails, type AuditEventRow } from '../db/audit';
 import type { Database } from '../db/types';
 import { validationError, type FieldError } from '../http/errors';
@@ -75,7 +75,8 @@ export class AuditTrail {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: AuditConfig,
+    private readonly pagination: PaginationConfig,
     private readonly logger: Logger,
   ) {}
 
@@ -109,7 +110,7 @@ export class AuditTrail {
     const since = parseTime(query.since, 'query.since');
     const until = parseTime(query.until, 'query.until');
     if (since && until && until <= since) throw validationError([{ field: 'query.until', message: 'must be later than since' }]);
-    const limit = query.limit ?? this.config.defaultPageSize;
+    const limit = query.limit ?? this.pagination.defaultPageSize;
     const rows = await listAuditEventsAfter(
       this.db,
       { userId: query.user_id, eventType: query.event_type, since, until },
@@ -123,7 +124,7 @@ export class AuditTrail {
 
   /** Purges events past AUDIT_RETENTION_DAYS now and every hour; nothing without that setting. */
   start(): void {
-    if (this.config.auditRetentionDays === undefined || this.timer) return;
+    if (this.config.retentionDays === undefined || this.timer) return;
     const run = () => {
       this.purging ??= this.purge()
         .catch((error: unknown) => this.logger.warn({ err: error }, 'audit trail: could not purge old events'))
@@ -142,8 +143,8 @@ export class AuditTrail {
 
   /** Deletes the events older than AUDIT_RETENTION_DAYS, a batch at a time; returns how many. */
   async purge(): Promise<number> {
-    if (this.config.auditRetentionDays === undefined) return 0;
-    const before = new Date(Date.now() - this.config.auditRetentionDays * DAY_MS);
+    if (this.config.retentionDays === undefined) return 0;
+    const before = new Date(Date.now() - this.config.retentionDays * DAY_MS);
     let total = 0;
     for (;;) {
       const deleted = await deleteAuditEventsBefore(this.db, before, PURGE_BATCH);

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { HousekeepingConfig } from '../config';
 import { purgeBatch, PURGE_TARGETS, tryHousekeepingLock, type PurgeTarget } from '../db/housekeeping';
 import type { Database } from '../db/types';
 import type { Logger } from '../logger';
@@ -32,13 +32,13 @@ export class Housekeeping {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: HousekeepingConfig,
     private readonly logger: Logger,
   ) {}
 
   /** Schedules the passes; does nothing when HOUSEKEEPING_INTERVAL_SECONDS is 0. */
   start(): void {
-    const intervalMs = this.config.housekeepingIntervalSeconds * 1000;
+    const intervalMs = this.config.intervalSeconds * 1000;
     if (intervalMs === 0 || this.timer || this.running) return;
     this.stopping = false;
     this.schedule(Math.min(intervalMs, FIRST_PASS_MAX_DELAY_MS));
@@ -55,7 +55,7 @@ export class Housekeeping {
   /** One pass over every table, batch by batch, until nothing is due (or another process is at it). */
   async purge(): Promise<PurgeResult> {
     const removed = Object.fromEntries(PURGE_TARGETS.map((target) => [target, 0])) as PurgeCounts;
-    const { housekeepingBatchSize: batchSize, housekeepingRetentionHours: retentionHours } = this.config;
+    const { batchSize, retentionHours } = this.config;
     for (const target of PURGE_TARGETS) {
       for (;;) {
         if (this.stopping) return { removed, status: 'stopped' };
@@ -75,7 +75,7 @@ export class Housekeeping {
       this.timer = undefined;
       this.running = this.pass().finally(() => {
         this.running = undefined;
-        if (!this.stopping) this.schedule(this.config.housekeepingIntervalSeconds * 1000);
+        if (!this.stopping) this.schedule(this.config.intervalSeconds * 1000);
       });
     }, delayMs);
     this.timer.unref();

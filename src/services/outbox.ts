@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { MailConfig } from '../config';
 import { claimDueMail, countPendingMail, enqueueMail, markMailFailed, markMailSent, releaseMail } from '../db/outbox';
 import type { Database, Executor, OutboxRow } from '../db/types';
 import type { Logger } from '../logger';
@@ -17,11 +17,11 @@ export interface MailTransport {
  * only when MAIL_LOG_LINKS allows it (the default outside production; production needs SMTP_URL or
  * MAIL_LOG_LINKS=true to start at all).
  */
-export function createTransport(config: Config, logger: Logger): MailTransport {
+export function createTransport(config: MailConfig, logger: Logger): MailTransport {
   if (!config.smtpUrl) {
     return {
       async send(mail) {
-        if (config.mailLogLinks) {
+        if (config.logLinks) {
           logger.info({ mail: { to: mail.to, subject: mail.subject, link: mail.link } }, 'mail not sent (no SMTP_URL): here is its link');
         } else {
           logger.info({ mail: { to: mail.to, subject: mail.subject } }, 'mail not sent (no SMTP_URL); its link is not logged (MAIL_LOG_LINKS=false)');
@@ -44,7 +44,7 @@ export function createTransport(config: Config, logger: Logger): MailTransport {
   });
   return {
     async send(mail) {
-      await smtp.sendMail({ from: config.mailFrom, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
+      await smtp.sendMail({ from: config.from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
     },
     close: () => smtp.close(),
   };
@@ -69,11 +69,13 @@ export class Outbox {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: MailConfig,
+    /** SECRET_KEY, from which the key that seals queued messages is derived. */
+    secret: string,
     private readonly transport: MailTransport,
     private readonly logger: Logger,
   ) {
-    this.key = deriveKey(config.secretKey, 'mail-outbox');
+    this.key = deriveKey(secret, 'mail-outbox');
   }
 
   /** Queues a message in the caller's transaction; call `wake()` once it commits. */
@@ -93,7 +95,7 @@ export class Outbox {
       this.timer = setTimeout(() => {
         this.wake();
         tick();
-      }, this.config.mailPollIntervalMs);
+      }, this.config.pollIntervalMs);
       this.timer.unref();
     };
     // The first pass waits for the first tick too: it is the first query on this table, which costs an
@@ -154,8 +156,8 @@ export class Outbox {
       await this.transport.send(JSON.parse(plain) as Mail);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const giveUp = row.attempts >= this.config.mailMaxAttempts;
-      const retryInMs = giveUp ? null : Math.min(this.config.mailRetryBaseMs * 2 ** (row.attempts - 1), MAX_BACKOFF_MS);
+      const giveUp = row.attempts >= this.config.maxAttempts;
+      const retryInMs = giveUp ? null : Math.min(this.config.retryBaseMs * 2 ** (row.attempts - 1), MAX_BACKOFF_MS);
       await markMailFailed(this.db, row.id, message.slice(0, 500), retryInMs);
       this.logger.warn({ mailId: row.id, attempts: row.attempts, retryInMs, err: message }, 'mail outbox: delivery failed');
       return;
