@@ -2,8 +2,7 @@ import cluster from 'node:cluster';
 import Koa from 'koa';
 import type { Kysely } from 'kysely';
 import type { Config } from './config';
-import { openDatabase } from './db/database';
-import { migrateToLatest } from './db/migrate';
+import { openMigratedDatabase } from './db/migrate';
 import { transactions } from './db/transaction';
 import type { Database } from './db/types';
 import { operationsFor } from './handlers';
@@ -53,17 +52,16 @@ export interface AppOptions {
 
 /** Wires the service: database (migrated), services, contract-driven routes and docs. */
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
-  const logger = options.logger ?? createLogger(config);
-  const { db, kind, pool } = await openDatabase(config);
+  const logger = options.logger ?? createLogger(config.logging);
+  const { db, kind, pool } = await openMigratedDatabase(config.database);
   try {
-    await migrateToLatest(db);
     // Rate limits and the login lockout; counters in memory or, shared, in this database.
-    const limiter = config.rateLimitEnabled ? limiterFactory(config, pool) : undefined;
-    const tokens = new TokenService(config);
-    const outbox = new Outbox(db, config, createTransport(config, logger), logger);
-    const mail = new AccountMail(config, outbox);
-    const housekeeping = new Housekeeping(db, config, logger);
-    const metrics = config.metricsEnabled
+    const limiter = config.limits.rateLimitEnabled ? limiterFactory(config.limits, pool) : undefined;
+    const tokens = new TokenService(config.tokens);
+    const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
+    const mail = new AccountMail(config.account, outbox);
+    const housekeeping = new Housekeeping(db, config.housekeeping, config.audit, logger);
+    const metrics = config.metrics.enabled
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
           { clusterWorker: cluster.isWorker },
@@ -74,41 +72,41 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       onCommitted: metrics && ((types) => types.forEach((type) => metrics.countEvent(type as AuditEventType))),
     });
     const passwords = new PasswordHasher({
-      cost: config.bcryptCost,
-      concurrency: config.passwordHashConcurrency,
-      maxWaiting: config.passwordHashQueueMax,
-      maxPerCaller: config.passwordHashCallerMax,
+      cost: config.passwords.bcryptCost,
+      concurrency: config.passwords.hashConcurrency,
+      maxWaiting: config.passwords.hashQueueMax,
+      maxPerCaller: config.passwords.hashCallerMax,
       observe: metrics && ((seconds) => metrics.observePasswordHash(seconds)),
     });
     const lifecycle = { draining: false };
-    const loginGuard = limiter && (await LoginGuard.create(config, limiter));
+    const loginGuard = limiter && (await LoginGuard.create(config.limits, config.secret.key, limiter));
     // A user's current password, asked for before they change their own credentials, counts like a login.
     const currentPassword = new CurrentPassword(passwords, transact, loginGuard);
     const services: Services = {
       config,
-      auth: new AuthService(db, config, tokens, mail, passwords, transact, loginGuard),
-      account: new AccountService(db, config, mail, passwords, transact, logger, currentPassword, loginGuard),
-      users: new UserService(db, config, mail, passwords, transact, currentPassword),
-      audit: new AuditService(db, config),
+      auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard),
+      account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard),
+      users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword),
+      audit: new AuditService(db, config.pagination),
       health: new HealthService(db, lifecycle),
       startedAt: Date.now(),
     };
-    if (config.adminEmail && config.adminPassword) {
-      const admin = await services.users.ensureAdmin(config.adminEmail, config.adminPassword);
+    if (config.admin) {
+      const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
       if (admin) logger.info({ userId: admin.id }, 'created the admin account from ADMIN_EMAIL');
     }
 
-    const document = contractFor(config);
-    const limits = limiter && (await rateLimitGuard(config, limiter));
-    const { router, compileValidators } = await buildApi(validationContractFor(config), operationsFor(services), {
+    const document = contractFor(config.server);
+    const limits = limiter && (await rateLimitGuard(config.limits, limiter));
+    const { router, compileValidators } = await buildApi(validationContractFor(config.server, config.pagination), operationsFor(services), {
       authenticate: (token, client) => services.auth.authenticate(token, client),
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
-      parseBody: bodies(config.maxBodyBytes),
+      parseBody: bodies(config.server.maxBodyBytes),
     });
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.
-    const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1 });
+    const koa = new Koa({ proxy: config.server.trustProxy, maxIpsCount: 1 });
     koa.silent = true;
     koa.use(securityHeaders());
     koa.use(noStoreUnder('/api'));
@@ -120,10 +118,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
     koa.use(accessLog(logger, { quietPaths: [METRICS_PATH] }));
     if (metrics) koa.use(requestMetrics(metrics));
-    if (config.corsOrigins.length > 0) koa.use(corsFor(config.corsOrigins));
+    if (config.server.corsOrigins.length > 0) koa.use(corsFor(config.server.corsOrigins));
     koa.use(errors(logger));
-    if (metrics) koa.use(metricsEndpoint(metrics, config.metricsToken));
-    if (config.docsEnabled) koa.use(docsRouter(document).routes());
+    if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
+    if (config.docs.enabled) koa.use(docsRouter(document).routes());
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;

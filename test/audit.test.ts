@@ -374,11 +374,11 @@ describe('GET /api/audit-events', () => {
 
   it('pages by id ascending with a cursor, and walks the whole trail without a gap or a repeat', async () => {
     const all = await rows();
-    expect(all.length).toBeGreaterThan(t.config.defaultPageSize);
+    expect(all.length).toBeGreaterThan(t.config.pagination.defaultPageSize);
 
     const first = await list();
-    expect(first.body.data.map((e: { id: number }) => e.id)).toEqual(all.slice(0, t.config.defaultPageSize).map((row) => row.id));
-    expect(first.body.meta).toEqual({ next_cursor: all[t.config.defaultPageSize - 1].id, has_more: true });
+    expect(first.body.data.map((e: { id: number }) => e.id)).toEqual(all.slice(0, t.config.pagination.defaultPageSize).map((row) => row.id));
+    expect(first.body.meta).toEqual({ next_cursor: all[t.config.pagination.defaultPageSize - 1].id, has_more: true });
 
     const seen: unknown[] = [];
     let cursor = 0;

@@ -137,7 +137,7 @@ describe('one caller flooding the hash queue', () => {
       },
     );
     await base.stop();
-    app = await createApp(base.config, { logger: createLogger({ logLevel: 'info' }, { write: (chunk: string) => void (text += chunk) }) });
+    app = await createApp(base.config, { logger: createLogger({ level: 'info' }, { write: (chunk: string) => void (text += chunk) }) });
   });
   afterAll(async () => {
     await app?.close();

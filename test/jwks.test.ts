@@ -245,12 +245,13 @@ describe('signing keys at start-up', () => {
     ];
     for (const env of cases) {
       const config = loadConfig({ SECRET_KEY, ...env });
-      expect(config.algorithm).toBe(env.ALGORITHM.toUpperCase());
-      expect(config.jwtPrivateKey?.type).toBe('private');
-      expect(config.jwtPrivateKey?.equals(env.ALGORITHM === 'ES256' ? ec.privateKey : rsa.privateKey)).toBe(true);
+      expect(config.tokens.algorithm).toBe(env.ALGORITHM.toUpperCase());
+      expect(config.tokens.keys.signing.key.type).toBe('private');
+      expect(config.tokens.keys.signing.key.equals(env.ALGORITHM === 'ES256' ? ec.privateKey : rsa.privateKey)).toBe(true);
     }
     const config = loadConfig({ SECRET_KEY, ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(ec.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: oneLine(spki(rsa.publicKey) + spki(ec.publicKey)) });
-    expect(config.jwtPreviousPublicKeys.map((key) => key.asymmetricKeyType)).toEqual(['rsa', 'ec']);
+    // The current key first; the retired EC key is the current one, so it is listed once.
+    expect(config.tokens.keys.jwks.keys.map((key) => key.kty)).toEqual(['EC', 'RSA']);
   });
 
   it('requires the key for RS256 and ES256, and refuses one with HS*', () => {

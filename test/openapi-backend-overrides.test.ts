@@ -19,7 +19,8 @@ import type { Principal } from '../src/services/principal';
  * and are called, and requests come out exactly as openapi-backend's own path has them.
  */
 
-const document = validationContractFor(loadConfig({}));
+const config = loadConfig({});
+const document = validationContractFor(config.server, config.pagination);
 const principal = { user: { id: 7 }, sessionId: 'session' } as unknown as Principal;
 /** A token check as the service's: one good token, an expired one refused with its own error. */
 class TokenRefused extends Error {}

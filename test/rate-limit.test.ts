@@ -419,8 +419,8 @@ describe('RATE_LIMIT_ENABLED=false', () => {
 /** Runs a lockout of 0.6 seconds (the settings take whole minutes) through the memory or the PostgreSQL store. */
 async function lockoutWindowPasses(pool?: Pool): Promise<void> {
   const base = loadConfig({ SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_MAX_FAILURES: '2' });
-  const config = pool ? { ...base, rateLimitStore: 'postgres' as const } : base;
-  const guard = await LoginGuard.create({ ...config, loginLockoutMinutes: 0.01 }, limiterFactory(config, pool));
+  const limits = pool ? { ...base.limits, store: 'postgres' as const } : base.limits;
+  const guard = await LoginGuard.create({ ...limits, loginLockoutMinutes: 0.01 }, base.secret.key, limiterFactory(limits, pool));
   const email = uniqueEmail('window');
   const ip = '192.0.2.9';
   expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
@@ -500,7 +500,7 @@ if (!onPostgres) {
     });
 
     test('a lock lifts when the window passes (PostgreSQL store)', async () => {
-      const pool = new Pool({ connectionString: a.config.databaseUrl, max: 2 });
+      const pool = new Pool({ connectionString: a.config.database.url, max: 2 });
       try {
         await lockoutWindowPasses(pool);
       } finally {

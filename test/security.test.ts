@@ -350,7 +350,7 @@ describe('logs never hold a password, a token or a hash', () => {
     // with the service's own logger writing every line here.
     await base.stop();
     let log = '';
-    const logger = createLogger(base.config, { write: (line: string) => void (log += line) });
+    const logger = createLogger(base.config.logging, { write: (line: string) => void (log += line) });
     let app: App | undefined;
     try {
       app = await createApp(base.config, { logger });
@@ -399,7 +399,7 @@ describe('logs never hold a password, a token or a hash', () => {
 
       // A reset link goes to an SMTP server that is not there: delivery fails and is logged.
       expect((await http().post('/api/auth/forgot-password').send({ email })).status).toBe(200);
-      const mailKey = deriveKey(base.config.secretKey, 'mail-outbox');
+      const mailKey = deriveKey(base.config.secret.key, 'mail-outbox');
       // The link is queued after the answer: wait for its row.
       await app.services.account.settled();
       const mails = await db.selectFrom('mail_outbox').select(['subject', 'payload']).where('recipient', '=', email).execute();

@@ -123,8 +123,8 @@ describe('admin bootstrap', () => {
     try {
       if (t.kind === 'postgres') {
         // A second process start over the same database.
-        const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', LOG_LEVEL: 'silent', DATABASE_URL: t.config.databaseUrl!, ...restart });
-        const second = await createApp(config, { logger: createLogger({ logLevel: 'silent' }) });
+        const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', LOG_LEVEL: 'silent', DATABASE_URL: t.config.database.url!, ...restart });
+        const second = await createApp(config, { logger: createLogger({ level: 'silent' }) });
         await second.close();
       } else {
         // The in-memory database cannot be reopened: run the start-up step itself on it.

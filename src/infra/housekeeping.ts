@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { AuditConfig, HousekeepingConfig } from '../config';
 import { purgeBatch, PURGE_TARGETS, tryHousekeepingLock, type PurgeTarget } from '../db/housekeeping';
 import { transactions, type Transact } from '../db/transaction';
 import type { Database } from '../db/types';
@@ -34,7 +34,8 @@ export class Housekeeping {
 
   constructor(
     db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: HousekeepingConfig,
+    private readonly audit: AuditConfig,
     private readonly logger: Logger,
   ) {
     this.transact = transactions(db);
@@ -42,7 +43,7 @@ export class Housekeeping {
 
   /** Schedules the passes; does nothing when HOUSEKEEPING_INTERVAL_SECONDS is 0. */
   start(): void {
-    const intervalMs = this.config.housekeepingIntervalSeconds * 1000;
+    const intervalMs = this.config.intervalSeconds * 1000;
     if (intervalMs === 0 || this.timer || this.running) return;
     this.stopping = false;
     this.schedule(Math.min(intervalMs, FIRST_PASS_MAX_DELAY_MS));
@@ -60,7 +61,7 @@ export class Housekeeping {
   async purge(): Promise<PurgeResult> {
     const rules = this.rules();
     const removed: PurgeCounts = Object.fromEntries(rules.map(([target]) => [target, 0]));
-    const batchSize = this.config.housekeepingBatchSize;
+    const { batchSize } = this.config;
     for (const [target, retentionHours] of rules) {
       for (;;) {
         if (this.stopping) return { removed, status: 'stopped' };
@@ -75,7 +76,8 @@ export class Housekeeping {
 
   /** Each table to purge with its retention in hours: the audit trail's is its own, and it has none unless set. */
   private rules(): Array<[PurgeTarget, number]> {
-    const { housekeepingRetentionHours: hours, auditRetentionDays: auditDays } = this.config;
+    const hours = this.config.retentionHours;
+    const auditDays = this.audit.retentionDays;
     return PURGE_TARGETS.flatMap((target): Array<[PurgeTarget, number]> => {
       if (target !== 'audit_events') return [[target, hours]];
       return auditDays === undefined ? [] : [[target, auditDays * 24]];
@@ -87,7 +89,7 @@ export class Housekeeping {
       this.timer = undefined;
       this.running = this.pass().finally(() => {
         this.running = undefined;
-        if (!this.stopping) this.schedule(this.config.housekeepingIntervalSeconds * 1000);
+        if (!this.stopping) this.schedule(this.config.intervalSeconds * 1000);
       });
     }, delayMs);
     this.timer.unref();

@@ -1,4 +1,4 @@
-import type { Config } from '../config';
+import type { MailConfig } from '../config';
 import type { Logger } from '../logger';
 
 /** A message ready to send. */
@@ -22,11 +22,11 @@ export interface MailTransport {
  * only when MAIL_LOG_LINKS allows it (the default outside production; production needs SMTP_URL or
  * MAIL_LOG_LINKS=true to start at all).
  */
-export function createTransport(config: Config, logger: Logger): MailTransport {
+export function createTransport(config: MailConfig, logger: Logger): MailTransport {
   if (!config.smtpUrl) {
     return {
       async send(mail) {
-        if (config.mailLogLinks) {
+        if (config.logLinks) {
           logger.info({ mail: { to: mail.to, subject: mail.subject, link: mail.link } }, 'mail not sent (no SMTP_URL): here is its link');
         } else {
           logger.info({ mail: { to: mail.to, subject: mail.subject } }, 'mail not sent (no SMTP_URL); its link is not logged (MAIL_LOG_LINKS=false)');
@@ -49,7 +49,7 @@ export function createTransport(config: Config, logger: Logger): MailTransport {
   });
   return {
     async send(mail) {
-      await smtp.sendMail({ from: config.mailFrom, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
+      await smtp.sendMail({ from: config.from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
     },
     close: () => smtp.close(),
   };

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { MailConfig } from '../config';
 import { claimDueMail, countPendingMail, enqueueMail, markMailFailed, markMailSent, releaseMail } from '../db/outbox';
 import type { Database, Executor, OutboxRow } from '../db/types';
 import type { Logger } from '../logger';
@@ -25,11 +25,13 @@ export class Outbox {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: MailConfig,
+    /** SECRET_KEY, from which the key that seals queued messages is derived. */
+    secret: string,
     private readonly transport: MailTransport,
     private readonly logger: Logger,
   ) {
-    this.key = deriveKey(config.secretKey, 'mail-outbox');
+    this.key = deriveKey(secret, 'mail-outbox');
   }
 
   /** Queues a message in the caller's transaction; call `wake()` once it commits. */
@@ -49,7 +51,7 @@ export class Outbox {
       this.timer = setTimeout(() => {
         this.wake();
         tick();
-      }, this.config.mailPollIntervalMs);
+      }, this.config.pollIntervalMs);
       this.timer.unref();
     };
     // The first pass waits for the first tick too: it is the first query on this table, which costs an
@@ -110,8 +112,8 @@ export class Outbox {
       await this.transport.send(JSON.parse(plain) as Mail);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const giveUp = row.attempts >= this.config.mailMaxAttempts;
-      const retryInMs = giveUp ? null : Math.min(this.config.mailRetryBaseMs * 2 ** (row.attempts - 1), MAX_BACKOFF_MS);
+      const giveUp = row.attempts >= this.config.maxAttempts;
+      const retryInMs = giveUp ? null : Math.min(this.config.retryBaseMs * 2 ** (row.attempts - 1), MAX_BACKOFF_MS);
       await markMailFailed(this.db, row.id, message.slice(0, 500), retryInMs);
       this.logger.warn({ mailId: row.id, attempts: row.attempts, retryInMs, err: message }, 'mail outbox: delivery failed');
       return;

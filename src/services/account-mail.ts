@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../config';
+import type { AccountConfig } from '../config';
 import { insertAccountToken, voidAccountTokens } from '../db/account-tokens';
 import type { Executor, TokenPurpose, UserRow } from '../db/types';
 import type { Mail } from '../infra/mail-transport';
@@ -30,7 +30,7 @@ function newToken(): { token: string; hash: string } {
  */
 export class AccountMail {
   constructor(
-    private readonly config: Config,
+    private readonly config: AccountConfig,
     private readonly outbox: Outbox,
   ) {}
 

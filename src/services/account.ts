@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { AccountConfig } from '../config';
 import { consumeAccountToken, recentAccountTokens } from '../db/account-tokens';
 import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../db/sessions';
 import type { Transact } from '../db/transaction';
@@ -24,7 +24,7 @@ export class AccountService {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: AccountConfig,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
     private readonly transact: Transact,

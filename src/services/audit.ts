@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { PaginationConfig } from '../config';
 import { listAuditEventsAfter, type AuditEventRow } from '../db/audit';
 import type { Database } from '../db/types';
 import { Validation, type FieldProblem } from '../errors';
@@ -24,7 +24,7 @@ export interface AuditPage {
 export class AuditService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: PaginationConfig,
   ) {}
 
   /** Events by id ascending after `cursor`; admins only. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { SessionConfig } from '../config';
 import { Conflict, Forbidden, InvalidCredentials, TokenExpired, Unauthorized } from '../errors';
 import { findAuthenticatedUser, findSessionCreatedAt, insertSession, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
 import type { Transact } from '../db/transaction';
@@ -28,7 +28,7 @@ export function normalizeEmail(email: string): string {
 export class AuthService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: SessionConfig,
     private readonly tokens: TokenService,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
@@ -110,7 +110,7 @@ export class AuthService {
     const rotation = await this.transact(async (trx) => {
       const createdAt = await findSessionCreatedAt(trx, sessionId);
       if (createdAt === undefined) return undefined;
-      const sessionEnd = new Date(createdAt.getTime() + this.config.sessionMaxDays * DAY_MS);
+      const sessionEnd = new Date(createdAt.getTime() + this.config.maxDays * DAY_MS);
       if (sessionEnd.getTime() <= Date.now()) return undefined;
       const next = this.tokens.issueRefresh(userId, sessionId, sessionEnd);
       const rotated = await rotateRefreshToken(trx, {

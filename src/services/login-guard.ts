@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import type { Config } from '../config';
+import type { LimitsConfig } from '../config';
 import { RateLimited } from '../errors';
 import { clientKey } from './client-address';
 import type { LimiterFactory } from '../infra/rate-limiter';
@@ -33,7 +33,8 @@ export class LoginGuard {
     private readonly lockoutSeconds: number,
   ) {}
 
-  static async create(config: Config, limiter: LimiterFactory): Promise<LoginGuard> {
+  /** `secret` (SECRET_KEY) keys the digests the counters are stored under. */
+  static async create(config: LimitsConfig, secret: string, limiter: LimiterFactory): Promise<LoginGuard> {
     const lockoutSeconds = config.loginLockoutMinutes * 60;
     const [clientFailures, accountFailures, locks] = await Promise.all([
       limiter({ keyPrefix: 'login-client-failures', points: config.loginMaxFailures, duration: lockoutSeconds }),
@@ -41,7 +42,7 @@ export class LoginGuard {
       // Only ever blocked (with the lock's own duration) and read.
       limiter({ keyPrefix: 'login-locks', points: 1, duration: lockoutSeconds }),
     ]);
-    return new LoginGuard(clientFailures, accountFailures, locks, config.secretKey, lockoutSeconds);
+    return new LoginGuard(clientFailures, accountFailures, locks, secret, lockoutSeconds);
   }
 
   /**

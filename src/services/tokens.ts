@@ -1,7 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import type { Config } from '../config';
-import { keyRingFor, type KeyRing } from './keys';
+import type { KeyRing, TokenConfig } from '../config';
 
 export type TokenType = 'access' | 'refresh';
 
@@ -61,10 +60,10 @@ export class TokenService {
   readonly accessTtlSeconds: number;
   readonly refreshTtlSeconds: number;
 
-  constructor(config: Config) {
-    this.keys = keyRingFor(config);
-    this.issuer = config.jwtIssuer;
-    this.audience = config.jwtAudience;
+  constructor(config: TokenConfig) {
+    this.keys = config.keys;
+    this.issuer = config.issuer;
+    this.audience = config.audience;
     this.accessTtlSeconds = config.accessTokenExpireMinutes * 60;
     this.refreshTtlSeconds = config.refreshTokenExpireDays * 24 * 60 * 60;
   }

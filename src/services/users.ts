@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { PaginationConfig } from '../config';
 import { Conflict, Forbidden, NotFound, Validation } from '../errors';
 import { isUniqueViolation } from '../db/errors';
-import { revokeUserSessions } from '../db/sessions';
+import { listLiveSessions, revokeUserSessions } from '../db/sessions';
 import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
 import type { AuditDetails } from '../db/audit';
@@ -39,6 +39,9 @@ export interface UserFields {
   is_active?: boolean;
 }
 
+/** A user named by id or by normalized e-mail. */
+export type UserRef = { id: number } | { email: string };
+
 export interface UserUpdateInput extends UserFields {
   /** Proof for a user changing their own e-mail or password. */
   current_password?: string;
@@ -47,7 +50,7 @@ export interface UserUpdateInput extends UserFields {
 export class UserService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly pagination: PaginationConfig,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
     private readonly transact: Transact,
@@ -66,14 +69,14 @@ export class UserService {
       throw new Validation(mixed);
     }
     if (cursorShape) {
-      const limit = input.limit ?? this.config.defaultPageSize;
+      const limit = input.limit ?? this.pagination.defaultPageSize;
       const rows = await users.listUsersAfter(this.db, filter, input.cursor ?? 0, limit + 1);
       const has_more = rows.length > limit;
       const page = has_more ? rows.slice(0, limit) : rows;
       return { shape: 'cursor', rows: page, meta: { next_cursor: has_more ? page[page.length - 1].id : null, has_more } };
     }
     const page = input.page ?? 1;
-    const perPage = input.per_page ?? this.config.defaultPageSize;
+    const perPage = input.per_page ?? this.pagination.defaultPageSize;
     const sort = SORT_FIELDS.find((field) => field === input.sort) ?? 'created_at';
     const { rows, total } = await users.listUsersPage(this.db, {
       ...filter,
@@ -211,8 +214,33 @@ export class UserService {
   async ensureAdmin(email: string, password: string): Promise<UserRow | undefined> {
     const normalized = normalizeEmail(email);
     if (await users.findUserByEmail(this.db, normalized)) return undefined;
-    const passwordHash = await this.passwords.hash(password);
-    return insertAdmin(this.transact, { email: normalized, name: 'Administrator', passwordHash, source: 'ADMIN_EMAIL' });
+    return this.createAdmin({ email: normalized, name: 'Administrator', password, source: 'ADMIN_EMAIL' });
+  }
+
+  // An operator's actions: no request and no principal behind them; `source` says who asked.
+
+  /** The account with this id or (normalized) e-mail, deleted or not. */
+  find(ref: UserRef): Promise<UserRow | undefined> {
+    return 'id' in ref ? users.findUserById(this.db, ref.id) : users.findUserByEmail(this.db, ref.email);
+  }
+
+  /** Creates a verified admin account; undefined when the e-mail (normalized already) is taken. */
+  async createAdmin(admin: { email: string; name: string; password: string; source: string }): Promise<UserRow | undefined> {
+    const passwordHash = await this.passwords.hash(admin.password);
+    return insertAdmin(this.transact, { email: admin.email, name: admin.name, passwordHash, source: admin.source });
+  }
+
+  /**
+   * Signs a user out of every session, recorded like any revocation (`session.revoked`, with `all`
+   * and `source`); returns how many sessions were still live.
+   */
+  revokeAllSessions(id: number, source: string): Promise<number> {
+    return this.transact(async (trx) => {
+      const live = await listLiveSessions(trx, id);
+      await revokeUserSessions(trx, id);
+      await recordEvent(trx, { type: 'session.revoked', actor: null, subject: id, details: { all: true, sessions: live.length, source }, origin: null });
+      return live.length;
+    });
   }
 
   private live(user: UserRow | undefined): UserRow {
@@ -225,7 +253,7 @@ export class UserService {
  * Inserts a verified admin account, with no request behind it, and records who asked (`source`: the
  * ADMIN_EMAIL setting, or the CLI); undefined when the e-mail (normalized already) is taken.
  */
-export function insertAdmin(transact: Transact, admin: { email: string; name: string; passwordHash: string; source: string }): Promise<UserRow | undefined> {
+function insertAdmin(transact: Transact, admin: { email: string; name: string; passwordHash: string; source: string }): Promise<UserRow | undefined> {
   return transact(async (trx) => {
     const created = await users.insertUser(trx, { email: admin.email, name: admin.name, password_hash: admin.passwordHash, role: 'admin', email_verified: true });
     if (created) await recordEvent(trx, { type: 'user.created', actor: null, subject: created.id, details: { role: 'admin', is_active: true, source: admin.source }, origin: null });
