@@ -1,9 +1,11 @@
 import cluster from 'node:cluster';
 import Koa from 'koa';
+import type { Kysely } from 'kysely';
 import type { Config } from './config';
-import { openDatabase } from './db/database';
-import { migrateToLatest } from './db/migrate';
-import { handlers } from './handlers';
+import { openMigratedDatabase } from './db/migrate';
+import { transactions } from './db/transaction';
+import type { Database } from './db/types';
+import { operationsFor } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
 import { contractFor, validationContractFor } from './http/contract';
@@ -16,17 +18,20 @@ import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
 import { AccountMail } from './services/account-mail';
-import { AuditTrail } from './services/audit';
+import { AuditService } from './services/audit';
+import type { AuditEventType } from './services/audit-events';
 import { AuthService } from './services/auth';
 import { CurrentPassword } from './services/current-password';
 import { FactorService, type Clock } from './services/factors';
-import { Housekeeping } from './services/housekeeping';
+import { HealthService } from './services/health';
+import { Housekeeping } from './infra/housekeeping';
 import { LoginGuard } from './services/login-guard';
 import { MfaSignIn } from './services/mfa-sign-in';
-import { Metrics } from './services/metrics';
-import { createTransport, Outbox } from './services/outbox';
+import { Metrics } from './infra/metrics';
+import { createTransport } from './infra/mail-transport';
+import { Outbox } from './infra/outbox';
 import { PasswordHasher } from './services/passwords';
-import { limiterFactory } from './services/rate-limiter';
+import { limiterFactory } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
 import { TotpCodes } from './services/totp';
 import { UserService } from './services/users';
@@ -35,6 +40,10 @@ import { WebAuthnParty } from './services/webauthn';
 export interface App {
   koa: Koa;
   services: Services;
+  /** The app's database, for the wiring's neighbours (tests read and seed rows through it). */
+  db: Kysely<Database>;
+  /** The purge on its schedule; `purge()` runs a pass now. */
+  housekeeping: Housekeeping;
   logger: Logger;
   /** Readiness turns 503 and responses ask clients to close their connections; requests are still served. */
   beginShutdown(): void;
@@ -49,67 +58,68 @@ export interface AppOptions {
 
 /** Wires the service: database (migrated), services, contract-driven routes and docs. */
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
-  const logger = options.logger ?? createLogger(config);
-  const { db, kind, pool } = await openDatabase(config);
+  const logger = options.logger ?? createLogger(config.logging);
+  const { db, kind, pool } = await openMigratedDatabase(config.database);
   try {
-    await migrateToLatest(db);
     // Rate limits and the login lockout; counters in memory or, shared, in this database.
-    const limiter = config.rateLimitEnabled ? limiterFactory(config, pool) : undefined;
-    const tokens = new TokenService(config);
-    const outbox = new Outbox(db, config, createTransport(config, logger), logger);
-    const mail = new AccountMail(config, outbox);
-    const housekeeping = new Housekeeping(db, config, logger);
-    const metrics = config.metricsEnabled
+    const limiter = config.limits.rateLimitEnabled ? limiterFactory(config.limits, pool) : undefined;
+    const tokens = new TokenService(config.tokens);
+    const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
+    const mail = new AccountMail(config.account, outbox);
+    const housekeeping = new Housekeeping(db, config.housekeeping, config.audit, logger);
+    const metrics = config.metrics.enabled
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
           { clusterWorker: cluster.isWorker },
         )
       : undefined;
-    const audit = new AuditTrail(db, config, logger);
-    if (metrics) audit.onRecorded((type) => metrics.countEvent(type));
+    // Every write goes through one unit of work; metrics count the audit events of those that commit.
+    const transact = transactions(db, {
+      onCommitted: metrics && ((types) => types.forEach((type) => metrics.countEvent(type as AuditEventType))),
+    });
     const passwords = new PasswordHasher({
-      cost: config.bcryptCost,
-      concurrency: config.passwordHashConcurrency,
-      maxWaiting: config.passwordHashQueueMax,
-      maxPerCaller: config.passwordHashCallerMax,
+      cost: config.passwords.bcryptCost,
+      concurrency: config.passwords.hashConcurrency,
+      maxWaiting: config.passwords.hashQueueMax,
+      maxPerCaller: config.passwords.hashCallerMax,
       observe: metrics && ((seconds) => metrics.observePasswordHash(seconds)),
     });
     const lifecycle = { draining: false };
-    const loginGuard = limiter && (await LoginGuard.create(config, limiter));
+    const loginGuard = limiter && (await LoginGuard.create(config.limits, config.secret.key, limiter));
     // A user's current password, asked for before they change their own credentials, counts like a login.
-    const currentPassword = new CurrentPassword(passwords, audit, loginGuard);
+    const currentPassword = new CurrentPassword(passwords, transact, loginGuard);
     const now = options.clock ?? Date.now;
-    const totp = new TotpCodes({ issuer: config.mfaIssuer, secretKey: config.secretKey });
-    const webauthn = new WebAuthnParty({ rpId: config.webauthnRpId, rpName: config.webauthnRpName, origins: config.webauthnOrigins });
-    const factors = new FactorService(db, audit, totp, webauthn, now);
-    const mfa = new MfaSignIn(db, tokens, audit, totp, webauthn, factors, { now, requireVerifiedEmail: config.requireVerifiedEmail, loginGuard });
+    const totp = new TotpCodes(config.mfa.totp, config.secret.key);
+    const webauthn = new WebAuthnParty(config.mfa.webauthn);
+    const factors = new FactorService(db, transact, totp, webauthn, now);
+    const mfa = new MfaSignIn(db, tokens, transact, totp, webauthn, factors, { now, requireVerifiedEmail: config.sessions.requireVerifiedEmail, loginGuard });
     const services: Services = {
       config,
-      db,
-      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard, mfa),
-      account: new AccountService(db, config, mail, passwords, audit, logger, currentPassword, loginGuard),
-      users: new UserService(db, config, mail, passwords, audit, currentPassword),
-      audit,
+      auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, mfa),
+      account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard),
+      users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword),
+      audit: new AuditService(db, config.pagination),
+      health: new HealthService(db, lifecycle),
       factors,
       mfa,
       startedAt: Date.now(),
-      lifecycle,
     };
-    if (config.adminEmail && config.adminPassword) {
-      const admin = await services.users.ensureAdmin(config.adminEmail, config.adminPassword);
+    if (config.admin) {
+      const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
       if (admin) logger.info({ userId: admin.id }, 'created the admin account from ADMIN_EMAIL');
     }
 
-    const document = contractFor(config);
-    const limits = limiter && (await rateLimitGuard(config, limiter));
-    const { router, compileValidators } = await buildApi(validationContractFor(config), handlers, services, {
+    const document = contractFor(config.server);
+    const limits = limiter && (await rateLimitGuard(config.limits, limiter));
+    const { router, compileValidators } = await buildApi(validationContractFor(config.server, config.pagination), operationsFor(services), {
+      authenticate: (token, client) => services.auth.authenticate(token, client),
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
-      parseBody: bodies(config.maxBodyBytes),
+      parseBody: bodies(config.server.maxBodyBytes),
     });
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.
-    const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1 });
+    const koa = new Koa({ proxy: config.server.trustProxy, maxIpsCount: 1 });
     koa.silent = true;
     koa.use(securityHeaders());
     koa.use(noStoreUnder('/api'));
@@ -121,10 +131,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
     koa.use(accessLog(logger, { quietPaths: [METRICS_PATH] }));
     if (metrics) koa.use(requestMetrics(metrics));
-    if (config.corsOrigins.length > 0) koa.use(corsFor(config.corsOrigins));
+    if (config.server.corsOrigins.length > 0) koa.use(corsFor(config.server.corsOrigins));
     koa.use(errors(logger));
-    if (metrics) koa.use(metricsEndpoint(metrics, config.metricsToken));
-    if (config.docsEnabled) koa.use(docsRouter(document).routes());
+    if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
+    if (config.docs.enabled) koa.use(docsRouter(document).routes());
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;
@@ -144,11 +154,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     );
     outbox.start();
     housekeeping.start();
-    audit.start();
     logger.debug({ database: kind }, 'app ready');
     return {
       koa,
       services,
+      db,
+      housekeeping,
       logger,
       beginShutdown() {
         lifecycle.draining = true;
@@ -157,7 +168,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         stopCompiling();
         await services.account.settled();
         await housekeeping.stop();
-        await audit.stop();
         await outbox.stop();
         await db.destroy();
       },

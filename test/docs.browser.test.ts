@@ -18,7 +18,7 @@ describeInBrowser('documentation in a browser', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    server = createServer(t.app.koa.callback());
+    server = createServer((req, res) => void t.app.koa.callback()(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());

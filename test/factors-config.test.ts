@@ -6,10 +6,11 @@ import { problemsOf } from './support/config';
 describe('second-factor configuration', () => {
   it('takes the relying party and the origin from APP_URL by default', () => {
     const config = loadConfig({ APP_URL: 'https://accounts.example.com/base' });
-    expect(config.webauthnRpId).toBe('accounts.example.com');
-    expect(config.webauthnOrigins).toEqual(['https://accounts.example.com']);
-    expect(config.webauthnRpName).toBe('Account Service');
-    expect(config.mfaIssuer).toBe('Account Service');
+    expect(config.mfa).toEqual({
+      totp: { issuer: 'Account Service' },
+      webauthn: { rpId: 'accounts.example.com', rpName: 'Account Service', origins: ['https://accounts.example.com'] },
+    });
+    expect(Object.isFrozen(config.mfa.webauthn.origins)).toBe(true);
   });
 
   it('takes a parent domain and origins on it or its subdomains', () => {
@@ -20,9 +21,10 @@ describe('second-factor configuration', () => {
       WEBAUTHN_RP_NAME: 'Example',
       MFA_ISSUER: 'Example Accounts',
     });
-    expect(config.webauthnRpId).toBe('example.com');
-    expect(config.webauthnOrigins).toEqual(['https://example.com', 'https://app.example.com']);
-    expect([config.webauthnRpName, config.mfaIssuer]).toEqual(['Example', 'Example Accounts']);
+    expect(config.mfa).toEqual({
+      totp: { issuer: 'Example Accounts' },
+      webauthn: { rpId: 'example.com', rpName: 'Example', origins: ['https://example.com', 'https://app.example.com'] },
+    });
   });
 
   it('names each bad setting', () => {

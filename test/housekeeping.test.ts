@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Client } from 'pg';
-import { ConfigError, loadConfig, type Config } from '../src/config';
+import { ConfigError, loadConfig, type HousekeepingConfig } from '../src/config';
 import { HOUSEKEEPING_LOCK_KEY, purgeBatch } from '../src/db/housekeeping';
 import { createLogger } from '../src/logger';
-import { Housekeeping } from '../src/services/housekeeping';
+import { Housekeeping } from '../src/infra/housekeeping';
 import { startTestApp, type RegisteredUser, type TestContext } from './support/app';
 import { until } from './support/wait';
 
 const HOUR_MS = 3600 * 1000;
 const hoursAgo = (hours: number) => new Date(Date.now() - hours * HOUR_MS);
 const inHours = (hours: number) => new Date(Date.now() + hours * HOUR_MS);
-const quiet = createLogger({ logLevel: 'silent' });
+const quiet = createLogger({ level: 'silent' });
 
 let t: TestContext;
 let user: RegisteredUser;
@@ -25,10 +25,10 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const withConfig = (overrides: Partial<Config>): Config => ({ ...t.config, ...overrides });
+const withConfig = (overrides: Partial<HousekeepingConfig>): HousekeepingConfig => ({ ...t.config.housekeeping, ...overrides });
 
-// Fixture rows carry a label (a session's user agent, a token's hash, a message's subject), so a test
-// can tell its rows from those registration wrote.
+// Fixture rows carry a label (a session's user agent, a token's hash, a message's subject, a
+// challenge's WebAuthn challenge), so a test can tell its rows from those registration wrote.
 
 async function addSession(ctx: TestContext, user: number, label: string, times: { expires: Date; revoked?: Date }): Promise<void> {
   await ctx.db
@@ -60,6 +60,13 @@ async function addMail(label: string, times: { created: Date; sent?: Date; faile
     .execute();
 }
 
+async function addChallenge(label: string, times: { expires: Date; used?: Date }): Promise<void> {
+  await t.db
+    .insertInto('mfa_challenges')
+    .values({ id: randomUUID(), purpose: 'passkey_login', user_id: null, challenge: label, expires_at: times.expires, used_at: times.used ?? null })
+    .execute();
+}
+
 async function sessionLabels(prefix: string): Promise<string[]> {
   const rows = await t.db.selectFrom('sessions').select('user_agent').where('user_agent', 'like', `${prefix}%`).orderBy('user_agent').execute();
   return rows.map((row) => row.user_agent ?? '');
@@ -68,6 +75,11 @@ async function sessionLabels(prefix: string): Promise<string[]> {
 async function tokenLabels(prefix: string): Promise<string[]> {
   const rows = await t.db.selectFrom('account_tokens').select('token_hash').where('token_hash', 'like', `${prefix}%`).orderBy('token_hash').execute();
   return rows.map((row) => row.token_hash);
+}
+
+async function challengeLabels(prefix: string): Promise<string[]> {
+  const rows = await t.db.selectFrom('mfa_challenges').select('challenge').where('challenge', 'like', `${prefix}%`).orderBy('challenge').execute();
+  return rows.map((row) => row.challenge ?? '');
 }
 
 async function mailLabels(prefix: string): Promise<string[]> {
@@ -92,22 +104,28 @@ describe('a purge', () => {
     await addMail('a:sent-long-ago', { created: hoursAgo(26), sent: hoursAgo(25) });
     await addMail('a:failed-recently', { created: hoursAgo(2), failed: hoursAgo(1) });
     await addMail('a:failed-long-ago', { created: hoursAgo(26), failed: hoursAgo(25) });
+    await addChallenge('a:live', { expires: inHours(1) });
+    await addChallenge('a:used-recently', { expires: inHours(1), used: hoursAgo(1) });
+    await addChallenge('a:used-long-ago', { expires: inHours(1), used: hoursAgo(25) });
+    await addChallenge('a:expired-recently', { expires: hoursAgo(1) });
+    await addChallenge('a:expired-long-ago', { expires: hoursAgo(25) });
     const sessionsBefore = await t.db.selectFrom('sessions').select('id').where('user_agent', 'not like', 'a:%').execute();
 
     // A longer retention keeps all of them.
-    const kept = await new Housekeeping(t.db, withConfig({ housekeepingRetentionHours: 48 }), quiet).purge();
-    expect(kept).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0 }, status: 'done' });
+    const kept = await new Housekeeping(t.db, withConfig({ retentionHours: 48 }), t.config.audit, quiet).purge();
+    expect(kept).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 }, status: 'done' });
 
-    const result = await new Housekeeping(t.db, withConfig({ housekeepingRetentionHours: 24 }), quiet).purge();
-    expect(result).toEqual({ removed: { sessions: 2, account_tokens: 2, mail_outbox: 2 }, status: 'done' });
+    const result = await new Housekeeping(t.db, withConfig({ retentionHours: 24 }), t.config.audit, quiet).purge();
+    expect(result).toEqual({ removed: { sessions: 2, account_tokens: 2, mail_outbox: 2, mfa_challenges: 2 }, status: 'done' });
     expect(await sessionLabels('a:')).toEqual(['a:expired-recently', 'a:live', 'a:revoked-recently']);
     expect(await tokenLabels('a:')).toEqual(['a:expired-recently', 'a:unused', 'a:used-recently']);
     expect(await mailLabels('a:')).toEqual(['a:failed-recently', 'a:pending', 'a:sent-recently']);
+    expect(await challengeLabels('a:')).toEqual(['a:expired-recently', 'a:live', 'a:used-recently']);
     // The registered user's own session is untouched.
     expect(await t.db.selectFrom('sessions').select('id').where('user_agent', 'not like', 'a:%').execute()).toEqual(sessionsBefore);
 
     // Nothing is left to purge.
-    expect((await new Housekeeping(t.db, t.config, quiet).purge()).removed).toEqual({ sessions: 0, account_tokens: 0, mail_outbox: 0 });
+    expect((await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge()).removed).toEqual({ sessions: 0, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 });
   });
 
   it('deletes at most a batch per statement, and every batch in a pass', async () => {
@@ -116,15 +134,15 @@ describe('a purge', () => {
     expect(await purgeBatch(t.db, 'sessions', 24, 2)).toBe(2);
     expect(await sessionLabels('b:')).toHaveLength(3);
 
-    const result = await new Housekeeping(t.db, withConfig({ housekeepingBatchSize: 2 }), quiet).purge();
-    expect(result).toEqual({ removed: { sessions: 3, account_tokens: 0, mail_outbox: 0 }, status: 'done' });
+    const result = await new Housekeeping(t.db, withConfig({ batchSize: 2 }), t.config.audit, quiet).purge();
+    expect(result).toEqual({ removed: { sessions: 3, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 }, status: 'done' });
     expect(await sessionLabels('b:')).toEqual([]);
   });
 
   it('leaves the sessions users still sign in with, whatever the retention', async () => {
     const res = await t.post('/api/auth/login/json', { email: user.email, password: user.password });
     expect(res.status).toBe(200);
-    await new Housekeeping(t.db, withConfig({ housekeepingRetentionHours: 1 }), quiet).purge();
+    await new Housekeeping(t.db, withConfig({ retentionHours: 1 }), t.config.audit, quiet).purge();
     expect((await t.get('/api/auth/me', { token: res.body.data.access_token })).status).toBe(200);
     expect((await t.post('/api/auth/refresh', { refresh_token: res.body.data.refresh_token })).status).toBe(200);
   });
@@ -140,13 +158,13 @@ describe('a purge', () => {
       await other.query('begin');
       await other.query('select pg_advisory_xact_lock($1::bigint)', [HOUSEKEEPING_LOCK_KEY]);
 
-      const blocked = await new Housekeeping(t.db, t.config, quiet).purge();
-      expect(blocked).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0 }, status: 'busy' });
+      const blocked = await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge();
+      expect(blocked).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 }, status: 'busy' });
       expect(await sessionLabels('c:')).toEqual(['c:expired']);
 
       await other.query('commit');
-      const after = await new Housekeeping(t.db, t.config, quiet).purge();
-      expect(after).toEqual({ removed: { sessions: 1, account_tokens: 0, mail_outbox: 0 }, status: 'done' });
+      const after = await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge();
+      expect(after).toEqual({ removed: { sessions: 1, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 }, status: 'done' });
       expect(await sessionLabels('c:')).toEqual([]);
     } finally {
       await other.end();
@@ -168,7 +186,7 @@ describe('the worker', () => {
         done();
       },
     });
-    const worker = new Housekeeping(t.db, withConfig({ housekeepingIntervalSeconds: 1 }), createLogger({ logLevel: 'info' }, sink));
+    const worker = new Housekeeping(t.db, withConfig({ intervalSeconds: 1 }), t.config.audit, createLogger({ level: 'info' }, sink));
     worker.start();
     try {
       await eventually(async () => (await sessionLabels('d:')).length === 0 && (await mailLabels('d:')).length === 0);
@@ -199,10 +217,8 @@ describe('configuration', () => {
 
   it('defaults to an hourly pass of 1000-row batches, keeping rows a day', () => {
     const config = loadConfig(base);
-    expect(config.housekeepingIntervalSeconds).toBe(3600);
-    expect(config.housekeepingBatchSize).toBe(1000);
-    expect(config.housekeepingRetentionHours).toBe(24);
-    expect(loadConfig({ ...base, HOUSEKEEPING_INTERVAL_SECONDS: '0' }).housekeepingIntervalSeconds).toBe(0);
+    expect(config.housekeeping).toEqual({ intervalSeconds: 3600, batchSize: 1000, retentionHours: 24 });
+    expect(loadConfig({ ...base, HOUSEKEEPING_INTERVAL_SECONDS: '0' }).housekeeping.intervalSeconds).toBe(0);
   });
 
   it.each([

@@ -115,7 +115,7 @@ describeInBrowser('passkeys in a browser', () => {
   // Each test starts with an empty authenticator, so that a discoverable sign-in offers its own passkey.
   beforeEach(() => cdp.send('WebAuthn.clearCredentials', { authenticatorId }));
 
-  const inPage = <T = ApiAnswer>(script: string): Promise<T> => page.evaluate(script) as Promise<T>;
+  const inPage = <T = ApiAnswer>(script: string): Promise<T> => page.evaluate<T>(script);
 
   it(
     'registers a passkey, signs in with it alone and after a password, and refuses it once removed',
@@ -220,7 +220,7 @@ describeInBrowser('passkeys in a browser', () => {
       // Another port of localhost: the browser lets it use the relying party localhost, the service does not list it.
       const other = await openPage(otherOrigin);
       try {
-        const foreign = (await other.page.evaluate(`registerPasskey(${token}, 'Other')`)) as ApiAnswer;
+        const foreign = await other.page.evaluate<ApiAnswer>(`registerPasskey(${token}, 'Other')`);
         expect(foreign.status).toBe(400);
         expect(foreign.body.error.code).toBe('INVALID_PASSKEY');
         expect(await t.db.selectFrom('mfa_factors').select('id').where('user_id', '=', user.id).execute()).toEqual([]);
@@ -229,7 +229,7 @@ describeInBrowser('passkeys in a browser', () => {
         expect((await inPage(`registerPasskey(${token}, 'Laptop')`)).status).toBe(201);
         const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
         await other.cdp.send('WebAuthn.addCredential', { authenticatorId: other.authenticatorId, credential: credentials[0] });
-        const elsewhere = (await other.page.evaluate('signInWithPasskey()')) as ApiAnswer;
+        const elsewhere = await other.page.evaluate<ApiAnswer>('signInWithPasskey()');
         expect(elsewhere.status).toBe(401);
         expect(elsewhere.body.error.code).toBe('INVALID_CREDENTIALS');
         expect((await inPage('signInWithPasskey()')).status).toBe(200);

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { AssuranceLevel, ChallengePurpose, Executor, MfaChallengeRow } from './types';
+import type { ChallengePurpose, Executor, MfaChallengeRow } from './types';
 
 export interface NewChallenge {
   id: string;
@@ -85,24 +85,4 @@ export function consumeChallenge(
 /** Voids every live challenge of the user (their factors were reset). */
 export async function voidUserChallenges(db: Executor, userId: number): Promise<void> {
   await db.updateTable('mfa_challenges').set({ used_at: sql`now()` }).where('user_id', '=', userId).where('used_at', 'is', null).execute();
-}
-
-/**
- * Deletes at most `limit` challenges that expired before `before`: a few with every new one, so
- * that the table stays the size of the challenges in flight.
- */
-export async function deleteExpiredChallenges(db: Executor, before: Date, limit: number): Promise<void> {
-  await sql`
-    delete from mfa_challenges
-    where id in (select id from mfa_challenges where expires_at < ${before} limit ${limit}::int for update skip locked)`.execute(db);
-}
-
-/** How a session was signed in: undefined for an unknown session. */
-export function findSessionAssurance(db: Executor, sessionId: string): Promise<{ amr: string[]; aal: AssuranceLevel } | undefined> {
-  return db.selectFrom('sessions').select(['amr', 'aal']).where('id', '=', sessionId).executeTakeFirst();
-}
-
-/** Raises a session's assurance once a second factor has been shown in it. */
-export async function raiseSessionAssurance(db: Executor, sessionId: string, amr: string[], aal: AssuranceLevel): Promise<void> {
-  await db.updateTable('sessions').set({ amr, aal }).where('id', '=', sessionId).execute();
 }

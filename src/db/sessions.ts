@@ -1,6 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
 import { preparedStatement } from './prepared';
-import type { Executor, NewSessionRow, SessionRow, UserRow } from './types';
+import type { AssuranceLevel, Executor, NewSessionRow, SessionRow, UserRow } from './types';
 
 export function insertSession(db: Executor, row: NewSessionRow): Promise<SessionRow> {
   return db.insertInto('sessions').values(row).returningAll().executeTakeFirstOrThrow();
@@ -133,4 +133,14 @@ export async function revokeOwnSession(db: Executor, userId: number, sessionId: 
     .returning('id')
     .executeTakeFirst();
   return revoked !== undefined;
+}
+
+/** How a session was signed in: undefined for an unknown session. */
+export function findSessionAssurance(db: Executor, sessionId: string): Promise<{ amr: string[]; aal: AssuranceLevel } | undefined> {
+  return db.selectFrom('sessions').select(['amr', 'aal']).where('id', '=', sessionId).executeTakeFirst();
+}
+
+/** Raises a session's assurance once a second factor has been shown in it. */
+export async function raiseSessionAssurance(db: Executor, sessionId: string, amr: string[], aal: AssuranceLevel): Promise<void> {
+  await db.updateTable('sessions').set({ amr, aal }).where('id', '=', sessionId).execute();
 }

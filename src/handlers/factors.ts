@@ -1,6 +1,6 @@
-import { created, noContent, ok, signedIn } from '../http/reply';
+import { created, noContent, ok, signedIn } from './reply';
 import type { Handler } from './types';
-import { factorView, userView } from './views';
+import { factorView, tokenPairView, userView } from './views';
 
 export const listFactors: Handler<'listFactors'> = async (input, { factors }) => {
   const { factors: rows, recoveryCodesRemaining } = await factors.list(signedIn(input));
@@ -27,7 +27,7 @@ export const regenerateRecoveryCodes: Handler<'regenerateRecoveryCodes'> = async
 
 export const verifyMfa: Handler<'verifyMfa'> = async ({ body, client }, { mfa }) => {
   const { user, tokens } = await mfa.verify(body, client);
-  return ok({ ...tokens, user: userView(user, user.role === 'admin') });
+  return ok({ ...tokenPairView(tokens), user: userView(user, user.role === 'admin') });
 };
 
 export const mfaWebauthnOptions: Handler<'mfaWebauthnOptions'> = async ({ body }, { mfa }) => ok(await mfa.webauthnOptions(body.mfa_token));
@@ -45,7 +45,7 @@ export const passkeyLoginOptions: Handler<'passkeyLoginOptions'> = async (_input
 
 export const passkeyLogin: Handler<'passkeyLogin'> = async ({ body, client }, { mfa }) => {
   const { user, tokens } = await mfa.passkeyLogin(body.challenge_id, body.credential, client);
-  return ok({ ...tokens, user: userView(user, user.role === 'admin') });
+  return ok({ ...tokenPairView(tokens), user: userView(user, user.role === 'admin') });
 };
 
 export const resetUserFactors: Handler<'resetUserFactors'> = async (input, { factors }) => {

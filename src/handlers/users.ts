@@ -1,4 +1,4 @@
-import { created, noContent, ok, signedIn } from '../http/reply';
+import { created, noContent, ok, signedIn } from './reply';
 import type { Handler } from './types';
 import { userView } from './views';
 

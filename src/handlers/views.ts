@@ -1,8 +1,13 @@
 import type { components } from '../../generated/openapi';
+import type { AuditEventRow } from '../db/audit';
 import type { MfaFactorRow, SessionRow, UserRow } from '../db/types';
+import type { TokenPair } from '../services/auth';
 
 type User = components['schemas']['User'];
 type Session = components['schemas']['Session'];
+type WireTokenPair = components['schemas']['TokenPair'];
+type AuditEvent = components['schemas']['AuditEvent'];
+type Factor = components['schemas']['Factor'];
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
 
@@ -36,7 +41,25 @@ export function sessionView(row: SessionRow, currentSessionId: string): Session 
   };
 }
 
-type Factor = components['schemas']['Factor'];
+/** A session's tokens as OAuth2 clients read them (RFC 6749 §5.1). */
+export function tokenPairView(pair: TokenPair): WireTokenPair {
+  return { access_token: pair.accessToken, refresh_token: pair.refreshToken, token_type: 'bearer', expires_in: pair.expiresInSeconds };
+}
+
+/** An audit event as the contract shows it. */
+export function auditEventView(row: AuditEventRow): AuditEvent {
+  return {
+    id: row.id,
+    occurred_at: new Date(row.occurred_at).toISOString(),
+    event_type: row.event_type as AuditEvent['event_type'],
+    actor_user_id: row.actor_user_id,
+    subject_user_id: row.subject_user_id,
+    ip: row.ip,
+    user_agent: row.user_agent,
+    request_id: row.request_id,
+    details: row.details,
+  };
+}
 
 /** A second factor as its owner sees it: never a secret or a key. */
 export function factorView(row: MfaFactorRow): Factor {

@@ -1,34 +1,19 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
-import { conflict, forbidden, invalidCredentials, mfaRequired, tokenExpired, unauthorized } from '../http/errors';
-import { findSessionAssurance } from '../db/mfa-challenges';
-import { findAuthenticatedUser, findSessionCreatedAt, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
+import type { SessionConfig } from '../config';
+import { Conflict, Forbidden, InvalidCredentials, MfaRequired, TokenExpired, Unauthorized } from '../errors';
+import { findAuthenticatedUser, findSessionAssurance, findSessionCreatedAt, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
+import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import type { AccountMail } from './account-mail';
-import type { AuditTrail } from './audit';
+import { recordEvent } from './audit-events';
 import { countedCheck, type LoginGuard } from './login-guard';
+import type { ClientInfo, Principal } from './principal';
 import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
 import { openSession, type TokenPair } from './session-start';
 import { PASSWORD_ONLY, sha256, type TokenService } from './tokens';
 
 export type { TokenPair } from './session-start';
-
-/** Who is calling: the user and the session their access token belongs to. */
-export interface Principal {
-  user: UserRow;
-  sessionId: string;
-  /** The request the principal is acting through. */
-  client: ClientInfo;
-}
-
-/** Where a request comes from: kept on the sessions it opens and on the audit events it causes. */
-export interface ClientInfo {
-  ip: string | null;
-  /** At most 512 characters. */
-  userAgent: string | null;
-  requestId: string | null;
-}
 
 /**
  * The second step of a password login, for users with a second factor: a single-use token that
@@ -41,7 +26,7 @@ export interface SecondFactorGate {
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** REQUIRE_VERIFIED_EMAIL's refusal: the password was right, so it may say why. */
-export const emailNotVerified = () => forbidden('Email address must be verified before signing in; follow the link sent to it');
+export const emailNotVerified = () => new Forbidden('Email address must be verified before signing in; follow the link sent to it');
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -50,11 +35,11 @@ export function normalizeEmail(email: string): string {
 export class AuthService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: SessionConfig,
     private readonly tokens: TokenService,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
-    private readonly audit: AuditTrail,
+    private readonly transact: Transact,
     /** Per-account lockout after repeated failed logins; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
     /** Asks users with a second factor for it before any session opens. */
@@ -67,19 +52,19 @@ export class AuthService {
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     checkNewPassword(input.password, 'body.password', input.email);
     const passwordHash = await this.passwords.hash(input.password);
-    const registered = await this.audit.transaction(client, async (trx, record) => {
+    const registered = await this.transact(async (trx) => {
       const user = await insertUser(trx, {
         email: normalizeEmail(input.email),
         name: input.name.trim(),
         password_hash: passwordHash,
         role: 'user',
       });
-      if (!user) throw conflict('Email already registered');
+      if (!user) throw new Conflict('Email already registered');
       // With REQUIRE_VERIFIED_EMAIL no session opens until the address is verified: the account
       // exists, the verification link is on its way, and signing in comes after it.
       const opened = this.config.requireVerifiedEmail ? undefined : await this.openSession(trx, user, client);
       await this.mail.sendVerification(trx, user);
-      await record({ type: 'user.registered', actor: user.id, subject: user.id, details: opened ? { session_id: opened.sessionId } : {} });
+      await recordEvent(trx, { type: 'user.registered', actor: user.id, subject: user.id, details: opened ? { session_id: opened.sessionId } : {}, origin: client });
       return { user, tokens: opened?.tokens };
     });
     this.mail.flush();
@@ -100,23 +85,25 @@ export class AuthService {
     if (!valid || !found) {
       // The e-mail that was tried is not kept: people type their password into the wrong field.
       const subject = found?.id ?? null;
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' } });
-      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject, details: { scope: locked } });
-      throw invalidCredentials();
+      await this.transact(async (trx) => {
+        await recordEvent(trx, { type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' }, origin: client });
+        if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject, details: { scope: locked }, origin: client });
+      });
+      throw new InvalidCredentials();
     }
     if (!found.is_active) {
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' } });
-      throw forbidden('Account is disabled');
+      await this.transact((trx) => recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' }, origin: client }));
+      throw new Forbidden('Account is disabled');
     }
     if (this.config.requireVerifiedEmail && !found.email_verified) {
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' } });
+      await this.transact((trx) => recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' }, origin: client }));
       throw emailNotVerified();
     }
     const second = await this.secondFactor?.challenge(found, client);
-    if (second) throw mfaRequired(second.mfaToken, second.methods);
-    const { tokens } = await this.audit.transaction(client, async (trx, record) => {
+    if (second) throw new MfaRequired(second.mfaToken, second.methods);
+    const { tokens } = await this.transact(async (trx) => {
       const opened = await this.openSession(trx, found, client);
-      await record({ type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId } });
+      await recordEvent(trx, { type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId }, origin: client });
       return opened;
     });
     return { user: found, tokens };
@@ -128,13 +115,13 @@ export class AuthService {
    */
   async refresh(refreshToken: string, client: ClientInfo): Promise<TokenPair> {
     const verified = this.tokens.verify(refreshToken, 'refresh');
-    if (!verified.ok) throw verified.reason === 'expired' ? tokenExpired() : unauthorized();
+    if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
     const userId = Number(verified.claims.sub);
     const sessionId = verified.claims.sid;
-    const rotation = await this.audit.transaction(client, async (trx, record) => {
+    const rotation = await this.transact(async (trx) => {
       const createdAt = await findSessionCreatedAt(trx, sessionId);
       if (createdAt === undefined) return undefined;
-      const sessionEnd = new Date(createdAt.getTime() + this.config.sessionMaxDays * DAY_MS);
+      const sessionEnd = new Date(createdAt.getTime() + this.config.maxDays * DAY_MS);
       if (sessionEnd.getTime() <= Date.now()) return undefined;
       const next = this.tokens.issueRefresh(userId, sessionId, sessionEnd);
       const rotated = await rotateRefreshToken(trx, {
@@ -148,39 +135,38 @@ export class AuthService {
       if (rotated?.id === userId) {
         // Thrown, so the rotation rolls back: the session waits, intact, for the address to be verified.
         if (this.config.requireVerifiedEmail && !rotated.email_verified) throw emailNotVerified();
-        await record({ type: 'session.refreshed', actor: userId, subject: userId, details });
+        await recordEvent(trx, { type: 'session.refreshed', actor: userId, subject: userId, details, origin: client });
         return { user: rotated, next, assurance: (await findSessionAssurance(trx, sessionId)) ?? PASSWORD_ONLY };
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
       const wasLive = await revokeOwnSession(trx, userId, sessionId);
-      if (wasLive) await record({ type: 'session.refresh_reuse_detected', actor: null, subject: userId, details });
+      if (wasLive) await recordEvent(trx, { type: 'session.refresh_reuse_detected', actor: null, subject: userId, details, origin: client });
       return undefined;
     });
-    if (!rotation) throw unauthorized();
+    if (!rotation) throw new Unauthorized();
     return {
-      access_token: this.tokens.issueAccess(rotation.user, sessionId, rotation.assurance),
-      refresh_token: rotation.next.token,
-      token_type: 'bearer',
-      expires_in: this.tokens.accessTtlSeconds,
+      accessToken: this.tokens.issueAccess(rotation.user, sessionId, rotation.assurance),
+      refreshToken: rotation.next.token,
+      expiresInSeconds: this.tokens.accessTtlSeconds,
     };
   }
 
   /** The principal behind an access token, or the 401 that explains why there is none. */
   async authenticate(accessToken: string, client: ClientInfo): Promise<Principal> {
     const verified = this.tokens.verify(accessToken, 'access');
-    if (!verified.ok) throw verified.reason === 'expired' ? tokenExpired() : unauthorized();
+    if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
     const user = await findAuthenticatedUser(this.db, Number(verified.claims.sub), verified.claims.sid);
-    if (!user) throw unauthorized();
+    if (!user) throw new Unauthorized();
     return { user, sessionId: verified.claims.sid, client };
   }
 
   async logout(principal: Principal, all: boolean): Promise<void> {
     const id = principal.user.id;
-    await this.audit.transaction(principal.client, async (trx, record) => {
+    await this.transact(async (trx) => {
       if (all) await revokeUserSessions(trx, id);
       else await revokeSession(trx, principal.sessionId);
-      await record({ type: 'session.logged_out', actor: id, subject: id, details: { session_id: principal.sessionId, all } });
+      await recordEvent(trx, { type: 'session.logged_out', actor: id, subject: id, details: { session_id: principal.sessionId, all }, origin: principal.client });
     });
   }
 

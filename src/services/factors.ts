@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import {
   confirmTotpFactor,
   countConfirmedFactors,
@@ -14,35 +14,34 @@ import {
   listConfirmedFactors,
   replaceRecoveryCodes,
 } from '../db/factors';
-import { consumeChallenge, deleteExpiredChallenges, findSessionAssurance, insertChallenge, raiseSessionAssurance, voidUserChallenges } from '../db/mfa-challenges';
-import { revokeUserSessions } from '../db/sessions';
+import { isUniqueViolation } from '../db/errors';
+import { consumeChallenge, insertChallenge, voidUserChallenges } from '../db/mfa-challenges';
+import { findSessionAssurance, raiseSessionAssurance, revokeUserSessions } from '../db/sessions';
+import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, MfaFactorRow } from '../db/types';
 import { findUserById } from '../db/users';
-import { conflict, invalidCode, invalidPasskey, notFound } from '../http/errors';
-import type { AuditTrail, Recorder } from './audit';
-import type { Principal } from './auth';
+import { Conflict, InvalidCode, InvalidPasskey, NotFound } from '../errors';
+import { recordEvent } from './audit-events';
+import { requireAdmin, type Principal } from './principal';
 import { newRecoveryCodes, recoveryCodeHash } from './recovery-codes';
 import type { TotpCodes } from './totp';
-import { requireAdmin } from './users';
 import { CHALLENGE_TTL_MS, type WebAuthnParty } from './webauthn';
 
 /** What the clock of the factor rules reads: milliseconds since the epoch. */
 export type Clock = () => number;
-
-/** Spent challenges deleted along with each new one, so that the table never grows past those in flight. */
-export const CHALLENGE_SWEEP = 10;
 
 type PasskeyCredential = { id: string; response: { clientDataJSON: string } } & Record<string, unknown>;
 
 /**
  * A user's second factors: enrolling and confirming TOTP apps, registering passkeys, listing and
  * removing them, recovery codes, and an admin's reset. The first factor a user confirms makes every
- * live session of theirs `aal2`: the others are revoked and the current one is raised.
+ * live session of theirs `aal2`: the others are revoked and the current one is raised. Spent and
+ * expired challenges are purged by housekeeping.
  */
 export class FactorService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly audit: AuditTrail,
+    private readonly transact: Transact,
     private readonly totp: TotpCodes,
     private readonly webauthn: WebAuthnParty,
     private readonly now: Clock,
@@ -60,10 +59,10 @@ export class FactorService {
   async enrolTotp(principal: Principal, name: string | undefined): Promise<{ factor: MfaFactorRow; secret: string; otpauthUrl: string }> {
     const { user } = principal;
     const secret = this.totp.newSecret();
-    const factor = await this.audit.transaction(principal.client, async (trx, record) => {
+    const factor = await this.transact(async (trx) => {
       await deletePendingTotpFactors(trx, user.id);
       const row = await insertFactor(trx, { user_id: user.id, type: 'totp', name: name?.trim() || 'Authenticator app', totp_secret_sealed: secret.sealed });
-      await record({ type: 'mfa.totp_enrolment_started', actor: user.id, subject: user.id, details: { factor_id: row.id } });
+      await recordEvent(trx, { type: 'mfa.totp_enrolment_started', actor: user.id, subject: user.id, details: { factor_id: row.id }, origin: principal.client });
       return row;
     });
     return { factor, secret: secret.base32, otpauthUrl: this.totp.url(secret.base32, user.email) };
@@ -73,21 +72,23 @@ export class FactorService {
   async confirmTotp(principal: Principal, id: number, code: string): Promise<{ factor: MfaFactorRow; recoveryCodes?: string[] }> {
     const { user } = principal;
     const pending = await findFactor(this.db, user.id, id);
-    if (!pending || pending.type !== 'totp') throw notFound('Factor not found');
-    if (pending.confirmed_at !== null) throw conflict('Factor already confirmed');
+    if (!pending || pending.type !== 'totp') throw new NotFound('Factor not found');
+    if (pending.confirmed_at !== null) throw new Conflict('Factor already confirmed');
     const step = this.totp.stepOf(pending.totp_secret_sealed!, code, this.now());
-    const confirmed = await this.audit.transaction(principal.client, async (trx, record) => {
+    const confirmed = await this.transact(async (trx) => {
       const factor = step === undefined ? undefined : await confirmTotpFactor(trx, id, step);
       if (!factor) return undefined;
       const first = (await countConfirmedFactors(trx, user.id)) === 1;
-      await record({ type: 'mfa.factor_added', actor: user.id, subject: user.id, details: { factor_id: factor.id, type: 'totp', first } });
+      await recordEvent(trx, { type: 'mfa.factor_added', actor: user.id, subject: user.id, details: { factor_id: factor.id, type: 'totp', first }, origin: principal.client });
       if (!first) return { factor };
       await this.raiseToFirstFactor(trx, principal, 'otp');
-      return { factor, recoveryCodes: await this.issueRecoveryCodes(trx, principal, record) };
+      return { factor, recoveryCodes: await this.issueRecoveryCodes(trx, principal) };
     });
     if (!confirmed) {
-      await this.audit.record(principal.client, { type: 'mfa.failed', actor: user.id, subject: user.id, details: { method: 'totp', reason: 'wrong_code', factor_id: id } });
-      throw invalidCode();
+      await this.transact((trx) =>
+        recordEvent(trx, { type: 'mfa.failed', actor: user.id, subject: user.id, details: { method: 'totp', reason: 'wrong_code', factor_id: id }, origin: principal.client }),
+      );
+      throw new InvalidCode();
     }
     return confirmed;
   }
@@ -95,20 +96,20 @@ export class FactorService {
   /** Removes a factor; the last one takes the recovery codes with it. */
   async remove(principal: Principal, id: number): Promise<void> {
     const { user } = principal;
-    await this.audit.transaction(principal.client, async (trx, record) => {
+    await this.transact(async (trx) => {
       const removed = await deleteFactor(trx, user.id, id);
-      if (!removed) throw notFound('Factor not found');
+      if (!removed) throw new NotFound('Factor not found');
       const left = await countConfirmedFactors(trx, user.id);
       if (left === 0) await deleteRecoveryCodes(trx, user.id);
-      await record({ type: 'mfa.factor_removed', actor: user.id, subject: user.id, details: { factor_id: id, type: removed.type, factors_left: left } });
+      await recordEvent(trx, { type: 'mfa.factor_removed', actor: user.id, subject: user.id, details: { factor_id: id, type: removed.type, factors_left: left }, origin: principal.client });
     });
   }
 
   /** A new set of recovery codes; the old set is void. Only for a user with a factor. */
   async regenerateRecoveryCodes(principal: Principal): Promise<string[]> {
-    return this.audit.transaction(principal.client, async (trx, record) => {
-      if ((await countConfirmedFactors(trx, principal.user.id)) === 0) throw conflict('Recovery codes need a second factor; enrol one first');
-      return this.issueRecoveryCodes(trx, principal, record);
+    return this.transact(async (trx) => {
+      if ((await countConfirmedFactors(trx, principal.user.id)) === 0) throw new Conflict('Recovery codes need a second factor; enrol one first');
+      return this.issueRecoveryCodes(trx, principal);
     });
   }
 
@@ -134,13 +135,15 @@ export class FactorService {
     // Spent before it is checked: a challenge is answered once, rightly or not.
     const issued = challenge && (await consumeChallenge(this.db, { purpose: 'passkey_registration', userId: user.id, challenge }, new Date(this.now())));
     const fail = async (reason: string, message?: string) => {
-      await this.audit.record(principal.client, { type: 'mfa.failed', actor: user.id, subject: user.id, details: { method: 'webauthn', reason, stage: 'registration' } });
-      return invalidPasskey(message);
+      await this.transact((trx) =>
+        recordEvent(trx, { type: 'mfa.failed', actor: user.id, subject: user.id, details: { method: 'webauthn', reason, stage: 'registration' }, origin: principal.client }),
+      );
+      return new InvalidPasskey(message);
     };
     if (!issued) throw await fail('unknown_challenge', 'Unknown, used or expired challenge');
     const passkey = await this.webauthn.verifyRegistration(credential, issued.challenge!);
     if (!passkey) throw await fail('not_verified');
-    return this.audit.transaction(principal.client, async (trx, record) => {
+    return this.transact(async (trx) => {
       const factor = await insertFactor(trx, {
         user_id: user.id,
         type: 'webauthn',
@@ -152,11 +155,11 @@ export class FactorService {
         transports: passkey.transports ?? null,
         user_handle: issued.user_handle,
       }).catch((error: unknown) => {
-        if ((error as { code?: string }).code === '23505') throw conflict('This passkey is registered already');
+        if (isUniqueViolation(error)) throw new Conflict('This passkey is registered already');
         throw error;
       });
       const first = (await countConfirmedFactors(trx, user.id)) === 1;
-      await record({ type: 'mfa.factor_added', actor: user.id, subject: user.id, details: { factor_id: factor.id, type: 'webauthn', first } });
+      await recordEvent(trx, { type: 'mfa.factor_added', actor: user.id, subject: user.id, details: { factor_id: factor.id, type: 'webauthn', first }, origin: principal.client });
       if (first) await this.raiseToFirstFactor(trx, principal, 'hwk');
       return factor;
     });
@@ -166,36 +169,40 @@ export class FactorService {
   async resetUser(principal: Principal, userId: number): Promise<void> {
     requireAdmin(principal);
     const target = await findUserById(this.db, userId);
-    if (!target || target.deleted_at !== null) throw notFound('User not found');
-    await this.audit.transaction(principal.client, async (trx, record) => {
+    if (!target || target.deleted_at !== null) throw new NotFound('User not found');
+    await this.transact(async (trx) => {
       const removed = await deleteUserFactors(trx, userId);
       await deleteRecoveryCodes(trx, userId);
       await voidUserChallenges(trx, userId);
-      await record({ type: 'mfa.reset', actor: principal.user.id, subject: userId, details: { factors_removed: removed } });
+      await recordEvent(trx, { type: 'mfa.reset', actor: principal.user.id, subject: userId, details: { factors_removed: removed }, origin: principal.client });
     });
   }
 
-  /** Keeps a WebAuthn or login-step challenge, sweeping a few long expired ones on the way. */
+  /** Keeps a WebAuthn challenge for one answer within CHALLENGE_TTL_MS. */
   async newChallenge(c: { purpose: 'passkey_registration' | 'passkey_login'; userId: number | null; challenge: string; userHandle?: string }): Promise<string> {
     const id = randomUUID();
-    const now = this.now();
-    await insertChallenge(this.db, { id, purpose: c.purpose, userId: c.userId, challenge: c.challenge, userHandle: c.userHandle, expiresAt: new Date(now + CHALLENGE_TTL_MS) });
-    await deleteExpiredChallenges(this.db, new Date(now - CHALLENGE_TTL_MS), CHALLENGE_SWEEP);
+    await insertChallenge(this.db, { id, purpose: c.purpose, userId: c.userId, challenge: c.challenge, userHandle: c.userHandle, expiresAt: new Date(this.now() + CHALLENGE_TTL_MS) });
     return id;
   }
 
   /** Every other session of the user ends; this one has now shown a second factor. */
-  private async raiseToFirstFactor(trx: Transaction<Database>, principal: Principal, method: 'otp' | 'hwk'): Promise<void> {
+  private async raiseToFirstFactor(trx: UnitOfWork, principal: Principal, method: 'otp' | 'hwk'): Promise<void> {
     const current = await findSessionAssurance(trx, principal.sessionId);
     const amr = [...new Set([...(current?.amr ?? ['pwd']), method, 'mfa'])];
     await revokeUserSessions(trx, principal.user.id, principal.sessionId);
     await raiseSessionAssurance(trx, principal.sessionId, amr, 'aal2');
   }
 
-  private async issueRecoveryCodes(trx: Transaction<Database>, principal: Principal, record: Recorder): Promise<string[]> {
+  private async issueRecoveryCodes(trx: UnitOfWork, principal: Principal): Promise<string[]> {
     const codes = newRecoveryCodes();
     await replaceRecoveryCodes(trx, principal.user.id, codes.map(recoveryCodeHash));
-    await record({ type: 'mfa.recovery_codes_generated', actor: principal.user.id, subject: principal.user.id, details: { count: codes.length } });
+    await recordEvent(trx, {
+      type: 'mfa.recovery_codes_generated',
+      actor: principal.user.id,
+      subject: principal.user.id,
+      details: { count: codes.length },
+      origin: principal.client,
+    });
     return codes;
   }
 }

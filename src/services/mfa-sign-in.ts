@@ -1,14 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { countRecoveryCodes, findPasskey, listConfirmedFactors, recordPasskeyUse, takeTotpStep, useRecoveryCode } from '../db/factors';
-import { consumeChallenge, deleteExpiredChallenges, findLiveMfaChallenge, insertChallenge, recordMfaFailure, setMfaWebAuthnChallenge } from '../db/mfa-challenges';
+import { consumeChallenge, findLiveMfaChallenge, insertChallenge, recordMfaFailure, setMfaWebAuthnChallenge } from '../db/mfa-challenges';
+import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, MfaChallengeRow, MfaFactorRow, UserRow } from '../db/types';
 import { findUserById } from '../db/users';
-import { ApiError, forbidden, invalidCode, invalidPasskey, unauthorized, validationError } from '../http/errors';
-import type { AuditTrail, Recorder } from './audit';
-import { emailNotVerified, type ClientInfo, type SecondFactorGate } from './auth';
-import { CHALLENGE_SWEEP, type Clock, type FactorService } from './factors';
+import { Forbidden, InvalidCode, InvalidCredentials, InvalidPasskey, Unauthorized, Validation } from '../errors';
+import { recordEvent } from './audit-events';
+import { emailNotVerified, type SecondFactorGate } from './auth';
+import type { Clock, FactorService } from './factors';
 import { countedCheck, type LoginGuard } from './login-guard';
+import type { ClientInfo } from './principal';
 import { recoveryCodeHash } from './recovery-codes';
 import { openSession, type TokenPair } from './session-start';
 import { sha256, type Assurance, type TokenService } from './tokens';
@@ -38,19 +40,19 @@ interface Shown {
   details?: Record<string, unknown>;
 }
 
-const passkeyNotRecognised = () =>
-  new ApiError(401, 'INVALID_CREDENTIALS', 'Passkey not recognised', undefined, { headers: { 'WWW-Authenticate': 'Bearer' } });
+const passkeyNotRecognised = () => new InvalidCredentials('Passkey not recognised');
 
 /**
  * Signing in with a second factor: the `mfa_token` a password login of a user with a factor
  * gets, its verification with a TOTP code, a recovery code or a passkey, and the passwordless
  * sign-in with a discoverable passkey. Wrong proofs count as failed logins toward the lockout.
+ * Spent and expired login steps are purged by housekeeping.
  */
 export class MfaSignIn implements SecondFactorGate {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly tokens: TokenService,
-    private readonly audit: AuditTrail,
+    private readonly transact: Transact,
     private readonly totp: TotpCodes,
     private readonly webauthn: WebAuthnParty,
     private readonly factors: FactorService,
@@ -66,12 +68,11 @@ export class MfaSignIn implements SecondFactorGate {
     if (factors.some((f) => f.type === 'webauthn')) methods.push('webauthn');
     if ((await countRecoveryCodes(this.db, user.id)) > 0) methods.push('recovery_code');
     const mfaToken = randomBytes(32).toString('base64url');
-    const now = this.options.now();
-    await this.audit.transaction(client, async (trx, record) => {
-      await insertChallenge(trx, { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), expiresAt: new Date(now + MFA_TOKEN_TTL_MS) });
-      await record({ type: 'mfa.challenged', actor: null, subject: user.id, details: { methods } });
+    const expiresAt = new Date(this.options.now() + MFA_TOKEN_TTL_MS);
+    await this.transact(async (trx) => {
+      await insertChallenge(trx, { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), expiresAt });
+      await recordEvent(trx, { type: 'mfa.challenged', actor: null, subject: user.id, details: { methods }, origin: client });
     });
-    await deleteExpiredChallenges(this.db, new Date(now - MFA_TOKEN_TTL_MS), CHALLENGE_SWEEP);
     return { mfaToken, methods };
   }
 
@@ -83,38 +84,41 @@ export class MfaSignIn implements SecondFactorGate {
       allow: passkeys.map((p) => ({ id: p.credential_id!, transports: p.transports ?? undefined })),
       userVerification: 'preferred',
     });
-    if (!(await setMfaWebAuthnChallenge(this.db, step.id, options.challenge, new Date(this.options.now())))) throw unauthorized();
+    if (!(await setMfaWebAuthnChallenge(this.db, step.id, options.challenge, new Date(this.options.now())))) throw new Unauthorized();
     return options;
   }
 
   /** Finishes a password login with a proof of the second factor; opens the session. */
   async verify(proof: MfaProof, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
-    if (proof.method !== 'webauthn' && proof.code === undefined) throw validationError([{ field: 'body.code', message: `is required with method ${proof.method}` }]);
-    if (proof.method === 'webauthn' && proof.credential === undefined) throw validationError([{ field: 'body.credential', message: 'is required with method webauthn' }]);
+    if (proof.method !== 'webauthn' && proof.code === undefined) throw new Validation([{ field: 'body.code', message: `is required with method ${proof.method}` }]);
+    if (proof.method === 'webauthn' && proof.credential === undefined) throw new Validation([{ field: 'body.credential', message: 'is required with method webauthn' }]);
     const step = await this.liveStep(proof.mfa_token);
     const user = await findUserById(this.db, step.user_id!);
-    if (!user || user.deleted_at !== null || !user.is_active) throw unauthorized();
+    if (!user || user.deleted_at !== null || !user.is_active) throw new Unauthorized();
 
     let opened: { sessionId: string; tokens: TokenPair } | undefined;
     const { valid, locked } = await countedCheck(this.options.loginGuard, user.email, client.ip, async () => {
-      opened = await this.audit.transaction(client, async (trx, record) => {
-        const shown = await this.check(trx, step, user, proof, record);
+      opened = await this.transact(async (trx) => {
+        const shown = await this.check(trx, step, user, proof, client);
         if (!shown) return undefined;
         // Spent with the proof: of two requests with one token, one signs in.
-        if (!(await consumeChallenge(trx, { purpose: 'mfa', id: step.id }, new Date(this.options.now())))) throw unauthorized();
+        if (!(await consumeChallenge(trx, { purpose: 'mfa', id: step.id }, new Date(this.options.now())))) throw new Unauthorized();
         const assurance: Assurance = { amr: ['pwd', shown.amr, 'mfa'], aal: 'aal2' };
         const session = await openSession(trx, this.tokens, user, client, assurance);
-        await record({ type: 'mfa.verified', actor: user.id, subject: user.id, details: { method: proof.method, factor_id: shown.factorId ?? null, ...shown.details } });
-        await record({ type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: session.sessionId, amr: [...assurance.amr] } });
+        const details = { method: proof.method, factor_id: shown.factorId ?? null, ...shown.details };
+        await recordEvent(trx, { type: 'mfa.verified', actor: user.id, subject: user.id, details, origin: client });
+        await recordEvent(trx, { type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: session.sessionId, amr: [...assurance.amr] }, origin: client });
         return session;
       });
       return opened !== undefined;
     });
     if (!valid || !opened) {
-      const failures = await recordMfaFailure(this.db, step.id, MFA_MAX_FAILURES);
-      await this.audit.record(client, { type: 'mfa.failed', actor: null, subject: user.id, details: { method: proof.method, reason: 'wrong_proof', failures } });
-      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked } });
-      throw proof.method === 'webauthn' ? invalidPasskey() : invalidCode();
+      await this.transact(async (trx) => {
+        const failures = await recordMfaFailure(trx, step.id, MFA_MAX_FAILURES);
+        await recordEvent(trx, { type: 'mfa.failed', actor: null, subject: user.id, details: { method: proof.method, reason: 'wrong_proof', failures }, origin: client });
+        if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked }, origin: client });
+      });
+      throw proof.method === 'webauthn' ? new InvalidPasskey() : new InvalidCode();
     }
     return { user, tokens: opened.tokens };
   }
@@ -129,12 +133,14 @@ export class MfaSignIn implements SecondFactorGate {
   /** Signs in with a passkey alone; with user verification, that is two factors in one. */
   async passkeyLogin(challengeId: string, credential: Credential, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
     const issued = await consumeChallenge(this.db, { purpose: 'passkey_login', id: challengeId }, new Date(this.options.now()));
-    if (!issued) throw unauthorized();
+    if (!issued) throw new Unauthorized();
     const passkey = await findPasskey(this.db, credential.id);
     const user = passkey && (await findUserById(this.db, passkey.user_id));
-    const refuse = async (subject: number | null, reason: string) => {
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject, details: { reason, method: 'passkey' } });
-    };
+    const refuse = (subject: number | null, reason: string, locked?: string) =>
+      this.transact(async (trx) => {
+        await recordEvent(trx, { type: 'login.failed', actor: null, subject, details: { reason, method: 'passkey' }, origin: client });
+        if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject, details: { scope: locked }, origin: client });
+      });
     // The handle the authenticator keeps with a discoverable credential must be the one it was made for.
     const handle = credential.response.userHandle;
     if (!passkey || !user || user.deleted_at !== null || (handle && passkey.user_handle && handle !== passkey.user_handle)) {
@@ -146,22 +152,22 @@ export class MfaSignIn implements SecondFactorGate {
       return checked !== undefined && (await recordPasskeyUse(this.db, passkey.id, Number(passkey.sign_count), checked.newCounter));
     });
     if (!valid) {
-      await refuse(user.id, 'passkey_rejected');
-      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked } });
+      await refuse(user.id, 'passkey_rejected', locked);
       throw passkeyNotRecognised();
     }
     if (!user.is_active) {
       await refuse(user.id, 'account_disabled');
-      throw forbidden('Account is disabled');
+      throw new Forbidden('Account is disabled');
     }
     if (this.options.requireVerifiedEmail && !user.email_verified) {
       await refuse(user.id, 'email_not_verified');
       throw emailNotVerified();
     }
     const assurance: Assurance = { amr: ['hwk', 'mfa'], aal: 'aal2' };
-    const { tokens } = await this.audit.transaction(client, async (trx, record) => {
+    const { tokens } = await this.transact(async (trx) => {
       const session = await openSession(trx, this.tokens, user, client, assurance);
-      await record({ type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: session.sessionId, method: 'passkey', factor_id: passkey.id, amr: [...assurance.amr] } });
+      const details = { session_id: session.sessionId, method: 'passkey', factor_id: passkey.id, amr: [...assurance.amr] };
+      await recordEvent(trx, { type: 'login.succeeded', actor: user.id, subject: user.id, details, origin: client });
       return session;
     });
     return { user, tokens };
@@ -170,12 +176,12 @@ export class MfaSignIn implements SecondFactorGate {
   /** The live login step an mfa_token names; 401 for one unknown, expired, used or voided. */
   private async liveStep(mfaToken: string): Promise<MfaChallengeRow> {
     const step = await findLiveMfaChallenge(this.db, sha256(mfaToken), new Date(this.options.now()));
-    if (!step || step.user_id === null) throw unauthorized();
+    if (!step || step.user_id === null) throw new Unauthorized();
     return step;
   }
 
   /** Checks one proof, taking what it spends (a TOTP step, a recovery code, a passkey's counter). */
-  private async check(trx: Transaction<Database>, step: MfaChallengeRow, user: UserRow, proof: MfaProof, record: Recorder): Promise<Shown | undefined> {
+  private async check(trx: UnitOfWork, step: MfaChallengeRow, user: UserRow, proof: MfaProof, client: ClientInfo): Promise<Shown | undefined> {
     if (proof.method === 'totp') {
       const now = this.options.now();
       for (const factor of await listConfirmedFactors(trx, user.id, 'totp')) {
@@ -187,7 +193,7 @@ export class MfaSignIn implements SecondFactorGate {
     if (proof.method === 'recovery_code') {
       if (!(await useRecoveryCode(trx, user.id, recoveryCodeHash(proof.code!)))) return undefined;
       const remaining = await countRecoveryCodes(trx, user.id);
-      await record({ type: 'mfa.recovery_code_used', actor: user.id, subject: user.id, details: { remaining } });
+      await recordEvent(trx, { type: 'mfa.recovery_code_used', actor: user.id, subject: user.id, details: { remaining }, origin: client });
       return { amr: 'otp', details: { recovery_codes_remaining: remaining } };
     }
     const credential = proof.credential!;

@@ -1,15 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { insertSession } from '../db/sessions';
 import type { Executor, UserRow } from '../db/types';
+import type { ClientInfo } from './principal';
 import { PASSWORD_ONLY, type Assurance, type IssuedPair, type TokenService } from './tokens';
 
+/** The tokens of a session as its holder gets them. */
 export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
-
-/** The client a session is opened for, as the session keeps it. */
-export interface SessionClient {
-  ip: string | null;
-  userAgent: string | null;
-}
 
 /**
  * Opens a session for the user, signed in as `assurance` says, and issues its token pair; the
@@ -19,7 +15,7 @@ export async function openSession(
   db: Executor,
   tokens: TokenService,
   user: UserRow,
-  client: SessionClient,
+  client: ClientInfo,
   assurance: Assurance = PASSWORD_ONLY,
 ): Promise<{ sessionId: string; tokens: TokenPair }> {
   const sessionId = randomUUID();

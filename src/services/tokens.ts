@@ -1,8 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import type { Config } from '../config';
+import type { KeyRing, TokenConfig } from '../config';
 import type { AssuranceLevel } from '../db/types';
-import { keyRingFor, type KeyRing } from './keys';
 
 export type TokenType = 'access' | 'refresh';
 
@@ -48,10 +47,10 @@ export interface TokenSubject {
 }
 
 export interface IssuedPair {
-  access_token: string;
-  refresh_token: string;
-  token_type: 'bearer';
-  expires_in: number;
+  accessToken: string;
+  refreshToken: string;
+  /** The access token's lifetime. */
+  expiresInSeconds: number;
   /** SHA-256 of the refresh token: what the session stores instead of the token. */
   refreshTokenHash: string;
   refreshExpiresAt: Date;
@@ -82,10 +81,10 @@ export class TokenService {
   readonly accessTtlSeconds: number;
   readonly refreshTtlSeconds: number;
 
-  constructor(config: Config) {
-    this.keys = keyRingFor(config);
-    this.issuer = config.jwtIssuer;
-    this.audience = config.jwtAudience;
+  constructor(config: TokenConfig) {
+    this.keys = config.keys;
+    this.issuer = config.issuer;
+    this.audience = config.audience;
     this.accessTtlSeconds = config.accessTokenExpireMinutes * 60;
     this.refreshTtlSeconds = config.refreshTokenExpireDays * 24 * 60 * 60;
   }
@@ -93,10 +92,9 @@ export class TokenService {
   issuePair(user: TokenSubject, sessionId: string, assurance: Assurance = PASSWORD_ONLY): IssuedPair {
     const refresh = this.issueRefresh(user.id, sessionId);
     return {
-      access_token: this.issueAccess(user, sessionId, assurance),
-      refresh_token: refresh.token,
-      token_type: 'bearer',
-      expires_in: this.accessTtlSeconds,
+      accessToken: this.issueAccess(user, sessionId, assurance),
+      refreshToken: refresh.token,
+      expiresInSeconds: this.accessTtlSeconds,
       refreshTokenHash: refresh.hash,
       refreshExpiresAt: refresh.expiresAt,
     };

@@ -1,5 +1,6 @@
 import { Secret, TOTP } from 'otpauth';
-import { deriveKey, seal, unseal } from './sealed';
+import type { TotpConfig } from '../config';
+import { deriveKey, seal, unseal } from '../infra/sealed';
 
 /** RFC 6238 as every authenticator app reads it: SHA-1, 6 digits, 30-second steps. */
 const ALGORITHM = 'SHA1';
@@ -17,8 +18,11 @@ const SECRET_BYTES = 20;
 export class TotpCodes {
   private readonly key: Buffer;
 
-  constructor(private readonly options: { issuer: string; secretKey: string }) {
-    this.key = deriveKey(options.secretKey, 'mfa-totp-secret');
+  constructor(
+    private readonly config: TotpConfig,
+    secretKey: string,
+  ) {
+    this.key = deriveKey(secretKey, 'mfa-totp-secret');
   }
 
   /** A new secret: base32 for the user, sealed for the database. */
@@ -46,7 +50,7 @@ export class TotpCodes {
 
   private totp(base32: string, account: string): TOTP {
     return new TOTP({
-      issuer: this.options.issuer,
+      issuer: this.config.issuer,
       label: account,
       secret: Secret.fromBase32(base32),
       algorithm: ALGORITHM,

@@ -4,19 +4,13 @@ import {
   verifyAuthenticationResponse,
   verifyRegistrationResponse,
   type AuthenticationResponseJSON,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
+  type AuthenticatorSelectionCriteria,
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
+import type { WebAuthnConfig } from '../config';
 
 /** How long a WebAuthn challenge may be answered. */
 export const CHALLENGE_TTL_MS = 5 * 60 * 1000;
-
-export interface RelyingParty {
-  rpId: string;
-  rpName: string;
-  origins: readonly string[];
-}
 
 /** A registered passkey, as an assertion is checked against it. */
 export interface StoredPasskey {
@@ -28,21 +22,55 @@ export interface StoredPasskey {
 
 type Credential = { id: string; response: { clientDataJSON: string } } & Record<string, unknown>;
 
+/** A passkey named in options: its credential id (base64url) and how its authenticator is reached. */
+export interface CredentialDescriptor {
+  id: string;
+  type: 'public-key';
+  transports?: string[];
+}
+
+/**
+ * `PublicKeyCredentialCreationOptionsJSON` as this party makes it, for
+ * `PublicKeyCredential.parseCreationOptionsFromJSON()`.
+ */
+export interface CreationOptions {
+  challenge: string;
+  rp: { name: string; id: string };
+  user: { id: string; name: string; displayName: string };
+  pubKeyCredParams: { alg: number; type: 'public-key' }[];
+  timeout: number;
+  attestation: 'none';
+  excludeCredentials: CredentialDescriptor[];
+  authenticatorSelection: AuthenticatorSelectionCriteria;
+  extensions?: { credProps?: boolean };
+  hints?: string[];
+}
+
+/** `PublicKeyCredentialRequestOptionsJSON` as this party makes it, for `parseRequestOptionsFromJSON()`. */
+export interface RequestOptions {
+  challenge: string;
+  rpId: string;
+  timeout: number;
+  userVerification: 'required' | 'preferred';
+  allowCredentials?: CredentialDescriptor[];
+}
+
+
 /**
  * The WebAuthn ceremonies of this relying party: options in their JSON form, and the checks of
  * what authenticators answer (challenge, origin, RP ID, flags, signature, counter). A check that
  * fails answers undefined; why is not the client's business.
  */
 export class WebAuthnParty {
-  constructor(private readonly party: RelyingParty) {}
+  constructor(private readonly party: WebAuthnConfig) {}
 
-  creationOptions(input: {
+  async creationOptions(input: {
     userHandle: string;
     userName: string;
     displayName: string;
     exclude: { id: string; transports?: string[] }[];
-  }): Promise<PublicKeyCredentialCreationOptionsJSON> {
-    return generateRegistrationOptions({
+  }): Promise<CreationOptions> {
+    const options = await generateRegistrationOptions({
       rpName: this.party.rpName,
       rpID: this.party.rpId,
       userName: input.userName,
@@ -54,15 +82,35 @@ export class WebAuthnParty {
       // Discoverable, so that the passkey signs in without an e-mail typed first.
       authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
     });
+    // The library's JSON type leaves optional what these settings always fill in.
+    return {
+      challenge: options.challenge,
+      rp: { name: this.party.rpName, id: this.party.rpId },
+      user: options.user,
+      pubKeyCredParams: options.pubKeyCredParams.map(({ alg }) => ({ alg, type: 'public-key' })),
+      timeout: CHALLENGE_TTL_MS,
+      attestation: 'none',
+      excludeCredentials: (options.excludeCredentials ?? []).map(descriptor),
+      authenticatorSelection: options.authenticatorSelection ?? {},
+      ...(options.extensions?.credProps !== undefined && { extensions: { credProps: options.extensions.credProps } }),
+      ...(options.hints && { hints: options.hints }),
+    };
   }
 
-  requestOptions(input: { allow?: { id: string; transports?: string[] }[]; userVerification: 'required' | 'preferred' }): Promise<PublicKeyCredentialRequestOptionsJSON> {
-    return generateAuthenticationOptions({
+  async requestOptions(input: { allow?: { id: string; transports?: string[] }[]; userVerification: 'required' | 'preferred' }): Promise<RequestOptions> {
+    const options = await generateAuthenticationOptions({
       rpID: this.party.rpId,
       allowCredentials: input.allow,
       userVerification: input.userVerification,
       timeout: CHALLENGE_TTL_MS,
     });
+    return {
+      challenge: options.challenge,
+      rpId: this.party.rpId,
+      timeout: CHALLENGE_TTL_MS,
+      userVerification: input.userVerification,
+      ...(options.allowCredentials && { allowCredentials: options.allowCredentials.map(descriptor) }),
+    };
   }
 
   /** The challenge a credential answers, read from its client data; undefined when unreadable. */
@@ -117,4 +165,8 @@ export class WebAuthnParty {
       return undefined;
     }
   }
+}
+
+function descriptor(credential: { id: string; transports?: string[] }): CredentialDescriptor {
+  return { id: credential.id, type: 'public-key', ...(credential.transports && { transports: credential.transports }) };
 }

@@ -130,7 +130,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     ...database.env,
     ...env,
   });
-  const app = await createApp(config, { logger: createLogger({ logLevel: 'silent' }), clock: options.clock });
+  const app = await createApp(config, { logger: createLogger({ level: 'silent' }), clock: options.clock });
   const server = app.koa.callback();
   // The typed client speaks real HTTP (the global fetch) to the app on an ephemeral local port.
   const listener = app.koa.listen(0, '127.0.0.1');
@@ -163,7 +163,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
   const ctx: TestContext = {
     app,
     config,
-    db: app.services.db,
+    db: app.db,
     kind: database.kind,
     database,
     baseUrl,
