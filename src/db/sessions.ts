@@ -123,12 +123,11 @@ export function listLiveSessions(db: Executor, userId: number): Promise<SessionR
 
 /** Revokes one live session of the user; false when the user has no such session. */
 export async function revokeOwnSession(db: Executor, userId: number, sessionId: string): Promise<boolean> {
+  const live = { id: sessionId, user_id: userId, revoked_at: null };
   const revoked = await db
     .updateTable('sessions')
     .set({ revoked_at: sql`now()` })
-    .where('id', '=', sessionId)
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
+    .where((eb) => eb.and(live))
     .where('expires_at', '>', sql<Date>`now()`)
     .returning('id')
     .executeTakeFirst();
