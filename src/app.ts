@@ -83,13 +83,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // A user's current password, asked for before they change their own credentials, counts like a login.
     const currentPassword = new CurrentPassword(passwords, transact, loginGuard);
     const services: Services = {
-      config,
+      about: { version: config.server.appVersion, startedAt: Date.now() },
+      jwks: config.tokens.keys.jwks,
       auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard),
       account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard),
       users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword),
       audit: new AuditService(db, config.pagination),
       health: new HealthService(db, lifecycle),
-      startedAt: Date.now(),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
