@@ -94,7 +94,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const factors = new FactorService(db, transact, totp, webauthn, now);
     const mfa = new MfaSignIn(db, tokens, transact, totp, webauthn, factors, { now, requireVerifiedEmail: config.sessions.requireVerifiedEmail, loginGuard });
     const services: Services = {
-      config,
+      about: { version: config.server.appVersion, startedAt: Date.now() },
+      jwks: config.tokens.keys.jwks,
       auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, mfa),
       account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard),
       users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword),
@@ -102,7 +103,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       health: new HealthService(db, lifecycle),
       factors,
       mfa,
-      startedAt: Date.now(),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
