@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import Koa from 'koa';
-import type { Config } from './config';
+import { hashPolicyOf, type Config } from './config';
 import { openDatabase } from './db/database';
 import { migrateToLatest } from './db/migrate';
 import { handlers } from './handlers';
@@ -62,7 +62,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const audit = new AuditTrail(db, config, logger);
     if (metrics) audit.onRecorded((type) => metrics.countEvent(type));
     const passwords = new PasswordHasher({
-      cost: config.bcryptCost,
+      policy: hashPolicyOf(config),
       concurrency: config.passwordHashConcurrency,
       maxWaiting: config.passwordHashQueueMax,
       maxPerCaller: config.passwordHashCallerMax,

@@ -1,7 +1,7 @@
 import { parseArgs, types } from 'node:util';
 import dotenv from 'dotenv';
 import type { Kysely } from 'kysely';
-import { ConfigError, loadConfig, type Config } from './config';
+import { ConfigError, hashPolicyOf, loadConfig, type Config } from './config';
 import { openDatabase } from './db/database';
 import { checked, migrateToLatest, migrator } from './db/migrate';
 import { listLiveSessions, revokeUserSessions } from './db/sessions';
@@ -203,7 +203,7 @@ async function createAdmin(context: Context, { email, name }: AdminFields): Prom
     if (error instanceof ApiError && error.details?.[0]) throw new CommandError(`the password ${error.details[0].message}`);
     throw error;
   }
-  const passwordHash = await new PasswordHasher({ cost: config.bcryptCost, concurrency: 1, maxWaiting: 0 }).hash(password);
+  const passwordHash = await new PasswordHasher({ policy: hashPolicyOf(config), concurrency: 1, maxWaiting: 0 }).hash(password);
   const admin = await insertAdmin(new AuditTrail(db, config, QUIET), { email, name, passwordHash, source: 'cli' });
   if (!admin) throw taken();
   io.stdout.write(`created the admin ${admin.email} (id ${admin.id})\n`);

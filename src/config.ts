@@ -1,6 +1,7 @@
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { KeyError, parsePrivateKey, parsePublicKeys, type AsymmetricAlgorithm } from './services/keys';
+import { HASH_ALGORITHMS, type HashAlgorithm, type HashPolicy } from './services/password-hashes';
 
 export type Algorithm = 'HS256' | 'HS384' | 'HS512' | AsymmetricAlgorithm;
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -30,6 +31,18 @@ export interface Config {
   readonly refreshTokenExpireDays: number;
   readonly refreshReuseGraceSeconds: number;
   readonly bcryptCost: number;
+  /** The algorithm of new password hashes; stored hashes of another are replaced at sign-in. */
+  readonly passwordHashAlgorithm: HashAlgorithm;
+  readonly argon2MemoryKib: number;
+  readonly argon2Iterations: number;
+  /** Body limit of POST /api/users/import alone, so that 1,000 rows fit. */
+  readonly importMaxBodyBytes: number;
+  /** Check new passwords against the Pwned Passwords range API, by k-anonymity. */
+  readonly pwnedPasswordsCheck: boolean;
+  /** The range API's base; the five-character prefix is appended. */
+  readonly pwnedPasswordsUrl: string;
+  /** Past this, a new password is let through unchecked (logged and counted). */
+  readonly pwnedPasswordsTimeoutMs: number;
   /** Password hashes run at once; by default the cores, up to libuv's thread pool size. */
   readonly passwordHashConcurrency: number;
   /** Hashes that may wait for a slot before more are refused with 503. */
@@ -245,6 +258,9 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
   }
   const { jwtPrivateKey, jwtPreviousPublicKeys } = signingKeys(algorithm, read('JWT_PRIVATE_KEY'), read('JWT_PREVIOUS_PUBLIC_KEYS'), problems);
 
+  const pwnedPasswordsUrl = read('PWNED_PASSWORDS_URL') ?? 'https://api.pwnedpasswords.com/range/';
+  if (!/^https?:\/\/[^/]/.test(pwnedPasswordsUrl)) problems.push(`PWNED_PASSWORDS_URL must be an http:// or https:// URL, got "${pwnedPasswordsUrl}"`);
+
   const webConcurrencyRaw = read('WEB_CONCURRENCY')?.toLowerCase();
   const webConcurrency = webConcurrencyRaw === 'auto' ? availableParallelism() : integer('WEB_CONCURRENCY', 1, 1, 256);
   if (webConcurrency > 1 && databaseUrl === undefined) {
@@ -294,6 +310,14 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     refreshTokenExpireDays,
     refreshReuseGraceSeconds: integer('REFRESH_REUSE_GRACE_SECONDS', 10, 0, 3600),
     bcryptCost: integer('BCRYPT_COST', 12, 4, 31),
+    passwordHashAlgorithm: oneOf('PASSWORD_HASH_ALGORITHM', HASH_ALGORITHMS, 'bcrypt', (s) => s.toLowerCase()),
+    // OWASP's least argon2id setting: 19 MiB, two passes, one lane.
+    argon2MemoryKib: integer('ARGON2_MEMORY_KIB', 19_456, 1024, 4 * 1024 * 1024),
+    argon2Iterations: integer('ARGON2_ITERATIONS', 2, 1, 100),
+    importMaxBodyBytes: integer('IMPORT_MAX_BODY_BYTES', 2 * 1024 * 1024, 1024, 50 * 1024 * 1024),
+    pwnedPasswordsCheck: boolean('PWNED_PASSWORDS_CHECK', false),
+    pwnedPasswordsUrl,
+    pwnedPasswordsTimeoutMs: integer('PWNED_PASSWORDS_TIMEOUT_MS', 1500, 50, 60_000),
     passwordHashConcurrency: integer('PASSWORD_HASH_CONCURRENCY', defaultHashConcurrency(env), 1, 1024),
     passwordHashQueueMax: integer('PASSWORD_HASH_QUEUE_MAX', 16, 0, 100_000),
     defaultPageSize,
@@ -372,6 +396,16 @@ function requiresStartTls(smtpUrl: string, problems: string[]): boolean {
     problems.push('SMTP_URL says requireTLS=false: in production say ignoreTLS=true for a relay without TLS, or leave STARTTLS required');
   }
   return true;
+}
+
+/** How new password hashes are made, as the hashing pool takes it. */
+export function hashPolicyOf(config: Config): HashPolicy {
+  return {
+    algorithm: config.passwordHashAlgorithm,
+    bcryptCost: config.bcryptCost,
+    argon2MemoryKib: config.argon2MemoryKib,
+    argon2Iterations: config.argon2Iterations,
+  };
 }
 
 /** One hash per core, but no more than libuv's thread pool (UV_THREADPOOL_SIZE, 4 by default) runs at once. */

@@ -5,6 +5,7 @@ import { conflict, forbidden, invalidCredentials, tokenExpired, unauthorized } f
 import { findAuthenticatedUser, findSessionCreatedAt, insertSession, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
+import { replacePasswordHash } from '../db/password-hashes';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
 import { countedCheck, type LoginGuard } from './login-guard';
@@ -101,7 +102,10 @@ export class AuthService {
       await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' } });
       throw emailNotVerified();
     }
+    // A hash of another algorithm or a lower cost than new ones get is replaced while the password is at hand.
+    const stronger = await this.passwords.rehash(found.password_hash, password);
     const { tokens } = await this.audit.transaction(client, async (trx, record) => {
+      if (stronger) await replacePasswordHash(trx, found.id, found.password_hash, stronger);
       const opened = await this.openSession(trx, found, client);
       await record({ type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId } });
       return opened;
