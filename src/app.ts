@@ -26,6 +26,7 @@ import { createTransport, Outbox } from './services/outbox';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory } from './services/rate-limiter';
 import { TokenService } from './services/tokens';
+import { UserImport } from './services/user-import';
 import { UserService } from './services/users';
 
 export interface App {
@@ -78,6 +79,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard),
       account: new AccountService(db, config, mail, passwords, audit, logger, currentPassword, loginGuard),
       users: new UserService(db, config, mail, passwords, audit, currentPassword),
+      imports: new UserImport(audit),
       audit,
       startedAt: Date.now(),
       lifecycle,
@@ -89,10 +91,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
     const document = contractFor(config);
     const limits = limiter && (await rateLimitGuard(config, limiter));
+    // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
+    const [regularBodies, importBodies] = [bodies(config.maxBodyBytes), bodies(config.importMaxBodyBytes)];
     const { router, compileValidators } = await buildApi(validationContractFor(config), handlers, services, {
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
-      parseBody: bodies(config.maxBodyBytes),
+      parseBody: (ctx, next) => (ctx.state.operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
     });
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.

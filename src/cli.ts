@@ -14,6 +14,7 @@ import { normalizeEmail } from './services/auth';
 import { Housekeeping } from './services/housekeeping';
 import { checkNewPassword, MIN_PASSWORD_LENGTH, PasswordHasher } from './services/passwords';
 import { insertAdmin } from './services/users';
+import { importUsersCommand } from './cli/import-users';
 
 /** Where the command reads and writes; a process passes its own, tests pass captured ones. */
 export interface CliIo {
@@ -36,6 +37,9 @@ Commands:
   revoke-sessions --user <id|e-mail>
                              sign a user out everywhere; prints how many sessions ended
   purge                      purge spent sessions, tokens and mail now; prints the counts
+  import-users FILE.jsonl    import users with their password hashes, one JSON object per line
+                             ({"email", "name", "password_hash", "role"?, "email_verified"?});
+                             lists the rows not created, and exits 1 if any was invalid
   help                       show this text
 
 The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR (stop the server
@@ -129,6 +133,13 @@ function commandFor(command: string, rest: string[], options: Options, env: CliI
       if (options.user === undefined) throw new UsageError('revoke-sessions needs --user <id|e-mail>');
       const user = userRef(options.user);
       return (context) => revokeSessions(context, user);
+    }
+    case 'import-users': {
+      allow();
+      noMore(1);
+      const file = rest[0];
+      if (file === undefined) throw new UsageError('import-users needs FILE.jsonl');
+      return (context) => importUsersCommand(context, file);
     }
     case 'purge':
       allow();

@@ -5,6 +5,7 @@ import type { Database } from '../db/types';
 import type { AuthService, ClientInfo, Principal } from '../services/auth';
 import type { AccountService } from '../services/account';
 import type { AuditTrail } from '../services/audit';
+import type { UserImport } from '../services/user-import';
 import type { UserService } from '../services/users';
 
 export type OperationId = keyof operations;
@@ -45,6 +46,7 @@ export interface Services {
   auth: AuthService;
   account: AccountService;
   users: UserService;
+  imports: UserImport;
   audit: AuditTrail;
   startedAt: number;
   /** `draining` once the process has begun to stop: readiness then answers 503. */

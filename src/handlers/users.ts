@@ -1,5 +1,6 @@
 import { created, noContent, ok, signedIn } from '../http/reply';
 import type { Handler } from './types';
+import { countByStatus } from '../services/user-import';
 import { userView } from './views';
 
 export const listUsers: Handler<'listUsers'> = async (input, { users }) => {
@@ -27,3 +28,8 @@ export const deleteUser: Handler<'deleteUser'> = async (input, { users }) => {
 
 export const restoreUser: Handler<'restoreUser'> = async (input, { users }) =>
   ok(userView(await users.restore(signedIn(input), input.path.id), true));
+
+export const importUsers: Handler<'importUsers'> = async (input, { imports }) => {
+  const results = await imports.importUsers(signedIn(input), input.body.users);
+  return ok(results, { meta: countByStatus(results) });
+};
