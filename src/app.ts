@@ -18,11 +18,13 @@ import { AccountService } from './services/account';
 import { AccountMail } from './services/account-mail';
 import { AuditTrail } from './services/audit';
 import { AuthService } from './services/auth';
+import { BreachedPasswords } from './services/breached-passwords';
 import { CurrentPassword } from './services/current-password';
 import { Housekeeping } from './services/housekeeping';
 import { LoginGuard } from './services/login-guard';
 import { Metrics } from './services/metrics';
 import { createTransport, Outbox } from './services/outbox';
+import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory } from './services/rate-limiter';
 import { TokenService } from './services/tokens';
@@ -73,12 +75,19 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const loginGuard = limiter && (await LoginGuard.create(config, limiter));
     // A user's current password, asked for before they change their own credentials, counts like a login.
     const currentPassword = new CurrentPassword(passwords, audit, loginGuard);
+    const breached = config.pwnedPasswordsCheck
+      ? new BreachedPasswords(
+          new PwnedPasswordsRange({ url: config.pwnedPasswordsUrl, timeoutMs: config.pwnedPasswordsTimeoutMs }),
+          logger,
+          metrics && (() => metrics.countPwnedPasswordsUnavailable()),
+        )
+      : undefined;
     const services: Services = {
       config,
       db,
-      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard),
-      account: new AccountService(db, config, mail, passwords, audit, logger, currentPassword, loginGuard),
-      users: new UserService(db, config, mail, passwords, audit, currentPassword),
+      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard, breached),
+      account: new AccountService(db, config, mail, passwords, audit, logger, currentPassword, loginGuard, breached),
+      users: new UserService(db, config, mail, passwords, audit, currentPassword, breached),
       imports: new UserImport(audit),
       audit,
       startedAt: Date.now(),

@@ -8,6 +8,7 @@ import { findUserByEmail, insertUser } from '../db/users';
 import { replacePasswordHash } from '../db/password-hashes';
 import type { AccountMail } from './account-mail';
 import type { AuditTrail } from './audit';
+import type { BreachedPasswords } from './breached-passwords';
 import { countedCheck, type LoginGuard } from './login-guard';
 import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
@@ -49,6 +50,8 @@ export class AuthService {
     private readonly audit: AuditTrail,
     /** Per-account lockout after repeated failed logins; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
+    /** Refuses passwords known from breaches; absent unless PWNED_PASSWORDS_CHECK. */
+    private readonly breached?: BreachedPasswords,
   ) {
     // The first hash also starts libuv's pool, whose threads then yield to the event loop.
     void passwords.dummyHash().then(lowerHelperThreadPriority);
@@ -56,6 +59,7 @@ export class AuthService {
 
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     checkNewPassword(input.password, 'body.password', input.email);
+    await this.breached?.refuse(input.password, 'body.password');
     const passwordHash = await this.passwords.hash(input.password);
     const registered = await this.audit.transaction(client, async (trx, record) => {
       const user = await insertUser(trx, {
