@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { components } from '../../generated/openapi';
 import type { Config } from '../config';
-import { deleteAuditEventsBefore, insertAuditEvent, listAuditEventsAfter, type AuditDetails, type AuditEventRow } from '../db/audit';
+import { deleteAuditEventsBefore, insertAuditEvent, insertAuditEvents, listAuditEventsAfter, type AuditDetails, type AuditEventRow } from '../db/audit';
 import type { Database } from '../db/types';
 import { validationError, type FieldError } from '../http/errors';
 import type { Logger } from '../logger';
@@ -42,6 +42,8 @@ export interface AuditEvent {
 
 /** Writes an event in the transaction it was handed with. */
 export type Recorder = (event: AuditEvent) => Promise<void>;
+/** Writes many events in that transaction at once. */
+export type BulkRecorder = (events: AuditEvent[]) => Promise<void>;
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */
 export type RequestOrigin = ClientInfo | null;
@@ -90,14 +92,21 @@ export class AuditTrail {
     this.announce([event]);
   }
 
-  /** Runs `work` in one transaction, with a recorder that writes events in that transaction. */
-  async transaction<T>(origin: RequestOrigin, work: (trx: Transaction<Database>, record: Recorder) => Promise<T>): Promise<T> {
+  /** Runs `work` in one transaction, with recorders that write events in that transaction. */
+  async transaction<T>(origin: RequestOrigin, work: (trx: Transaction<Database>, record: Recorder, recordAll: BulkRecorder) => Promise<T>): Promise<T> {
     const recorded: AuditEvent[] = [];
     const result = await this.db.transaction().execute((trx) =>
-      work(trx, async (event) => {
-        await insertAuditEvent(trx, this.row(origin, event));
-        recorded.push(event);
-      }),
+      work(
+        trx,
+        async (event) => {
+          await insertAuditEvent(trx, this.row(origin, event));
+          recorded.push(event);
+        },
+        async (events) => {
+          await insertAuditEvents(trx, events.map((event) => this.row(origin, event)));
+          recorded.push(...events);
+        },
+      ),
     );
     this.announce(recorded);
     return result;

@@ -101,13 +101,13 @@ export class UserImport {
       }
     }
     if (toInsert.length === 0) return results;
-    await this.audit.transaction(origin, async (trx, record) => {
+    await this.audit.transaction(origin, async (trx, _record, recordAll) => {
       const created = await insertImportedUsers(trx, toInsert);
       for (const user of created) {
         const result = pending.get(user.email);
         if (result) result.status = 'created';
-        await record({ type: 'user.created', actor, subject: user.id, details: { role: user.role, is_active: user.is_active, source } });
       }
+      await recordAll(created.map((user) => ({ type: 'user.created', actor, subject: user.id, details: { role: user.role, is_active: user.is_active, source } })));
     });
     return results;
   }
