@@ -1,3 +1,4 @@
+import vectors from './fixtures/password-hashes.json';
 import { startTestApp, uniqueEmail, type TestContext } from './support/app';
 import { problemsOf } from './support/config';
 import { expectError } from './support/expect';
@@ -9,8 +10,7 @@ interface Vector {
   password: string;
   hash: string;
 }
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- a JSON fixture, read as data
-const VECTORS: Vector[] = require('./fixtures/password-hashes.json');
+const VECTORS = vectors as Vector[];
 
 /** The hash's format and parameters, without salt or digest, and the password. */
 const label = (v: Vector) => `${/^(\$2[aby]\$\d\d|\$argon2i?d?\$v=19\$[^$]+|pbkdf2_sha256\$\d+)/.exec(v.hash)?.[0]} (${JSON.stringify(v.password)})`;

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { main } from '../src/cli';
+import vectors from './fixtures/password-hashes.json';
 import { startTestApp, TEST_SECRET, uniqueEmail, type TestContext } from './support/app';
 import { expectError } from './support/expect';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- a JSON fixture, read as data
-const VECTORS: Array<{ format: string; password: string; hash: string }> = require('./fixtures/password-hashes.json');
+const VECTORS: Array<{ format: string; password: string; hash: string }> = vectors;
 const BCRYPT = VECTORS.find((v) => v.hash.startsWith('$2b$04$'))!;
 const DJANGO = VECTORS.find((v) => v.hash.startsWith('pbkdf2_sha256$20000$'))!;
 const UNKNOWN_FORMAT = 'password_hash is in an unknown format (bcrypt $2a$/$2b$/$2y$, $argon2id$ or $argon2i$ v=19, or pbkdf2_sha256$ as Django writes it)';
