@@ -27,6 +27,12 @@ lint-contract: node_modules
 	REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx redocly lint --config redocly.yaml api/openapi.yaml
 	SCARF_ANALYTICS=false npx spectral lint --fail-severity=warn --ruleset .spectral.yaml api/openapi.yaml
 
+## check-imports: the import graph of src/ keeps its layers (no circles; db, services, handlers and the
+## domain errors import nothing above them); rules in .dependency-cruiser.cjs
+.PHONY: check-imports
+check-imports: node_modules
+	npx depcruise src --config .dependency-cruiser.cjs --output-type err
+
 ## check-install: npm ci accepts the lock file from a clean checkout, with native builds for every platform
 .PHONY: check-install
 check-install:
@@ -45,6 +51,15 @@ run: build
 
 typecheck: node_modules
 	npx tsc --noEmit
+
+## lint: typescript-eslint's type-aware rules, and Prettier's layout (`make format` rewrites it)
+.PHONY: lint format
+lint: node_modules
+	npx eslint --max-warnings 0 .
+	npx prettier --check .
+
+format: node_modules
+	npx prettier --write .
 
 ## test: contract freshness, type check, then the whole suite; the timing tests run last, alone,
 ## so that no other test competes with them for the CPU

@@ -163,7 +163,7 @@ export function probe(options: LoadOptions): Promise<Figures> {
   args.push(options.url);
   return new Promise((resolve, reject) => {
     execFile(process.execPath, args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
-      if (error) return reject(error);
+      if (error) return reject(new Error(`autocannon failed: ${error.message}`, { cause: error }));
       const result = JSON.parse(stdout);
       resolve({
         rps: result.requests.average,

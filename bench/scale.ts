@@ -59,7 +59,7 @@ async function timeImport(rows: number, passwordHash: string): Promise<{ seconds
     const lines = Array.from({ length: rows }, (_, i) => JSON.stringify({ email: `imported${i + 1}@example.com`, name: `Imported User ${i + 1}`, password_hash: passwordHash }));
     writeFileSync(file, `${lines.join('\n')}\n`);
     const started = performance.now();
-    const { stdout } = await promisify(execFile)(process.execPath, ['dist/src/cli.js', 'import-users', file], {
+    const { stdout } = await promisify(execFile)(process.execPath, ['dist/src/cli/index.js', 'import-users', file], {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL, SECRET_KEY, LOG_LEVEL: 'warn' },
       maxBuffer: 64 * 1024 * 1024,

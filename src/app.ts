@@ -1,9 +1,11 @@
 import cluster from 'node:cluster';
 import Koa from 'koa';
-import { hashPolicyOf, type Config } from './config';
-import { openDatabase } from './db/database';
-import { migrateToLatest } from './db/migrate';
-import { handlers } from './handlers';
+import type { Kysely } from 'kysely';
+import type { Config } from './config';
+import { openMigratedDatabase } from './db/migrate';
+import { transactions } from './db/transaction';
+import type { Database } from './db/types';
+import { operationsFor } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
 import { contractFor, validationContractFor } from './http/contract';
@@ -16,17 +18,20 @@ import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
 import { AccountMail } from './services/account-mail';
-import { AuditTrail } from './services/audit';
+import { AuditService } from './services/audit';
+import type { AuditEventType } from './services/audit-events';
 import { AuthService } from './services/auth';
 import { BreachedPasswords } from './services/breached-passwords';
 import { CurrentPassword } from './services/current-password';
-import { Housekeeping } from './services/housekeeping';
+import { HealthService } from './services/health';
+import { Housekeeping } from './infra/housekeeping';
 import { LoginGuard } from './services/login-guard';
-import { Metrics } from './services/metrics';
-import { createTransport, Outbox } from './services/outbox';
+import { Metrics } from './infra/metrics';
+import { createTransport } from './infra/mail-transport';
+import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { PasswordHasher } from './services/passwords';
-import { limiterFactory } from './services/rate-limiter';
+import { limiterFactory } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
 import { UserImport } from './services/user-import';
 import { UserService } from './services/users';
@@ -34,6 +39,10 @@ import { UserService } from './services/users';
 export interface App {
   koa: Koa;
   services: Services;
+  /** The app's database, for the wiring's neighbours (tests read and seed rows through it). */
+  db: Kysely<Database>;
+  /** The purge on its schedule; `purge()` runs a pass now. */
+  housekeeping: Housekeeping;
   logger: Logger;
   /** Readiness turns 503 and responses ask clients to close their connections; requests are still served. */
   beginShutdown(): void;
@@ -46,70 +55,71 @@ export interface AppOptions {
 
 /** Wires the service: database (migrated), services, contract-driven routes and docs. */
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
-  const logger = options.logger ?? createLogger(config);
-  const { db, kind, pool } = await openDatabase(config);
+  const logger = options.logger ?? createLogger(config.logging);
+  const { db, kind, pool } = await openMigratedDatabase(config.database);
   try {
-    await migrateToLatest(db);
     // Rate limits and the login lockout; counters in memory or, shared, in this database.
-    const limiter = config.rateLimitEnabled ? limiterFactory(config, pool) : undefined;
-    const tokens = new TokenService(config);
-    const outbox = new Outbox(db, config, createTransport(config, logger), logger);
-    const mail = new AccountMail(config, outbox);
-    const housekeeping = new Housekeeping(db, config, logger);
-    const metrics = config.metricsEnabled
+    const limiter = config.limits.rateLimitEnabled ? limiterFactory(config.limits, pool) : undefined;
+    const tokens = new TokenService(config.tokens);
+    const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
+    const mail = new AccountMail(config.account, outbox);
+    const housekeeping = new Housekeeping(db, config.housekeeping, config.audit, logger);
+    const metrics = config.metrics.enabled
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
           { clusterWorker: cluster.isWorker },
         )
       : undefined;
-    const audit = new AuditTrail(db, config, logger);
-    if (metrics) audit.onRecorded((type) => metrics.countEvent(type));
+    // Every write goes through one unit of work; metrics count the audit events of those that commit.
+    const transact = transactions(db, {
+      onCommitted: metrics && ((types) => types.forEach((type) => metrics.countEvent(type as AuditEventType))),
+    });
     const passwords = new PasswordHasher({
-      policy: hashPolicyOf(config),
-      concurrency: config.passwordHashConcurrency,
-      maxWaiting: config.passwordHashQueueMax,
-      maxPerCaller: config.passwordHashCallerMax,
+      policy: config.passwords,
+      concurrency: config.passwords.hashConcurrency,
+      maxWaiting: config.passwords.hashQueueMax,
+      maxPerCaller: config.passwords.hashCallerMax,
       observe: metrics && ((seconds) => metrics.observePasswordHash(seconds)),
     });
     const lifecycle = { draining: false };
-    const loginGuard = limiter && (await LoginGuard.create(config, limiter));
+    const loginGuard = limiter && (await LoginGuard.create(config.limits, config.secret.key, limiter));
     // A user's current password, asked for before they change their own credentials, counts like a login.
-    const currentPassword = new CurrentPassword(passwords, audit, loginGuard);
-    const breached = config.pwnedPasswordsCheck
+    const currentPassword = new CurrentPassword(passwords, transact, loginGuard);
+    const breached = config.passwords.pwnedPasswords.enabled
       ? new BreachedPasswords(
-          new PwnedPasswordsRange({ url: config.pwnedPasswordsUrl, timeoutMs: config.pwnedPasswordsTimeoutMs }),
+          new PwnedPasswordsRange(config.passwords.pwnedPasswords),
           logger,
           metrics && (() => metrics.countPwnedPasswordsUnavailable()),
         )
       : undefined;
     const services: Services = {
       config,
-      db,
-      auth: new AuthService(db, config, tokens, mail, passwords, audit, loginGuard, breached),
-      account: new AccountService(db, config, mail, passwords, audit, logger, currentPassword, loginGuard, breached),
-      users: new UserService(db, config, mail, passwords, audit, currentPassword, breached),
-      imports: new UserImport(audit),
-      audit,
+      auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, breached),
+      account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard, breached),
+      users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword, breached),
+      imports: new UserImport(transact),
+      audit: new AuditService(db, config.pagination),
+      health: new HealthService(db, lifecycle),
       startedAt: Date.now(),
-      lifecycle,
     };
-    if (config.adminEmail && config.adminPassword) {
-      const admin = await services.users.ensureAdmin(config.adminEmail, config.adminPassword);
+    if (config.admin) {
+      const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
       if (admin) logger.info({ userId: admin.id }, 'created the admin account from ADMIN_EMAIL');
     }
 
-    const document = contractFor(config);
-    const limits = limiter && (await rateLimitGuard(config, limiter));
+    const document = contractFor(config.server);
+    const limits = limiter && (await rateLimitGuard(config.limits, limiter));
     // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
-    const [regularBodies, importBodies] = [bodies(config.maxBodyBytes), bodies(config.importMaxBodyBytes)];
-    const { router, compileValidators } = await buildApi(validationContractFor(config), handlers, services, {
+    const [regularBodies, importBodies] = [bodies(config.server.maxBodyBytes), bodies(config.server.importMaxBodyBytes)];
+    const { router, compileValidators } = await buildApi(validationContractFor(config.server, config.pagination), operationsFor(services), {
+      authenticate: (token, client) => services.auth.authenticate(token, client),
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
       parseBody: (ctx, next) => (ctx.state.operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
     });
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.
-    const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1 });
+    const koa = new Koa({ proxy: config.server.trustProxy, maxIpsCount: 1 });
     koa.silent = true;
     koa.use(securityHeaders());
     koa.use(noStoreUnder('/api'));
@@ -121,10 +131,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
     koa.use(accessLog(logger, { quietPaths: [METRICS_PATH] }));
     if (metrics) koa.use(requestMetrics(metrics));
-    if (config.corsOrigins.length > 0) koa.use(corsFor(config.corsOrigins));
+    if (config.server.corsOrigins.length > 0) koa.use(corsFor(config.server.corsOrigins));
     koa.use(errors(logger));
-    if (metrics) koa.use(metricsEndpoint(metrics, config.metricsToken));
-    if (config.docsEnabled) koa.use(docsRouter(document).routes());
+    if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
+    if (config.docs.enabled) koa.use(docsRouter(document).routes());
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;
@@ -144,11 +154,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     );
     outbox.start();
     housekeeping.start();
-    audit.start();
     logger.debug({ database: kind }, 'app ready');
     return {
       koa,
       services,
+      db,
+      housekeeping,
       logger,
       beginShutdown() {
         lifecycle.draining = true;
@@ -157,7 +168,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         stopCompiling();
         await services.account.settled();
         await housekeeping.stop();
-        await audit.stop();
         await outbox.stop();
         await db.destroy();
       },

@@ -1,5 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
-import type { Config } from './config';
+import type { LoggingConfig } from './config';
 
 export type { Logger };
 
@@ -29,9 +29,9 @@ function serializeError(error: unknown): unknown {
  * that could carry a secret are redacted wherever they appear, and errors are logged without the
  * data they may carry.
  */
-export function createLogger(config: Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>, destination?: DestinationStream): Logger {
+export function createLogger(config: Pick<LoggingConfig, 'level'> & Partial<Pick<LoggingConfig, 'format'>>, destination?: DestinationStream): Logger {
   const options: pino.LoggerOptions = {
-    level: config.logLevel,
+    level: config.level,
     base: undefined,
     serializers: { err: serializeError },
     redact: {
@@ -45,12 +45,12 @@ export function createLogger(config: Pick<Config, 'logLevel'> & Partial<Pick<Con
       censor: CENSOR,
     },
   };
-  if (config.logFormat === 'pretty') {
+  if (config.format === 'pretty') {
     const pretty = prettyStream(destination);
     if (pretty) return pino(options, pretty);
   }
   const logger = destination ? pino(options, destination) : pino(options);
-  if (config.logFormat === 'pretty') logger.warn('LOG_FORMAT=pretty, but pino-pretty is not installed: logging JSON');
+  if (config.format === 'pretty') logger.warn('LOG_FORMAT=pretty, but pino-pretty is not installed: logging JSON');
   return logger;
 }
 

@@ -1,13 +1,12 @@
-import 'dotenv/config';
 import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { createApp, type App } from './app';
-import { ConfigError, loadConfig, type Config } from './config';
+import { ConfigError, loadProcessConfig, workerEnvironment, type Config } from './config';
 import { createHttpServer } from './http/listener';
 import { createLogger, type Logger } from './logger';
-import { serveClusterMetrics } from './services/cluster-metrics';
+import { serveClusterMetrics } from './infra/cluster-metrics';
 
 /**
  * V8 lets the heap grow to up to four times what the last full collection kept before it collects
@@ -19,16 +18,16 @@ import { serveClusterMetrics } from './services/cluster-metrics';
 if (!process.execArgv.some((arg) => arg.startsWith('--heap-growing-percent'))) setFlagsFromString('--heap-growing-percent=50');
 
 async function main(): Promise<void> {
-  const config = loadConfig();
-  const logger = createLogger(config);
+  const config = loadProcessConfig();
+  const logger = createLogger(config.logging);
   // Cluster workers inherit the primary's key (see supervise), so this is said once.
-  if (config.secretKeyGenerated) {
+  if (config.secret.generated) {
     logger.warn('SECRET_KEY is not set: using a random key, so tokens will not survive a restart');
   }
-  if (config.metricsWithheld && cluster.isPrimary) {
+  if (config.metrics.withheld && cluster.isPrimary) {
     logger.warn('/metrics is off: in production it needs METRICS_TOKEN (or METRICS_PUBLIC=true to serve it to anyone)');
   }
-  if (config.webConcurrency > 1 && cluster.isPrimary) {
+  if (config.server.webConcurrency > 1 && cluster.isPrimary) {
     supervise(config, logger);
     return;
   }
@@ -40,12 +39,13 @@ async function serve(config: Config, logger: Logger): Promise<void> {
   // Signals are handled from the start: one that arrives while the app is starting stops it once started.
   let stopping = false;
   let started: Promise<{ app: App; server: Server }> | undefined;
+  const { shutdownTimeoutSeconds } = config.server;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal, timeoutSeconds: config.shutdownTimeoutSeconds }, 'shutting down: finishing requests in flight');
+    logger.info({ signal, timeoutSeconds: shutdownTimeoutSeconds }, 'shutting down: finishing requests in flight');
     started!
-      .then(({ app, server }) => drain(server, app, config.shutdownTimeoutSeconds * 1000, logger))
+      .then(({ app, server }) => drain(server, app, shutdownTimeoutSeconds * 1000, logger))
       .then(
         () => process.exit(0),
         (error: unknown) => {
@@ -59,17 +59,18 @@ async function serve(config: Config, logger: Logger): Promise<void> {
 
   started = (async () => {
     const app = await createApp(config, { logger });
-    const server = createHttpServer(config, app.koa.callback(), logger);
-    server.listen(config.port, config.host, () => {
+    const { host, port: configuredPort } = config.server;
+    const server = createHttpServer(config.server, app.koa.callback(), logger);
+    server.listen(configuredPort, host, () => {
       if (cluster.isWorker) {
         logger.info({ pid: process.pid }, 'worker listening');
         return;
       }
       const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : config.port;
-      const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-      logger.info({ database: config.databaseUrl ? 'postgres' : `embedded (${config.dataDir})` }, `listening on ${base}`);
-      if (config.docsEnabled) logger.info(`API docs: ${base}/docs (ReDoc: ${base}/redoc)`);
+      const port = typeof address === 'object' && address ? address.port : configuredPort;
+      const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      logger.info({ database: config.database.url ? 'postgres' : `embedded (${config.database.dataDir})` }, `listening on ${base}`);
+      if (config.docs.enabled) logger.info(`API docs: ${base}/docs (ReDoc: ${base}/redoc)`);
     });
     return { app, server };
   })();
@@ -108,17 +109,18 @@ const CRASH_WINDOW_MS = 30_000;
  */
 function supervise(config: Config, logger: Logger): void {
   // Workers must sign and check tokens with one key: a generated one is made here and handed down.
-  if (config.secretKeyGenerated) process.env.SECRET_KEY = config.secretKey;
+  const workerEnv = workerEnvironment(config);
+  const { webConcurrency, shutdownTimeoutSeconds } = config.server;
   // In-memory rate-limit counters live here, shared by every worker over IPC.
   new RateLimiterClusterMaster();
   // A scrape of any worker answers with every worker's metrics, merged here.
-  if (config.metricsEnabled) serveClusterMetrics();
+  if (config.metrics.enabled) serveClusterMetrics();
 
   let stopping = false;
   const live = new Set<Worker>();
   const deaths: number[] = [];
   const fork = () => {
-    const worker = cluster.fork();
+    const worker = cluster.fork(workerEnv);
     live.add(worker);
     logger.info({ worker: worker.id, pid: worker.process.pid }, 'worker started');
   };
@@ -138,7 +140,7 @@ function supervise(config: Config, logger: Logger): void {
     deaths.push(now);
     while (deaths.length > 0 && deaths[0] < now - CRASH_WINDOW_MS) deaths.shift();
     logger.error({ worker: worker.id, pid: worker.process.pid, code, signal }, 'worker died');
-    if (deaths.length > 2 * config.webConcurrency) {
+    if (deaths.length > 2 * webConcurrency) {
       logger.error({ deaths: deaths.length, windowMs: CRASH_WINDOW_MS }, 'workers keep dying: giving up');
       stopping = true;
       process.exitCode = 1;
@@ -159,13 +161,13 @@ function supervise(config: Config, logger: Logger): void {
       logger.error('workers did not stop in time: killing them');
       signalAll('SIGKILL');
       process.exit(1);
-    }, (config.shutdownTimeoutSeconds + 10) * 1000).unref();
+    }, (shutdownTimeoutSeconds + 10) * 1000).unref();
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 
-  logger.info({ workers: config.webConcurrency, pid: process.pid }, 'starting workers');
-  for (let i = 0; i < config.webConcurrency; i++) fork();
+  logger.info({ workers: webConcurrency, pid: process.pid }, 'starting workers');
+  for (let i = 0; i < webConcurrency; i++) fork();
 }
 
 main().catch((error: unknown) => {

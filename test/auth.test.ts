@@ -70,7 +70,7 @@ const refresh = (refreshToken: string) => t.post('/api/auth/refresh', { refresh_
 
 /** A token signed with the service's own secret and claims chosen by the test (its issuer and audience unless they say otherwise). */
 function sign(claims: Record<string, unknown>, options: jwt.SignOptions = {}, secret = TEST_SECRET): string {
-  return jwt.sign({ jti: randomUUID(), iss: t.config.jwtIssuer, aud: t.config.jwtAudience, ...claims }, secret, { algorithm: 'HS256', ...options });
+  return jwt.sign({ jti: randomUUID(), iss: t.config.tokens.issuer, aud: t.config.tokens.audience, ...claims }, secret, { algorithm: 'HS256', ...options });
 }
 
 const VALID = { password: 'password-123', name: 'Ada Lovelace' };
@@ -817,7 +817,7 @@ describe('POST /api/auth/refresh', () => {
     afterAll(() => strict.close());
 
     it('revokes the session as soon as a replaced refresh token is presented again', async () => {
-      expect(strict.config.refreshReuseGraceSeconds).toBe(0);
+      expect(strict.config.sessions.refreshReuseGraceSeconds).toBe(0);
       const u = await strict.register();
       const first = await strict.post('/api/auth/refresh', { refresh_token: u.refresh });
       expect(first.status).toBe(200);

@@ -49,7 +49,7 @@ class RangeServer {
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/range/`;
   }
 
-  async close(): Promise<void> {
+  close(): void {
     for (const res of this.hanging) res.destroy();
     this.server.closeAllConnections();
     this.server.close();
@@ -73,7 +73,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await smtp?.close();
-  await range?.close();
+  range?.close();
 });
 beforeEach(() => {
   range.mode = 'answer';
@@ -157,7 +157,7 @@ describe('when the range API fails', () => {
   beforeAll(async () => {
     base = await startTestApp({ PWNED_PASSWORDS_CHECK: 'true', PWNED_PASSWORDS_URL: range.url, PWNED_PASSWORDS_TIMEOUT_MS: '300' });
     await base.stop();
-    app = await createApp(base.config, { logger: createLogger({ logLevel: 'info' }, log.stream) });
+    app = await createApp(base.config, { logger: createLogger({ level: 'info' }, log.stream) });
   });
   afterAll(async () => {
     await app?.close();

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { main, type CliIo } from '../src/cli';
 import { migrations } from '../migrations';
+import type { AuditEventTable } from '../src/db/audit';
 import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
 import { expectError } from './support/expect';
 
@@ -51,16 +52,11 @@ async function cli(args: string[], options: RunOptions = {}): Promise<Run> {
  * A database address where nothing listens: port 1 is privileged and unused, so the connection is
  * refused (a port freed a moment ago could be taken again by another test's server meanwhile).
  */
-async function deadDatabaseUrl(): Promise<string> {
-  return 'postgres://nobody@127.0.0.1:1/nothing';
-}
+const DEAD_DATABASE_URL = 'postgres://nobody@127.0.0.1:1/nothing';
 
 describe('usage', () => {
-  let unreachable: Record<string, string>;
-  beforeAll(async () => {
-    // Arguments are checked before the database is opened: this one would fail with exit code 1.
-    unreachable = { DATABASE_URL: await deadDatabaseUrl() };
-  });
+  // Arguments are checked before the database is opened: this one would fail with exit code 1.
+  const unreachable = { DATABASE_URL: DEAD_DATABASE_URL };
 
   it.each([[[]], [['help']], [['--help']], [['-h']], [['purge', '--help']]])('%j prints the usage on stdout and exits 0', async (args) => {
     const run = await cli(args, { env: unreachable });
@@ -299,6 +295,23 @@ describe('commands beside the service', () => {
       expect((await login(user.email, user.password)).status).toBe(200);
     });
 
+    it('records the revocation in the audit trail, as the command line and not as any user', async () => {
+      const app = await service();
+      const user = await app.register();
+      await login(user.email, user.password);
+      expect((await cliOnAppDatabase(['revoke-sessions', '--user', String(user.id)])).code).toBe(0);
+
+      const after = await service();
+      const events = await after.db.withTables<{ audit_events: AuditEventTable }>().selectFrom('audit_events').selectAll().where('subject_user_id', '=', user.id).where('event_type', '=', 'session.revoked').execute();
+      expect(events).toEqual([
+        expect.objectContaining({ actor_user_id: null, ip: null, user_agent: null, request_id: null, details: { all: true, sessions: 2, source: 'cli' } }),
+      ]);
+      // An admin reads it through the API like any other event.
+      const listed = await after.get(`/api/audit-events?user_id=${user.id}&event_type=session.revoked`, { token: await after.adminToken() });
+      expect(listed.status).toBe(200);
+      expect(listed.body.data).toEqual([expect.objectContaining({ event_type: 'session.revoked', actor_user_id: null, subject_user_id: user.id, details: { all: true, sessions: 2, source: 'cli' } })]);
+    });
+
     it('finds a user by id, and counts only sessions that were still live', async () => {
       const user = await (await service()).register();
       expect((await cliOnAppDatabase(['revoke-sessions', '--user', String(user.id)])).stdout).toBe(`revoked 1 session of user ${user.id} (${user.email})\n`);
@@ -357,7 +370,7 @@ builtOnce('the built command, as its own process', () => {
 
   beforeAll(async () => {
     outDir = await building!;
-    if (!existsSync(join(outDir, 'src', 'cli.js'))) throw new Error('the build produced no src/cli.js');
+    if (!existsSync(join(outDir, 'src', 'cli', 'index.js'))) throw new Error('the build produced no src/cli/index.js');
     database = await suiteDatabase(true);
   }, 120_000);
   afterAll(async () => {
@@ -365,10 +378,10 @@ builtOnce('the built command, as its own process', () => {
     if (outDir) await rm(outDir, { recursive: true, force: true });
   });
 
-  /** Runs `node <build>/src/cli.js`, as `npm run cli` does, with stdin as given and a clean environment. */
+  /** Runs `node <build>/src/cli/index.js`, as `npm run cli` does, with stdin as given and a clean environment. */
   function run(args: string[], env: Record<string, string> = {}, stdin = ''): Promise<Run> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [join(outDir, 'src', 'cli.js'), ...args], {
+      const child = spawn(process.execPath, [join(outDir, 'src', 'cli', 'index.js'), ...args], {
         cwd: outDir,
         env: { PATH: process.env.PATH ?? '', NODE_PATH: join(root, 'node_modules'), ...BASE_ENV, ...env },
       });
@@ -397,7 +410,7 @@ builtOnce('the built command, as its own process', () => {
     expect(created).toMatchObject({ code: 0, stdout: expect.stringContaining(`created the admin ${email}`), stderr: '' });
     expect(await run(['revoke-sessions', '--user', email], database.env)).toMatchObject({ code: 0, stdout: expect.stringContaining('revoked 0 sessions') });
 
-    const dead = await run(['purge'], { DATABASE_URL: await deadDatabaseUrl() });
+    const dead = await run(['purge'], { DATABASE_URL: DEAD_DATABASE_URL });
     expect(dead.code).toBe(1);
     expect(dead.stderr).toMatch(/^error: /);
     expect(dead.stderr).not.toMatch(/\n\s+at /);

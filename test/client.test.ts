@@ -114,9 +114,9 @@ describe('createAccountClient', () => {
     const client = createAccountClient({
       baseUrl: 'http://accounts.invalid',
       token: 'a-token',
-      fetch: async (request) => {
+      fetch: (request) => {
         seen.push(`${request.method} ${request.url} ${request.headers.get('authorization')}`);
-        return Response.json({ success: true, data: { status: 'alive' } });
+        return Promise.resolve(Response.json({ success: true, data: { status: 'alive' } }));
       },
     });
     const { data } = await client.GET('/health/live');

@@ -5,33 +5,21 @@ describe('configuration', () => {
   it('has the documented defaults', () => {
     const config = loadConfig({ SECRET_KEY: 'x'.repeat(32) });
     expect(config).toMatchObject({
-      host: '127.0.0.1',
-      port: 8000,
-      dataDir: './data',
-      algorithm: 'HS256',
-      accessTokenExpireMinutes: 30,
-      refreshTokenExpireDays: 7,
-      refreshReuseGraceSeconds: 10,
-      bcryptCost: 12,
-      defaultPageSize: 20,
-      maxPageSize: 100,
-      docsEnabled: true,
-      appVersion: '1.0.0',
-      databaseUrl: undefined,
-      databasePreparedStatements: true,
-      jwtIssuer: 'http://127.0.0.1:8000',
-      jwtAudience: 'account-service',
-      sessionMaxDays: 30,
-      requireVerifiedEmail: false,
-      mailLogLinks: true,
-      smtpRequireTls: false,
-      metricsEnabled: true,
-      metricsPublic: false,
-      headersTimeoutMs: 20_000,
-      requestTimeoutMs: 60_000,
-      maxConnections: 10_000,
+      server: { host: '127.0.0.1', port: 8000, appVersion: '1.0.0', headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, maxConnections: 10_000 },
+      database: { url: undefined, preparedStatements: true, dataDir: './data' },
+      tokens: { algorithm: 'HS256', accessTokenExpireMinutes: 30, refreshTokenExpireDays: 7, issuer: 'http://127.0.0.1:8000', audience: 'account-service' },
+      sessions: { maxDays: 30, refreshReuseGraceSeconds: 10, requireVerifiedEmail: false },
+      passwords: { bcryptCost: 12 },
+      pagination: { defaultPageSize: 20, maxPageSize: 100 },
+      docs: { enabled: true },
+      mail: { logLinks: true, smtpRequireTls: false },
+      metrics: { enabled: true, public: false },
+      admin: undefined,
     });
+    // Frozen all the way down: no part can be changed after start-up.
     expect(Object.isFrozen(config)).toBe(true);
+    for (const part of Object.values(config)) if (part !== undefined) expect(Object.isFrozen(part)).toBe(true);
+    expect(Object.isFrozen(config.server.corsOrigins)).toBe(true);
   });
 
   it('refuses to start in production without a secret key, and with a short one anywhere', () => {
@@ -45,7 +33,7 @@ describe('configuration', () => {
       expect(problemsOf({ ALGORITHM: algorithm, SECRET_KEY: 'x'.repeat(bytes) })).toEqual([]);
       expect(problemsOf({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com', ALGORITHM: algorithm })).toEqual([`SECRET_KEY is required when NODE_ENV=production (at least ${bytes} bytes with ${algorithm})`]);
       // The key made in development is long enough for each.
-      expect(Buffer.byteLength(loadConfig({ ALGORITHM: algorithm }).secretKey)).toBeGreaterThanOrEqual(bytes);
+      expect(Buffer.byteLength(loadConfig({ ALGORITHM: algorithm }).secret.key)).toBeGreaterThanOrEqual(bytes);
     }
     // Bytes, not characters: 31 two-byte characters are 62 bytes.
     expect(problemsOf({ ALGORITHM: 'HS512', SECRET_KEY: 'é'.repeat(31) })).toEqual(['SECRET_KEY must be at least 64 bytes with HS512, got 62']);
@@ -54,8 +42,11 @@ describe('configuration', () => {
 
   it('reads the session and token settings, JWT_ISSUER following APP_URL unless set', () => {
     const config = loadConfig({ SECRET_KEY: 'x'.repeat(32), APP_URL: 'https://accounts.example.com/', SESSION_MAX_DAYS: '90', REQUIRE_VERIFIED_EMAIL: 'true' });
-    expect(config).toMatchObject({ jwtIssuer: 'https://accounts.example.com', jwtAudience: 'account-service', sessionMaxDays: 90, requireVerifiedEmail: true });
-    expect(loadConfig({ SECRET_KEY: 'x'.repeat(32), JWT_ISSUER: 'https://id.example.com', JWT_AUDIENCE: 'api' })).toMatchObject({ jwtIssuer: 'https://id.example.com', jwtAudience: 'api' });
+    expect(config).toMatchObject({
+      tokens: { issuer: 'https://accounts.example.com', audience: 'account-service' },
+      sessions: { maxDays: 90, requireVerifiedEmail: true },
+    });
+    expect(loadConfig({ SECRET_KEY: 'x'.repeat(32), JWT_ISSUER: 'https://id.example.com', JWT_AUDIENCE: 'api' }).tokens).toMatchObject({ issuer: 'https://id.example.com', audience: 'api' });
     // A session cannot be shorter than the refresh token that keeps it going.
     expect(problemsOf({ SECRET_KEY: 'x'.repeat(32), SESSION_MAX_DAYS: '5' })).toEqual(['SESSION_MAX_DAYS (5) must not be less than REFRESH_TOKEN_EXPIRE_DAYS (7)']);
     expect(problemsOf({ SECRET_KEY: 'x'.repeat(32), SESSION_MAX_DAYS: '0' })).toEqual(['SESSION_MAX_DAYS must be between 1 and 3650, got 0']);
@@ -64,9 +55,9 @@ describe('configuration', () => {
   it('makes a random key in development and says so', () => {
     const a = loadConfig({});
     const b = loadConfig({});
-    expect(a.secretKeyGenerated).toBe(true);
-    expect(a.secretKey.length).toBeGreaterThanOrEqual(32);
-    expect(a.secretKey).not.toBe(b.secretKey);
+    expect(a.secret.generated).toBe(true);
+    expect(a.secret.key.length).toBeGreaterThanOrEqual(32);
+    expect(a.secret.key).not.toBe(b.secret.key);
   });
 
   it('reports every bad value at once, by name', () => {
@@ -89,9 +80,9 @@ describe('configuration', () => {
 
   it('parses booleans and numbers from their usual spellings', () => {
     const config = loadConfig({ SECRET_KEY: 'x'.repeat(32), DOCS_ENABLED: 'false', PORT: '9000', BCRYPT_COST: '4', DATABASE_PREPARED_STATEMENTS: 'false' });
-    expect(config.docsEnabled).toBe(false);
-    expect(config.databasePreparedStatements).toBe(false);
-    expect(config.port).toBe(9000);
-    expect(config.bcryptCost).toBe(4);
+    expect(config.docs.enabled).toBe(false);
+    expect(config.database.preparedStatements).toBe(false);
+    expect(config.server.port).toBe(9000);
+    expect(config.passwords.bcryptCost).toBe(4);
   });
 });

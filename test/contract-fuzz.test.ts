@@ -58,7 +58,7 @@ const operations: Operation[] = Object.entries<Json>(document.paths).flatMap(([t
     .map(([method, op]): Operation => {
       const parameters = [...shared, ...((op.parameters ?? []) as Json[])].map((p) => {
         const param = resolve(p);
-        return { name: param.name, in: param.in, required: Boolean(param.required), schema: deref(param.schema) } as Parameter;
+        return { name: param.name, in: param.in, required: Boolean(param.required), schema: deref(param.schema) };
       });
       const content = op.requestBody ? resolve(op.requestBody) : undefined;
       const mediaType = content ? Object.keys(content.content)[0] : undefined;
@@ -468,7 +468,7 @@ async function sendAndCheck(method: string, path: string, body: unknown, options
     res = await t.send(method, path, body, options);
   } catch (error) {
     // The harness throws when the answer is not one the contract documents.
-    throw new Error(`${describeRequest(method, path, body, options)}\n${(error as Error).message}`);
+    throw new Error(`${describeRequest(method, path, body, options)}\n${(error as Error).message}`, { cause: error });
   }
   if (process.env.FUZZ_DEBUG && label.includes(process.env.FUZZ_DEBUG)) console.log(res.status, describeRequest(method, path, body, options).slice(0, 300), JSON.stringify(res.body).slice(0, 300));
   const tally = seen.get(label) ?? new Map<number, number>();
@@ -517,7 +517,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  // eslint-disable-next-line no-console
+   
   const lines = [...seen].map(([label, tally]) => `  ${label}: ${[...tally].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`).join(' ')}`);
   console.log(`contract fuzz (${t?.kind}): ${requests} requests over ${operations.length} operations\n${lines.join('\n')}`);
   await t?.close();

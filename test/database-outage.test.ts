@@ -30,7 +30,7 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({ success: true, data: { status: 'ready', checks: { database: 'ok' } } });
     expect((await app().get('/api/auth/me', { token: outage.user.access })).status).toBe(200);
-    expect(app().config.databaseUrl).toBe(outage.cluster.url);
+    expect(app().config.database.url).toBe(outage.cluster.url);
   });
 
   it('answers 503 SERVICE_UNAVAILABLE once the server stops (immediate shutdown), and stays alive', async () => {

@@ -33,7 +33,7 @@ if (!haveBrowser && requireBrowser) {
 
   beforeAll(async () => {
     t = await startTestApp();
-    server = createServer(t.app.koa.callback());
+    server = createServer((req, res) => void t.app.koa.callback()(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());

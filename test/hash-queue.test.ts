@@ -137,7 +137,7 @@ describe('one caller flooding the hash queue', () => {
       },
     );
     await base.stop();
-    app = await createApp(base.config, { logger: createLogger({ logLevel: 'info' }, { write: (chunk: string) => void (text += chunk) }) });
+    app = await createApp(base.config, { logger: createLogger({ level: 'info' }, { write: (chunk: string) => void (text += chunk) }) });
   });
   afterAll(async () => {
     await app?.close();
@@ -149,7 +149,7 @@ describe('one caller flooding the hash queue', () => {
     if (token) req = req.set('Authorization', `Bearer ${token}`);
     const res = await req.send(body);
     assertMatchesContract('POST', path, res.status, res.headers, res.body);
-    return { status: res.status, headers: res.headers as Record<string, string>, body: res.body };
+    return { status: res.status, headers: res.headers, body: res.body };
   };
   const register = async (ip: string) => {
     const email = uniqueEmail('flood');

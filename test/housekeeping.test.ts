@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Client } from 'pg';
-import { ConfigError, loadConfig, type Config } from '../src/config';
+import { ConfigError, loadConfig, type HousekeepingConfig } from '../src/config';
 import { HOUSEKEEPING_LOCK_KEY, purgeBatch } from '../src/db/housekeeping';
 import { createLogger } from '../src/logger';
-import { Housekeeping } from '../src/services/housekeeping';
+import { Housekeeping } from '../src/infra/housekeeping';
 import { startTestApp, type RegisteredUser, type TestContext } from './support/app';
 import { until } from './support/wait';
 
 const HOUR_MS = 3600 * 1000;
 const hoursAgo = (hours: number) => new Date(Date.now() - hours * HOUR_MS);
 const inHours = (hours: number) => new Date(Date.now() + hours * HOUR_MS);
-const quiet = createLogger({ logLevel: 'silent' });
+const quiet = createLogger({ level: 'silent' });
 
 let t: TestContext;
 let user: RegisteredUser;
@@ -25,7 +25,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const withConfig = (overrides: Partial<Config>): Config => ({ ...t.config, ...overrides });
+const withConfig = (overrides: Partial<HousekeepingConfig>): HousekeepingConfig => ({ ...t.config.housekeeping, ...overrides });
 
 // Fixture rows carry a label (a session's user agent, a token's hash, a message's subject), so a test
 // can tell its rows from those registration wrote.
@@ -95,10 +95,10 @@ describe('a purge', () => {
     const sessionsBefore = await t.db.selectFrom('sessions').select('id').where('user_agent', 'not like', 'a:%').execute();
 
     // A longer retention keeps all of them.
-    const kept = await new Housekeeping(t.db, withConfig({ housekeepingRetentionHours: 48 }), quiet).purge();
+    const kept = await new Housekeeping(t.db, withConfig({ retentionHours: 48 }), t.config.audit, quiet).purge();
     expect(kept).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0 }, status: 'done' });
 
-    const result = await new Housekeeping(t.db, withConfig({ housekeepingRetentionHours: 24 }), quiet).purge();
+    const result = await new Housekeeping(t.db, withConfig({ retentionHours: 24 }), t.config.audit, quiet).purge();
     expect(result).toEqual({ removed: { sessions: 2, account_tokens: 2, mail_outbox: 2 }, status: 'done' });
     expect(await sessionLabels('a:')).toEqual(['a:expired-recently', 'a:live', 'a:revoked-recently']);
     expect(await tokenLabels('a:')).toEqual(['a:expired-recently', 'a:unused', 'a:used-recently']);
@@ -107,7 +107,7 @@ describe('a purge', () => {
     expect(await t.db.selectFrom('sessions').select('id').where('user_agent', 'not like', 'a:%').execute()).toEqual(sessionsBefore);
 
     // Nothing is left to purge.
-    expect((await new Housekeeping(t.db, t.config, quiet).purge()).removed).toEqual({ sessions: 0, account_tokens: 0, mail_outbox: 0 });
+    expect((await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge()).removed).toEqual({ sessions: 0, account_tokens: 0, mail_outbox: 0 });
   });
 
   it('deletes at most a batch per statement, and every batch in a pass', async () => {
@@ -116,7 +116,7 @@ describe('a purge', () => {
     expect(await purgeBatch(t.db, 'sessions', 24, 2)).toBe(2);
     expect(await sessionLabels('b:')).toHaveLength(3);
 
-    const result = await new Housekeeping(t.db, withConfig({ housekeepingBatchSize: 2 }), quiet).purge();
+    const result = await new Housekeeping(t.db, withConfig({ batchSize: 2 }), t.config.audit, quiet).purge();
     expect(result).toEqual({ removed: { sessions: 3, account_tokens: 0, mail_outbox: 0 }, status: 'done' });
     expect(await sessionLabels('b:')).toEqual([]);
   });
@@ -124,7 +124,7 @@ describe('a purge', () => {
   it('leaves the sessions users still sign in with, whatever the retention', async () => {
     const res = await t.post('/api/auth/login/json', { email: user.email, password: user.password });
     expect(res.status).toBe(200);
-    await new Housekeeping(t.db, withConfig({ housekeepingRetentionHours: 1 }), quiet).purge();
+    await new Housekeeping(t.db, withConfig({ retentionHours: 1 }), t.config.audit, quiet).purge();
     expect((await t.get('/api/auth/me', { token: res.body.data.access_token })).status).toBe(200);
     expect((await t.post('/api/auth/refresh', { refresh_token: res.body.data.refresh_token })).status).toBe(200);
   });
@@ -140,12 +140,12 @@ describe('a purge', () => {
       await other.query('begin');
       await other.query('select pg_advisory_xact_lock($1::bigint)', [HOUSEKEEPING_LOCK_KEY]);
 
-      const blocked = await new Housekeeping(t.db, t.config, quiet).purge();
+      const blocked = await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge();
       expect(blocked).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0 }, status: 'busy' });
       expect(await sessionLabels('c:')).toEqual(['c:expired']);
 
       await other.query('commit');
-      const after = await new Housekeeping(t.db, t.config, quiet).purge();
+      const after = await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge();
       expect(after).toEqual({ removed: { sessions: 1, account_tokens: 0, mail_outbox: 0 }, status: 'done' });
       expect(await sessionLabels('c:')).toEqual([]);
     } finally {
@@ -168,7 +168,7 @@ describe('the worker', () => {
         done();
       },
     });
-    const worker = new Housekeeping(t.db, withConfig({ housekeepingIntervalSeconds: 1 }), createLogger({ logLevel: 'info' }, sink));
+    const worker = new Housekeeping(t.db, withConfig({ intervalSeconds: 1 }), t.config.audit, createLogger({ level: 'info' }, sink));
     worker.start();
     try {
       await eventually(async () => (await sessionLabels('d:')).length === 0 && (await mailLabels('d:')).length === 0);
@@ -199,10 +199,8 @@ describe('configuration', () => {
 
   it('defaults to an hourly pass of 1000-row batches, keeping rows a day', () => {
     const config = loadConfig(base);
-    expect(config.housekeepingIntervalSeconds).toBe(3600);
-    expect(config.housekeepingBatchSize).toBe(1000);
-    expect(config.housekeepingRetentionHours).toBe(24);
-    expect(loadConfig({ ...base, HOUSEKEEPING_INTERVAL_SECONDS: '0' }).housekeepingIntervalSeconds).toBe(0);
+    expect(config.housekeeping).toEqual({ intervalSeconds: 3600, batchSize: 1000, retentionHours: 24 });
+    expect(loadConfig({ ...base, HOUSEKEEPING_INTERVAL_SECONDS: '0' }).housekeeping.intervalSeconds).toBe(0);
   });
 
   it.each([

@@ -17,7 +17,7 @@ describe('the access log', () => {
     // The harness app logs nowhere: run one on its database and configuration with a logger writing here.
     base = await startTestApp({}, { persistent: true });
     await base.stop();
-    app = await createApp(base.config, { logger: createLogger({ logLevel: 'info' }, log.stream) });
+    app = await createApp(base.config, { logger: createLogger({ level: 'info' }, log.stream) });
   });
   afterAll(async () => {
     await app?.close();
@@ -80,7 +80,7 @@ describe('metrics scrapes at debug level', () => {
     const base = await startTestApp({ METRICS_TOKEN: 'scrape-token-0123456789' }, { persistent: true });
     await base.stop();
     const log = captureLog();
-    const app = await createApp(base.config, { logger: createLogger({ logLevel: 'debug' }, log.stream) });
+    const app = await createApp(base.config, { logger: createLogger({ level: 'debug' }, log.stream) });
     try {
       expect((await request(app.koa.callback()).get('/metrics').set('Authorization', 'Bearer scrape-token-0123456789').set('X-Request-Id', 'scrape-2')).status).toBe(200);
       expect((await request(app.koa.callback()).get('/metrics').set('X-Request-Id', 'scrape-3')).status).toBe(401);
@@ -98,16 +98,16 @@ describe('LOG_FORMAT', () => {
   const env = { SECRET_KEY: TEST_SECRET };
 
   it('defaults to pretty only in development on a terminal', () => {
-    expect(loadConfig({ ...env }, true).logFormat).toBe('pretty');
-    expect(loadConfig({ ...env, NODE_ENV: 'development' }, true).logFormat).toBe('pretty');
-    expect(loadConfig({ ...env }, false).logFormat).toBe('json');
-    expect(loadConfig({ ...env, NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, true).logFormat).toBe('json');
-    expect(loadConfig({ ...env, NODE_ENV: 'test' }, true).logFormat).toBe('json');
+    expect(loadConfig({ ...env }, true).logging.format).toBe('pretty');
+    expect(loadConfig({ ...env, NODE_ENV: 'development' }, true).logging.format).toBe('pretty');
+    expect(loadConfig({ ...env }, false).logging.format).toBe('json');
+    expect(loadConfig({ ...env, NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, true).logging.format).toBe('json');
+    expect(loadConfig({ ...env, NODE_ENV: 'test' }, true).logging.format).toBe('json');
   });
 
   it('can be set either way, in any case; anything else stops the start', () => {
-    expect(loadConfig({ ...env, LOG_FORMAT: 'json' }, true).logFormat).toBe('json');
-    expect(loadConfig({ ...env, LOG_FORMAT: 'PRETTY', NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, false).logFormat).toBe('pretty');
+    expect(loadConfig({ ...env, LOG_FORMAT: 'json' }, true).logging.format).toBe('json');
+    expect(loadConfig({ ...env, LOG_FORMAT: 'PRETTY', NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, false).logging.format).toBe('pretty');
     expect(() => loadConfig({ ...env, LOG_FORMAT: 'xml' })).toThrow(ConfigError);
     expect(() => loadConfig({ ...env, LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT must be one of json, pretty, got "xml"/);
   });
@@ -120,7 +120,7 @@ describe('LOG_FORMAT', () => {
         done();
       },
     });
-    const logger = createLogger({ logLevel: 'info', logFormat: 'pretty' }, destination);
+    const logger = createLogger({ level: 'info', format: 'pretty' }, destination);
     logger.info({ requestId: 'pretty-1', password: 'hunter2-hunter2', status: 200 }, 'request');
     await new Promise((resolve) => setImmediate(resolve));
     expect(text).toMatch(/INFO.*request/);
@@ -138,7 +138,7 @@ describe('LOG_FORMAT', () => {
         throw new Error("Cannot find module 'pino-pretty'");
       });
       const { createLogger: isolated } = jest.requireActual<typeof import('../src/logger')>('../src/logger');
-      const logger = isolated({ logLevel: 'info', logFormat: 'pretty' }, { write: (chunk: string) => void (text += chunk) });
+      const logger = isolated({ level: 'info', format: 'pretty' }, { write: (chunk: string) => void (text += chunk) });
       logger.info({ requestId: 'json-1' }, 'request');
     });
     jest.dontMock('pino-pretty');

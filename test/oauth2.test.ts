@@ -136,7 +136,7 @@ describe('the token URL takes multipart/form-data too, as some generated clients
   });
 
   it('answers 413 to a multipart body over the limit', async () => {
-    const res = await request(t.app.koa.callback()).post('/api/auth/login').field('username', 'x'.repeat(t.config.maxBodyBytes)).field('password', 'p');
+    const res = await request(t.app.koa.callback()).post('/api/auth/login').field('username', 'x'.repeat(t.config.server.maxBodyBytes)).field('password', 'p');
     expect(res.status).toBe(413);
     expect(res.body.error.code).toBe('PAYLOAD_TOO_LARGE');
   });

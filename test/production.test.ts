@@ -22,10 +22,10 @@ describe('mail in production', () => {
     expect(problemsOf(PRODUCTION)).toEqual([
       expect.stringMatching(/^SMTP_URL is required when NODE_ENV=production: .*reset and verification links.*MAIL_LOG_LINKS=true/),
     ]);
-    expect(loadConfig({ ...PRODUCTION, MAIL_LOG_LINKS: 'true' }).mailLogLinks).toBe(true);
-    expect(loadConfig({ ...PRODUCTION, SMTP_URL: 'smtps://mail.example.com' }).mailLogLinks).toBe(false);
+    expect(loadConfig({ ...PRODUCTION, MAIL_LOG_LINKS: 'true' }).mail.logLinks).toBe(true);
+    expect(loadConfig({ ...PRODUCTION, SMTP_URL: 'smtps://mail.example.com' }).mail.logLinks).toBe(false);
     // Outside production the log still takes the place of a mail server, links included.
-    expect(loadConfig({}).mailLogLinks).toBe(true);
+    expect(loadConfig({}).mail.logLinks).toBe(true);
     expect(problemsOf({ MAIL_LOG_LINKS: 'perhaps' })).toEqual([expect.stringContaining('MAIL_LOG_LINKS must be true or false')]);
   });
 
@@ -41,7 +41,7 @@ describe('mail in production', () => {
   });
 
   it('requires STARTTLS of an smtp:// server unless the URL says ignoreTLS=true; smtps:// is TLS already', () => {
-    const requireTls = (url: string, env: Record<string, string> = PRODUCTION) => loadConfig({ ...env, SMTP_URL: url }).smtpRequireTls;
+    const requireTls = (url: string, env: Record<string, string> = PRODUCTION) => loadConfig({ ...env, SMTP_URL: url }).mail.smtpRequireTls;
     expect(requireTls('smtp://mail.example.com:587')).toBe(true);
     expect(requireTls('smtp://user:pass@mail.example.com:587/?pool=true')).toBe(true);
     expect(requireTls('smtp://relay.internal:25/?ignoreTLS=true')).toBe(false);
@@ -133,7 +133,7 @@ describe('mail in production', () => {
       const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', RATE_LIMIT_ENABLED: 'false', ...database.env, ...env });
       let app: App | undefined;
       try {
-        app = await createApp(config, { logger: createLogger({ logLevel: 'info' }, log.stream) });
+        app = await createApp(config, { logger: createLogger({ level: 'info' }, log.stream) });
         const email = uniqueEmail('logged');
         const res = await request(app.koa.callback()).post('/api/auth/register').send({ email, password: 'password-123', name: 'Logged' });
         expect(res.status).toBe(201);
@@ -193,11 +193,11 @@ describe('mail in production', () => {
 describe('/metrics in production', () => {
   it('is off without METRICS_TOKEN or METRICS_PUBLIC=true, and as before outside production', () => {
     const prod = { ...PRODUCTION, SMTP_URL: 'smtps://mail.example.com' };
-    expect(loadConfig(prod)).toMatchObject({ metricsEnabled: false, metricsWithheld: true });
-    expect(loadConfig({ ...prod, METRICS_TOKEN: 'scrape-secret' })).toMatchObject({ metricsEnabled: true, metricsWithheld: false });
-    expect(loadConfig({ ...prod, METRICS_PUBLIC: 'true' })).toMatchObject({ metricsEnabled: true, metricsWithheld: false });
-    expect(loadConfig({ ...prod, METRICS_ENABLED: 'false' })).toMatchObject({ metricsEnabled: false, metricsWithheld: false });
-    expect(loadConfig({})).toMatchObject({ metricsEnabled: true, metricsWithheld: false });
+    expect(loadConfig(prod).metrics).toMatchObject({ enabled: false, withheld: true });
+    expect(loadConfig({ ...prod, METRICS_TOKEN: 'scrape-secret' }).metrics).toMatchObject({ enabled: true, withheld: false });
+    expect(loadConfig({ ...prod, METRICS_PUBLIC: 'true' }).metrics).toMatchObject({ enabled: true, withheld: false });
+    expect(loadConfig({ ...prod, METRICS_ENABLED: 'false' }).metrics).toMatchObject({ enabled: false, withheld: false });
+    expect(loadConfig({}).metrics).toMatchObject({ enabled: true, withheld: false });
   });
 
   it('answers 404 to an anonymous scrape, 401 without the token, and the metrics with it', async () => {
@@ -368,7 +368,7 @@ function expectEnveloped(reply: RawReply, status: number, code: string, message:
 describe('the HTTP server', () => {
 
   it('has documented timeouts and a connection cap, and keeps headers within the request timeout', () => {
-    expect(loadConfig({})).toMatchObject({ headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, maxConnections: 10_000 });
+    expect(loadConfig({}).server).toMatchObject({ headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, maxConnections: 10_000 });
     expect(problemsOf({ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' })).toEqual([
       'HEADERS_TIMEOUT_MS (5000) must not exceed REQUEST_TIMEOUT_MS (1000)',
     ]);

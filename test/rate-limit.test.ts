@@ -2,8 +2,9 @@ import { sql } from 'kysely';
 import { Pool } from 'pg';
 import request from 'supertest';
 import { loadConfig } from '../src/config';
+import { toApiError } from '../src/http/errors';
 import { LoginGuard } from '../src/services/login-guard';
-import { limiterFactory } from '../src/services/rate-limiter';
+import { limiterFactory } from '../src/infra/rate-limiter';
 import { startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { until } from './support/wait';
 
@@ -215,7 +216,7 @@ describe('rate limits behind a trusted proxy', () => {
     const getAny = async (path: string, ip: string): Promise<Response> => {
       if (path.startsWith('/health')) return t.get(path, from(ip));
       const res = await request(t.app.koa.callback()).get(path).set('X-Forwarded-For', ip);
-      return { status: res.status, headers: res.headers as Record<string, string>, body: res.body };
+      return { status: res.status, headers: res.headers, body: res.body };
     };
 
     test('health and docs answer past the limit, without RateLimit headers', async () => {
@@ -418,14 +419,15 @@ describe('RATE_LIMIT_ENABLED=false', () => {
 /** Runs a lockout of 0.6 seconds (the settings take whole minutes) through the memory or the PostgreSQL store. */
 async function lockoutWindowPasses(pool?: Pool): Promise<void> {
   const base = loadConfig({ SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_MAX_FAILURES: '2' });
-  const config = pool ? { ...base, rateLimitStore: 'postgres' as const } : base;
-  const guard = await LoginGuard.create({ ...config, loginLockoutMinutes: 0.01 }, limiterFactory(config, pool));
+  const limits = pool ? { ...base.limits, store: 'postgres' as const } : base.limits;
+  const guard = await LoginGuard.create({ ...limits, loginLockoutMinutes: 0.01 }, base.secret.key, limiterFactory(limits, pool));
   const email = uniqueEmail('window');
   const ip = '192.0.2.9';
   expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
   expect(await (await guard.begin(email, ip)).failed()).toBe('client');
   const locked = await guard.begin(email, ip).catch((error: unknown) => error);
-  expect(locked).toMatchObject({ status: 429, code: 'RATE_LIMITED', headers: { 'Retry-After': '1' } });
+  // As the client gets it.
+  expect(toApiError(locked)).toMatchObject({ status: 429, code: 'RATE_LIMITED', headers: { 'Retry-After': '1' } });
   // Asking while locked changes nothing (points over the limit are given back), so ask until the lock lifts.
   const lifted = await until(() => guard.begin(` ${email.toUpperCase()} `, ip).catch(() => undefined), 'the lock to lift', 5_000);
   await lifted.abandoned();
@@ -446,7 +448,7 @@ describe('the lockout window', () => {
 const onPostgres = process.env.TEST_DATABASE_KIND === 'postgres';
 if (!onPostgres) {
   describe('RATE_LIMIT_STORE=postgres', () => {
-    // eslint-disable-next-line no-console
+     
     console.log('rate-limit: skipping the shared PostgreSQL store tests: the embedded database serves one process only (run with TEST_DATABASE_URL)');
     test.skip('needs PostgreSQL (TEST_DATABASE_URL): the embedded database serves one process only', () => {});
   });
@@ -498,7 +500,7 @@ if (!onPostgres) {
     });
 
     test('a lock lifts when the window passes (PostgreSQL store)', async () => {
-      const pool = new Pool({ connectionString: a.config.databaseUrl, max: 2 });
+      const pool = new Pool({ connectionString: a.config.database.url, max: 2 });
       try {
         await lockoutWindowPasses(pool);
       } finally {

@@ -7,7 +7,7 @@ import { createApp, type App } from '../src/app';
 import { insertAccountToken } from '../src/db/account-tokens';
 import { createLogger } from '../src/logger';
 import { COMMON_PASSWORDS, isCommonPassword } from '../src/services/passwords';
-import { deriveKey, unseal } from '../src/services/sealed';
+import { deriveKey, unseal } from '../src/infra/sealed';
 import { sha256 } from '../src/services/tokens';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { expectError, expectJson, expectUnauthorized } from './support/expect';
@@ -222,7 +222,7 @@ describe('security headers', () => {
     for (const path of ['/docs', '/redoc', '/openapi.json', '/docs/swagger-ui-bundle.js', '/docs/swagger-init.js', '/redoc/redoc.standalone.js']) {
       const res = await request(t.app.koa.callback()).get(path);
       expect(res.status).toBe(200);
-      const csp = expectSecurityHeaders(res as unknown as { headers: Record<string, string> });
+      const csp = expectSecurityHeaders(res);
       // ReDoc injects <style> elements and starts a worker from a blob: URL.
       expect(csp.get('style-src')).toEqual(["'self'", "'unsafe-inline'"]);
       expect(csp.get('worker-src')).toEqual(["'self'", 'blob:']);
@@ -350,11 +350,11 @@ describe('logs never hold a password, a token or a hash', () => {
     // with the service's own logger writing every line here.
     await base.stop();
     let log = '';
-    const logger = createLogger(base.config, { write: (line: string) => void (log += line) });
+    const logger = createLogger(base.config.logging, { write: (line: string) => void (log += line) });
     let app: App | undefined;
     try {
       app = await createApp(base.config, { logger });
-      const db = app.services.db;
+      const db = app.db;
       const http = () => request(app!.koa.callback());
       const lines = () => log.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
       const secrets: string[] = [];
@@ -399,7 +399,7 @@ describe('logs never hold a password, a token or a hash', () => {
 
       // A reset link goes to an SMTP server that is not there: delivery fails and is logged.
       expect((await http().post('/api/auth/forgot-password').send({ email })).status).toBe(200);
-      const mailKey = deriveKey(base.config.secretKey, 'mail-outbox');
+      const mailKey = deriveKey(base.config.secret.key, 'mail-outbox');
       // The link is queued after the answer: wait for its row.
       await app.services.account.settled();
       const mails = await db.selectFrom('mail_outbox').select(['subject', 'payload']).where('recipient', '=', email).execute();

@@ -140,12 +140,12 @@ describe('graceful shutdown', () => {
 
 describe('WEB_CONCURRENCY', () => {
   it('is 1 by default, the number of cores with auto, and needs PostgreSQL above 1', () => {
-    expect(loadConfig({}).webConcurrency).toBe(1);
+    expect(loadConfig({}).server.webConcurrency).toBe(1);
     const postgres = { DATABASE_URL: 'postgres://localhost/x' };
-    expect(loadConfig({ ...postgres, WEB_CONCURRENCY: 'auto' }).webConcurrency).toBe(availableParallelism());
+    expect(loadConfig({ ...postgres, WEB_CONCURRENCY: 'auto' }).server.webConcurrency).toBe(availableParallelism());
     expect(() => loadConfig({ WEB_CONCURRENCY: '2' })).toThrow(/WEB_CONCURRENCY above 1 needs DATABASE_URL/);
     expect(() => loadConfig({ WEB_CONCURRENCY: 'many' })).toThrow(/WEB_CONCURRENCY must be a whole number/);
-    expect(loadConfig({ ...postgres, WEB_CONCURRENCY: '3' }).webConcurrency).toBe(3);
+    expect(loadConfig({ ...postgres, WEB_CONCURRENCY: '3' }).server.webConcurrency).toBe(3);
   });
 });
 

@@ -123,8 +123,8 @@ describe('admin bootstrap', () => {
     try {
       if (t.kind === 'postgres') {
         // A second process start over the same database.
-        const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', LOG_LEVEL: 'silent', DATABASE_URL: t.config.databaseUrl!, ...restart });
-        const second = await createApp(config, { logger: createLogger({ logLevel: 'silent' }) });
+        const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', LOG_LEVEL: 'silent', DATABASE_URL: t.config.database.url!, ...restart });
+        const second = await createApp(config, { logger: createLogger({ level: 'silent' }) });
         await second.close();
       } else {
         // The in-memory database cannot be reopened: run the start-up step itself on it.
@@ -625,8 +625,8 @@ describe('GET /api/users', () => {
   function expected(field: 'id' | 'email' | 'name' | 'created_at' | 'updated_at', descending: boolean): number[] {
     const value = (r: UserRow) => (r[field] instanceof Date ? (r[field] as Date).getTime() : r[field]);
     const ordered = [...sorted].sort((a, b) => {
-      const va = value(a) as string | number;
-      const vb = value(b) as string | number;
+      const va = value(a);
+      const vb = value(b);
       if (va !== vb) return va < vb ? -1 : 1;
       return a.id - b.id;
     });

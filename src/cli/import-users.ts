@@ -1,17 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import type { Kysely } from 'kysely';
-import type { Config } from '../config';
-import { migrateToLatest } from '../db/migrate';
-import type { Database } from '../db/types';
-import { createLogger } from '../logger';
-import { AuditTrail } from '../services/audit';
-import { countByStatus, IMPORT_BATCH_SIZE, UserImport, type ImportResult, type ImportRow } from '../services/user-import';
-
-interface Io {
-  stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown };
-}
+import { countByStatus, IMPORT_BATCH_SIZE, type ImportResult, type ImportRow } from '../services/user-import';
+import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Context, type Invocation } from './command';
+import { commandServices } from './services';
 
 /** A progress line every this many rows, for a file of any size. */
 const PROGRESS_EVERY_ROWS = 10_000;
@@ -22,10 +13,17 @@ const PROGRESS_EVERY_ROWS = 10_000;
  * to stderr. A batch committed stays: run again after an interruption and the rows already in come
  * back as conflicts. Fails (exit 1) when any row was invalid, once every other row is in.
  */
-export async function importUsersCommand(context: { db: Kysely<Database>; config: Config; io: Io }, file: string): Promise<void> {
-  const { db, config, io } = context;
-  await migrateToLatest(db);
-  const importer = new UserImport(new AuditTrail(db, config, createLogger({ logLevel: 'silent' })));
+export function importUsersCommand(invocation: Invocation): Command {
+  allowOptions(invocation);
+  allowArguments(invocation, 1);
+  const file = invocation.rest[0];
+  if (file === undefined) throw new UsageError('import-users needs FILE.jsonl');
+  return { migrated: true, run: (context) => importFile(context, file) };
+}
+
+async function importFile(context: Context, file: string): Promise<void> {
+  const { io } = context;
+  const { imports } = commandServices(context);
   const totals = { created: 0, conflict: 0, invalid: 0 };
   let rows = 0;
   const report = (results: ImportResult[]) => {
@@ -43,7 +41,7 @@ export async function importUsersCommand(context: { db: Kysely<Database>; config
   const flush = async () => {
     const before = rows;
     rows += batch.length;
-    report(await importer.importBatch(null, null, batch, 'cli'));
+    report(await imports.importBatch(null, null, batch, 'cli'));
     batch = [];
     if (Math.floor(rows / PROGRESS_EVERY_ROWS) > Math.floor(before / PROGRESS_EVERY_ROWS)) progress();
   };
@@ -54,7 +52,9 @@ export async function importUsersCommand(context: { db: Kysely<Database>; config
   }
   if (batch.length > 0) await flush();
   io.stdout.write(`imported ${file}: ${totals.created} created, ${totals.conflict} conflicts, ${totals.invalid} invalid, of ${rows} rows\n`);
-  if (totals.invalid > 0) throw new Error(`${totals.invalid} row${totals.invalid === 1 ? ' was' : 's were'} invalid (listed above); every other row was imported`);
+  if (totals.invalid > 0) {
+    throw new CommandError(`${totals.invalid} row${totals.invalid === 1 ? ' was' : 's were'} invalid (listed above); every other row was imported`);
+  }
 }
 
 /** A line's JSON, or a marker the row check reports as not an object. */
@@ -72,7 +72,7 @@ async function* linesOf(file: string): AsyncGenerator<{ line: string; number: nu
   // Opening errors (no such file) surface here with the path, rather than as an unhandled stream error.
   await new Promise<void>((resolve, reject) => {
     stream.once('open', () => resolve());
-    stream.once('error', (error) => reject(new Error(`cannot read ${file}`, { cause: error })));
+    stream.once('error', (error) => reject(new CommandError(`cannot read ${file}`, { cause: error })));
   });
   let number = 0;
   for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {

@@ -65,16 +65,3 @@ export async function listAuditEventsAfter(db: Executor, filter: AuditFilter, af
   const rows = await q.orderBy('id', 'asc').limit(limit).execute();
   return rows.map((row) => ({ ...row, id: Number(row.id) }));
 }
-
-/**
- * Deletes up to `batch` events older than `before`; returns how many. Callers repeat until it
- * returns less than `batch`, so no single statement holds locks on a large part of the table.
- */
-export async function deleteAuditEventsBefore(db: Executor, before: Date, batch: number): Promise<number> {
-  const deleted = await audit(db)
-    .deleteFrom('audit_events')
-    .where('id', 'in', (eb) => eb.selectFrom('audit_events').select('id').where('occurred_at', '<', before).orderBy('id').limit(batch))
-    .executeTakeFirst();
-  return Number(deleted.numDeletedRows);
-}
-

@@ -4,7 +4,7 @@ import { PGlite, type Extension } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import type { Pool } from 'pg';
 import { preparingPool } from './prepared';
-import type { Config } from '../config';
+import type { DatabaseConfig } from '../config';
 import type { Database } from './types';
 
 // Trigram indexes for the user search. PGlite's extensions declare ESM types only, though they ship
@@ -20,17 +20,17 @@ export interface DatabaseHandle {
 }
 
 /**
- * Opens Kysely over pg when `databaseUrl` is set, otherwise over an embedded PGlite in `dataDir` (or in
+ * Opens Kysely over pg when `url` is set, otherwise over an embedded PGlite in `dataDir` (or in
  * this process only, for `memory://`). On PostgreSQL the registered statements (`preparedStatement`) go
- * by name unless `databasePreparedStatements` is off.
+ * by name unless `preparedStatements` is off.
  */
-export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePreparedStatements'>): Promise<DatabaseHandle> {
-  if (config.databaseUrl) {
+export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHandle> {
+  if (config.url) {
     // Loaded only here: the embedded database does not need pg, and a start spends most of its time loading modules.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { Pool } = require('pg') as typeof import('pg');
     const pool = new Pool({
-      connectionString: config.databaseUrl,
+      connectionString: config.url,
       max: 10,
       // Fail fast instead of queueing forever when the server is gone.
       connectionTimeoutMillis: 2000,
@@ -43,7 +43,7 @@ export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir
     // A client in use losing its connection fails its query (and the pool drops it on release); without a
     // listener of its own it would also emit an unhandled 'error' event that takes the process down.
     pool.on('connect', (client) => client.on('error', () => {}));
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: config.databasePreparedStatements ? preparingPool(pool) : pool }) }), kind: 'postgres', pool };
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? preparingPool(pool) : pool }) }), kind: 'postgres', pool };
   }
   const inMemory = config.dataDir.startsWith('memory://');
   if (!inMemory) mkdirSync(config.dataDir, { recursive: true });

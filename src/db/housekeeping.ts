@@ -2,15 +2,17 @@ import { sql, type Transaction } from 'kysely';
 import type { Database, Executor } from './types';
 
 /**
- * The tables the purge keeps small, each with the two columns that say when a row stopped
- * mattering: a session once revoked or expired, a reset or verification token once used or
- * expired, a mail message once sent or given up. A row goes once either moment is past the
- * retention; a row with neither (a live session, a message still to send) is never touched.
+ * The tables the purge keeps small, each with the columns that say when a row stopped mattering:
+ * a session once revoked or expired, a reset or verification token once used or expired, a mail
+ * message once sent or given up, an audit event once it happened (kept only while the audit
+ * retention is set). A row goes once any such moment is past the retention; a row with none (a
+ * live session, a message still to send) is never touched.
  */
 export const PURGE_RULES = {
   sessions: ['revoked_at', 'expires_at'],
   account_tokens: ['used_at', 'expires_at'],
   mail_outbox: ['sent_at', 'failed_at'],
+  audit_events: ['occurred_at'],
 } as const;
 
 export type PurgeTarget = keyof typeof PURGE_RULES;
@@ -34,14 +36,17 @@ export async function tryHousekeepingLock(trx: Transaction<Database>): Promise<b
  * returns how many it deleted. Rows another transaction has locked are skipped, not waited for.
  */
 export async function purgeBatch(db: Executor, target: PurgeTarget, retentionHours: number, limit: number): Promise<number> {
-  const [first, second] = PURGE_RULES[target];
   const cutoff = sql`now() - make_interval(hours => ${retentionHours}::int)`;
+  const past = sql.join(
+    PURGE_RULES[target].map((column) => sql`${sql.ref(column)} < ${cutoff}`),
+    sql` or `,
+  );
   const table = sql.table(target);
   const result = await sql`
     delete from ${table}
     where id in (
       select id from ${table}
-      where ${sql.ref(first)} < ${cutoff} or ${sql.ref(second)} < ${cutoff}
+      where ${past}
       limit ${limit}::int
       for update skip locked
     )`.execute(db);

@@ -1,12 +1,29 @@
-import { Migrator, sql, type Kysely, type MigrationResultSet } from 'kysely';
+import { Migrator, sql, type Kysely, type MigrationResult, type MigrationResultSet } from 'kysely';
 import { migrations } from '../../migrations';
+import type { DatabaseConfig } from '../config';
+import { openDatabase, type DatabaseHandle } from './database';
+
+/**
+ * Opens the configured database and applies every pending migration: the one way migrations start,
+ * for the server, `npm run migrate` and the commands alike. `applied` lists what this call ran.
+ */
+export async function openMigratedDatabase(config: DatabaseConfig): Promise<DatabaseHandle & { applied: MigrationResult[] }> {
+  const handle = await openDatabase(config);
+  try {
+    const { results = [] } = await migrateToLatest(handle.db);
+    return { ...handle, applied: results };
+  } catch (error) {
+    await handle.db.destroy();
+    throw error;
+  }
+}
 
 export function migrator(db: Kysely<any>): Migrator {
   return new Migrator({ db, provider: { getMigrations: async () => migrations } });
 }
 
 /** Runs every pending migration; throws with the failing migration's name and cause. */
-export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
+async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
   if (await upToDate(db)) return { results: [] };
   return checked(await migrator(db).migrateToLatest());
 }

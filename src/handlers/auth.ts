@@ -1,26 +1,27 @@
-import { created, noContent, ok, signedIn } from '../http/reply';
+import { created, noContent, ok, signedIn } from './reply';
 import type { Handler } from './types';
-import { sessionView, userView } from './views';
+import { sessionView, tokenPairView, userView } from './views';
 
 export const register: Handler<'register'> = async ({ body, client }, { auth }) => {
   const { user, tokens } = await auth.register(body, client);
-  return created({ user: userView(user, user.role === 'admin'), ...tokens });
+  return created({ user: userView(user, user.role === 'admin'), ...(tokens && tokenPairView(tokens)) });
 };
 
 /** The OAuth2 token URL, password and refresh grants: the token fields also stand at the top level (RFC 6749 §5.1). */
 export const login: Handler<'login'> = async ({ body, client }, { auth }) => {
-  const tokens = body.grant_type === 'refresh_token' ? await auth.refresh(body.refresh_token, client) : (await auth.login(body.username, body.password, client)).tokens;
+  const pair = body.grant_type === 'refresh_token' ? await auth.refresh(body.refresh_token, client) : (await auth.login(body.username, body.password, client)).tokens;
+  const tokens = tokenPairView(pair);
   return ok(tokens, tokens);
 };
 
 export const loginJson: Handler<'loginJson'> = async ({ body, client }, { auth }) => {
   const { user, tokens } = await auth.login(body.email, body.password, client);
-  return ok({ ...tokens, user: userView(user, user.role === 'admin') });
+  return ok({ ...tokenPairView(tokens), user: userView(user, user.role === 'admin') });
 };
 
 /** Answers as the token URL does, so that an OAuth2 client may use either as its refresh URL. */
 export const refreshToken: Handler<'refreshToken'> = async ({ body, client }, { auth }) => {
-  const tokens = await auth.refresh(body.refresh_token, client);
+  const tokens = tokenPairView(await auth.refresh(body.refresh_token, client));
   return ok(tokens, tokens);
 };
 

@@ -3,7 +3,20 @@ import * as auth from './auth';
 import * as health from './health';
 import * as keys from './keys';
 import * as users from './users';
-import type { HandlerMap } from './types';
+import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types';
 
 /** Every operation of api/openapi.yaml by operationId. */
 export const handlers = { ...auth, ...users, ...audit, ...health, ...keys } satisfies HandlerMap;
+
+/** The handlers as the HTTP layer runs them, bound to the app's services. */
+export function operationsFor(services: Services): Operations {
+  return {
+    has: (operationId): operationId is OperationId => Object.hasOwn(handlers, operationId),
+    // The contract layer has validated (and coerced) the request against this operation's schema:
+    // that is what makes it the operation's `HandlerInput`.
+    run: (operationId, request) => {
+      const handler = handlers[operationId] as unknown as (input: OperationRequest, services: Services) => Promise<WireReply>;
+      return handler(request, services);
+    },
+  };
+}

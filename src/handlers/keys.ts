@@ -1,4 +1,3 @@
-import { keyRingFor } from '../services/keys';
 import type { Handler } from './types';
 
 /**
@@ -7,6 +6,6 @@ import type { Handler } from './types';
  */
 export const getJwks: Handler<'getJwks'> = async (_input, { config }) => ({
   status: 200,
-  body: keyRingFor(config).jwks,
+  body: config.tokens.keys.jwks,
   headers: { 'Cache-Control': 'public, max-age=300' },
 });

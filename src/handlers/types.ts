@@ -1,10 +1,10 @@
 import type { operations } from '../../generated/openapi';
 import type { Config } from '../config';
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/types';
-import type { AuthService, ClientInfo, Principal } from '../services/auth';
+import type { AuthService } from '../services/auth';
+import type { ClientInfo, Principal } from '../services/principal';
 import type { AccountService } from '../services/account';
-import type { AuditTrail } from '../services/audit';
+import type { AuditService } from '../services/audit';
+import type { HealthService } from '../services/health';
 import type { UserImport } from '../services/user-import';
 import type { UserService } from '../services/users';
 
@@ -30,8 +30,24 @@ export interface HandlerInput<K extends OperationId> {
   client: ClientInfo;
 }
 
-/** What the handler answers with; the HTTP layer writes it. */
-export interface Reply {
+type Responses<K extends OperationId> = operations[K]['responses'];
+/** A handler answers only with success; every failure is thrown and rendered by the HTTP layer. */
+type SuccessStatus = 200 | 201 | 202 | 204;
+type StatusOf<K extends OperationId> = Extract<keyof Responses<K>, SuccessStatus>;
+type JsonBodyOf<R> = R extends { content: { 'application/json': infer B } } ? B : undefined;
+type ReplyWith<S, B> = [B] extends [undefined]
+  ? { status: S; body?: undefined; headers?: Record<string, string> }
+  : { status: S; body: B; headers?: Record<string, string> };
+
+/**
+ * What the handler of operation K answers with, as the contract declares it: one of its 2xx statuses
+ * with that status's JSON body, so a status or a body the contract does not declare for K is a
+ * compile error.
+ */
+export type Reply<K extends OperationId> = { [S in StatusOf<K>]: ReplyWith<S, JsonBodyOf<Responses<K>[S]>> }[StatusOf<K>];
+
+/** A reply as the HTTP layer writes it, whichever operation it answers. */
+export interface WireReply {
   status: number;
   /** The whole JSON body, envelope included; absent for 204. */
   body?: unknown;
@@ -39,21 +55,37 @@ export interface Reply {
   headers?: Record<string, string>;
 }
 
+/** A request as the HTTP layer hands it to an operation, once validated against that operation's contract. */
+export interface OperationRequest {
+  body: unknown;
+  query: Record<string, unknown>;
+  path: Record<string, unknown>;
+  principal: Principal | undefined;
+  client: ClientInfo;
+}
+
+/**
+ * All the HTTP layer knows of the handlers: each operation of the contract by operationId, bound to
+ * the services. It never names a handler, so a new operation needs no change in src/http.
+ */
+export interface Operations {
+  has(operationId: string): operationId is OperationId;
+  run(operationId: OperationId, request: OperationRequest): Promise<WireReply>;
+}
+
 /** The services a handler may call, built once per app. */
 export interface Services {
   config: Config;
-  db: Kysely<Database>;
   auth: AuthService;
   account: AccountService;
   users: UserService;
   imports: UserImport;
-  audit: AuditTrail;
+  audit: AuditService;
+  health: HealthService;
   startedAt: number;
-  /** `draining` once the process has begun to stop: readiness then answers 503. */
-  lifecycle: { readonly draining: boolean };
 }
 
-export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply>;
+export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;
 
 /** Every operation of the contract, each with its handler: a missing one is a compile error. */
 export type HandlerMap = { [K in OperationId]: Handler<K> };

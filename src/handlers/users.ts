@@ -1,7 +1,7 @@
-import { created, noContent, ok, signedIn } from '../http/reply';
-import type { Handler } from './types';
+import { created, noContent, ok, signedIn } from './reply';
 import { countByStatus } from '../services/user-import';
-import { userView } from './views';
+import type { Handler } from './types';
+import { importResultView, userView } from './views';
 
 export const listUsers: Handler<'listUsers'> = async (input, { users }) => {
   const { rows, meta } = await users.list(signedIn(input), input.query);
@@ -31,5 +31,5 @@ export const restoreUser: Handler<'restoreUser'> = async (input, { users }) =>
 
 export const importUsers: Handler<'importUsers'> = async (input, { imports }) => {
   const results = await imports.importUsers(signedIn(input), input.body.users);
-  return ok(results, { meta: countByStatus(results) });
+  return ok(results.map(importResultView), { meta: countByStatus(results) });
 };

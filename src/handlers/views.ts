@@ -1,8 +1,14 @@
 import type { components } from '../../generated/openapi';
+import type { AuditEventRow } from '../db/audit';
 import type { SessionRow, UserRow } from '../db/types';
+import type { TokenPair } from '../services/auth';
+import type { ImportResult } from '../services/user-import';
 
 type User = components['schemas']['User'];
 type Session = components['schemas']['Session'];
+type WireTokenPair = components['schemas']['TokenPair'];
+type AuditEvent = components['schemas']['AuditEvent'];
+type WireImportResult = components['schemas']['ImportResult'];
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
 
@@ -34,4 +40,31 @@ export function sessionView(row: SessionRow, currentSessionId: string): Session 
     user_agent: row.user_agent,
     current: row.id === currentSessionId,
   };
+}
+
+/** A session's tokens as OAuth2 clients read them (RFC 6749 §5.1). */
+export function tokenPairView(pair: TokenPair): WireTokenPair {
+  return { access_token: pair.accessToken, refresh_token: pair.refreshToken, token_type: 'bearer', expires_in: pair.expiresInSeconds };
+}
+
+/** An audit event as the contract shows it. */
+export function auditEventView(row: AuditEventRow): AuditEvent {
+  return {
+    id: row.id,
+    occurred_at: new Date(row.occurred_at).toISOString(),
+    event_type: row.event_type as AuditEvent['event_type'],
+    actor_user_id: row.actor_user_id,
+    subject_user_id: row.subject_user_id,
+    ip: row.ip,
+    user_agent: row.user_agent,
+    request_id: row.request_id,
+    details: row.details,
+  };
+}
+
+/** What became of one imported row; `reason` only for an invalid one. */
+export function importResultView(result: ImportResult): WireImportResult {
+  const view: WireImportResult = { row: result.row, email: result.email, status: result.status };
+  if (result.reason !== undefined) view.reason = result.reason;
+  return view;
 }

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from '../config';
+import type { PaginationConfig, ServerConfig } from '../config';
 
 export type OpenApiDocument = {
   openapi: string;
@@ -39,7 +39,7 @@ function contractSource(): string {
  * `info.version` from APP_VERSION. Nothing else changes, so that a client generated from the file
  * and one generated from a deployment are the same client.
  */
-export function contractFor(config: Config): OpenApiDocument {
+export function contractFor(config: Pick<ServerConfig, 'appVersion'>): OpenApiDocument {
   const doc = structuredClone(readContract());
   doc.info.version = config.appVersion;
   return doc;
@@ -51,12 +51,12 @@ export function contractFor(config: Config): OpenApiDocument {
  * configurable). Defaults stay out of it: the service fills them in, and a declared default would
  * make clients that send defaults mix the page and cursor shapes.
  */
-export function validationContractFor(config: Config): OpenApiDocument {
-  const doc = contractFor(config);
+export function validationContractFor(server: Pick<ServerConfig, 'appVersion'>, pagination: PaginationConfig): OpenApiDocument {
+  const doc = contractFor(server);
   for (const item of Object.values(doc.paths)) {
     for (const operation of Object.values(item)) {
       for (const parameter of operation?.parameters ?? []) {
-        if (parameter.in === 'query' && (parameter.name === 'per_page' || parameter.name === 'limit')) parameter.schema.maximum = config.maxPageSize;
+        if (parameter.in === 'query' && (parameter.name === 'per_page' || parameter.name === 'limit')) parameter.schema.maximum = pagination.maxPageSize;
       }
     }
   }

@@ -1,6 +1,6 @@
 import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Config } from '../config';
+import type { ServerConfig } from '../config';
 import type { Logger } from '../logger';
 import type { ErrorCode } from './errors';
 
@@ -13,7 +13,7 @@ const DROP_LOG_INTERVAL_MS = 60_000;
  * itself, before the app sees a request, are JSON envelopes like every other error.
  */
 export function createHttpServer(
-  config: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs' | 'maxConnections'>,
+  config: Pick<ServerConfig, 'headersTimeoutMs' | 'requestTimeoutMs' | 'maxConnections'>,
   listener: RequestListener,
   logger: Logger,
 ): Server {

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
-import type { Metrics } from '../services/metrics';
+import type { Metrics } from '../infra/metrics';
 import { bearerToken } from './bearer';
 import { ApiError, serviceUnavailable, unauthorized } from './errors';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import type { Logger } from '../logger';
-import { ApiError, badRequest } from './errors';
+import { ApiError, badRequest, toApiError } from './errors';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -63,36 +63,6 @@ export function errors(logger: Logger) {
       };
     }
   };
-}
-
-function toApiError(thrown: unknown): ApiError {
-  if (thrown instanceof ApiError) return thrown;
-  const status = (thrown as { status?: unknown })?.status;
-  const type = (thrown as { type?: unknown })?.type;
-  // Errors raised by the body parser (raw-body, co-body) carry an HTTP status and a type.
-  if (status === 413 || type === 'entity.too.large') {
-    return new ApiError(413, 'PAYLOAD_TOO_LARGE', 'Request body too large', undefined, { cause: thrown });
-  }
-  if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new ApiError(400, 'BAD_REQUEST', status === 415 ? 'Unsupported content type' : 'Malformed request body', undefined, {
-      cause: thrown,
-    });
-  }
-  if (isDatabaseUnavailable(thrown)) {
-    return new ApiError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', undefined, { cause: thrown });
-  }
-  return new ApiError(500, 'INTERNAL_ERROR', 'Internal server error', undefined, { cause: thrown });
-}
-
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
-
-function isDatabaseUnavailable(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
-  const message = error instanceof Error ? error.message : '';
-  // "not queryable": a transaction's rollback on a connection the server just closed, which replaces the
-  // original error. The last two: a pool already closed, as while the service shuts down.
-  return /timeout exceeded when trying to connect|Query read timeout|Connection terminated|is not queryable|driver has already been destroyed|Cannot use a pool after calling end/i.test(message);
 }
 
 /**

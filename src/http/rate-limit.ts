@@ -1,9 +1,9 @@
 import type { Context } from 'koa';
 import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Config } from '../config';
+import type { LimitsConfig } from '../config';
 import type { OperationId } from '../handlers/types';
 import { clientKey } from '../services/client-address';
-import type { LimiterFactory } from '../services/rate-limiter';
+import type { LimiterFactory } from '../infra/rate-limiter';
 import { rateLimited } from './errors';
 
 /** The operations that take credentials or tokens, or hash a password: the tighter per-IP budget. */
@@ -36,7 +36,7 @@ const UNLIMITED_PATH = /^\/health(\/|$)/;
  * whose cost depends on it (an update that sets a password).
  */
 export async function rateLimitGuard(
-  config: Config,
+  config: LimitsConfig,
   limiter: LimiterFactory,
 ): Promise<{ guard: (ctx: Context) => Promise<void>; bodyGuard: (ctx: Context) => Promise<void> }> {
   const auth = await limiter({ keyPrefix: 'ip-auth', points: config.authRateLimitPerMinute, duration: WINDOW_SECONDS });

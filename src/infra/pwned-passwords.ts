@@ -1,10 +1,5 @@
 import { createHash } from 'node:crypto';
-
-export interface PwnedPasswordsOptions {
-  /** The range API's base, such as https://api.pwnedpasswords.com/range/; the prefix is appended. */
-  url: string;
-  timeoutMs: number;
-}
+import type { PwnedPasswordsConfig } from '../config';
 
 /**
  * A client of the Pwned Passwords range API (k-anonymity): only the first five hex characters of the
@@ -13,7 +8,7 @@ export interface PwnedPasswordsOptions {
  * never leave the process.
  */
 export class PwnedPasswordsRange {
-  constructor(private readonly options: PwnedPasswordsOptions) {}
+  constructor(private readonly options: Pick<PwnedPasswordsConfig, 'url' | 'timeoutMs'>) {}
 
   /** How often the password appears in known breaches (0: never); throws when the API does not answer in time. */
   async breachCount(password: string): Promise<number> {

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../config';
+import type { AccountConfig } from '../config';
 import { insertAccountToken, voidAccountTokens } from '../db/account-tokens';
 import type { Executor, TokenPurpose, UserRow } from '../db/types';
+import type { Mail } from '../infra/mail-transport';
+import type { Outbox } from '../infra/outbox';
 import {
   emailChangedMail,
   emailChangeMail,
@@ -9,10 +11,8 @@ import {
   passwordChangedMail,
   passwordResetMail,
   verificationMail,
-  type Mail,
   type PasswordChange,
 } from './mail-templates';
-import type { Outbox } from './outbox';
 import { sha256 } from './tokens';
 
 type Recipient = Pick<UserRow, 'id' | 'email' | 'name'>;
@@ -30,7 +30,7 @@ function newToken(): { token: string; hash: string } {
  */
 export class AccountMail {
   constructor(
-    private readonly config: Config,
+    private readonly config: AccountConfig,
     private readonly outbox: Outbox,
   ) {}
 

@@ -1,19 +1,21 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { AccountConfig } from '../config';
 import { consumeAccountToken, recentAccountTokens } from '../db/account-tokens';
 import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../db/sessions';
+import type { Transact } from '../db/transaction';
 import type { Database, SessionRow, UserRow } from '../db/types';
 import { isUniqueViolation } from '../db/errors';
 import { findUserByEmail, findUserById, updateLiveUser } from '../db/users';
-import { conflict, invalidToken, notFound } from '../http/errors';
+import { Conflict, InvalidToken, NotFound } from '../errors';
 import type { Logger } from '../logger';
 import type { AccountMail } from './account-mail';
-import type { AuditTrail } from './audit';
+import { recordEvent } from './audit-events';
+import { normalizeEmail } from './auth';
 import type { BreachedPasswords } from './breached-passwords';
-import { normalizeEmail, type ClientInfo, type Principal } from './auth';
 import type { CurrentPassword } from './current-password';
 import type { LoginGuard } from './login-guard';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
+import type { ClientInfo, Principal } from './principal';
 import { sha256 } from './tokens';
 
 /** Password change and reset, e-mail verification, and the user's own sessions. */
@@ -23,10 +25,10 @@ export class AccountService {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: AccountConfig,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
-    private readonly audit: AuditTrail,
+    private readonly transact: Transact,
     private readonly logger: Logger,
     private readonly currentPassword: CurrentPassword,
     /** Lifted by a completed password reset; absent when rate limiting is off. */
@@ -42,12 +44,12 @@ export class AccountService {
     await this.breached?.refuse(newPassword, 'body.new_password');
     const passwordHash = await this.passwords.hash(newPassword);
     const id = principal.user.id;
-    await this.audit.transaction(principal.client, async (trx, record) => {
+    await this.transact(async (trx) => {
       const user = await updateLiveUser(trx, id, { password_hash: passwordHash });
-      if (!user) throw notFound('User not found');
+      if (!user) throw new NotFound('User not found');
       await revokeUserSessions(trx, id, principal.sessionId);
       await this.mail.sendPasswordChangedNotice(trx, user, 'changed');
-      await record({ type: 'password.changed', actor: id, subject: id });
+      await recordEvent(trx, { type: 'password.changed', actor: id, subject: id, origin: principal.client });
     });
     this.mail.flush();
   }
@@ -74,11 +76,11 @@ export class AccountService {
   private async sendResetLink(email: string, client: ClientInfo): Promise<void> {
     const user = await findUserByEmail(this.db, normalizeEmail(email));
     if (!user || user.deleted_at !== null || !user.is_active) return;
-    const sent = await this.audit.transaction(client, async (trx, record) => {
+    const sent = await this.transact(async (trx) => {
       const recent = await recentAccountTokens(trx, user.id, 'password_reset', this.config.passwordResetMailIntervalSeconds);
       if (recent.withinSeconds > 0 || recent.withinHour >= this.config.passwordResetMailsPerHour) return false;
       await this.mail.sendPasswordReset(trx, user);
-      await record({ type: 'password.reset_requested', actor: null, subject: user.id });
+      await recordEvent(trx, { type: 'password.reset_requested', actor: null, subject: user.id, origin: client });
       return true;
     });
     if (sent) this.mail.flush();
@@ -90,16 +92,16 @@ export class AccountService {
     checkNewPassword(newPassword, 'body.new_password');
     await this.breached?.refuse(newPassword, 'body.new_password');
     const passwordHash = await this.passwords.hash(newPassword);
-    const email = await this.audit.transaction(client, async (trx, record) => {
+    const email = await this.transact(async (trx) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
-      if (!owner) throw invalidToken();
+      if (!owner) throw new InvalidToken();
       // Refused before anything is written: the transaction rolls back and the token stays usable.
       checkNotEmail(newPassword, owner.email, 'body.new_password');
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
-      if (!user || user.email !== owner.email) throw invalidToken();
+      if (!user || user.email !== owner.email) throw new InvalidToken();
       await revokeUserSessions(trx, user.id);
       await this.mail.sendPasswordChangedNotice(trx, user, 'reset');
-      await record({ type: 'password.reset_completed', actor: user.id, subject: user.id });
+      await recordEvent(trx, { type: 'password.reset_completed', actor: user.id, subject: user.id, origin: client });
       return user.email;
     });
     this.mail.flush();
@@ -114,28 +116,28 @@ export class AccountService {
    */
   async verifyEmail(token: string, client: ClientInfo): Promise<UserRow> {
     try {
-      return await this.audit.transaction(client, async (trx, record) => {
+      return await this.transact(async (trx) => {
         const owner = await consumeAccountToken(trx, sha256(token), 'email_verification');
-        if (!owner) throw invalidToken();
+        if (!owner) throw new InvalidToken();
         const current = await findUserById(trx, owner.user_id);
-        if (!current || current.deleted_at !== null) throw invalidToken();
+        if (!current || current.deleted_at !== null) throw new InvalidToken();
         if (current.pending_email === owner.email) {
           const holder = await findUserByEmail(trx, owner.email);
-          if (holder && holder.id !== current.id) throw conflict('Email already registered');
+          if (holder && holder.id !== current.id) throw new Conflict('Email already registered');
           const user = await updateLiveUser(trx, current.id, { email: owner.email, pending_email: null, email_verified: true });
-          if (!user) throw invalidToken();
-          await record({ type: 'email.verified', actor: user.id, subject: user.id, details: { email_changed: true } });
+          if (!user) throw new InvalidToken();
+          await recordEvent(trx, { type: 'email.verified', actor: user.id, subject: user.id, details: { email_changed: true }, origin: client });
           return user;
         }
-        if (current.email !== owner.email) throw invalidToken();
+        if (current.email !== owner.email) throw new InvalidToken();
         const user = await updateLiveUser(trx, current.id, { email_verified: true });
-        if (!user) throw invalidToken();
-        await record({ type: 'email.verified', actor: user.id, subject: user.id });
+        if (!user) throw new InvalidToken();
+        await recordEvent(trx, { type: 'email.verified', actor: user.id, subject: user.id, origin: client });
         return user;
       });
     } catch (error) {
       // Another account took the address between the check and the update.
-      if (isUniqueViolation(error)) throw conflict('Email already registered');
+      if (isUniqueViolation(error)) throw new Conflict('Email already registered');
       throw error;
     }
   }
@@ -149,10 +151,10 @@ export class AccountService {
     const { user } = principal;
     if (user.pending_email !== null) {
       const pending = user.pending_email;
-      await this.db.transaction().execute((trx) => this.mail.sendEmailChange(trx, user, pending, false));
+      await this.transact((trx) => this.mail.sendEmailChange(trx, user, pending, false));
     } else {
-      if (user.email_verified) throw conflict('Email is already verified');
-      await this.db.transaction().execute((trx) => this.mail.sendVerification(trx, user));
+      if (user.email_verified) throw new Conflict('Email is already verified');
+      await this.transact((trx) => this.mail.sendVerification(trx, user));
     }
     this.mail.flush();
   }
@@ -163,9 +165,9 @@ export class AccountService {
 
   async revokeSession(principal: Principal, sessionId: string): Promise<void> {
     const id = principal.user.id;
-    await this.audit.transaction(principal.client, async (trx, record) => {
-      if (!(await revokeOwnSession(trx, id, sessionId))) throw notFound('Session not found');
-      await record({ type: 'session.revoked', actor: id, subject: id, details: { session_id: sessionId } });
+    await this.transact(async (trx) => {
+      if (!(await revokeOwnSession(trx, id, sessionId))) throw new NotFound('Session not found');
+      await recordEvent(trx, { type: 'session.revoked', actor: id, subject: id, details: { session_id: sessionId }, origin: principal.client });
     });
   }
 }

@@ -1,40 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
-import { conflict, forbidden, invalidCredentials, tokenExpired, unauthorized } from '../http/errors';
+import type { SessionConfig } from '../config';
+import { Conflict, Forbidden, InvalidCredentials, TokenExpired, Unauthorized } from '../errors';
 import { findAuthenticatedUser, findSessionCreatedAt, insertSession, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
+import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
 import { replacePasswordHash } from '../db/password-hashes';
 import type { AccountMail } from './account-mail';
-import type { AuditTrail } from './audit';
+import { recordEvent } from './audit-events';
 import type { BreachedPasswords } from './breached-passwords';
 import { countedCheck, type LoginGuard } from './login-guard';
+import type { ClientInfo, Principal } from './principal';
 import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
 import { sha256, type IssuedPair, type TokenService } from './tokens';
 
-/** Who is calling: the user and the session their access token belongs to. */
-export interface Principal {
-  user: UserRow;
-  sessionId: string;
-  /** The request the principal is acting through. */
-  client: ClientInfo;
-}
-
-/** Where a request comes from: kept on the sessions it opens and on the audit events it causes. */
-export interface ClientInfo {
-  ip: string | null;
-  /** At most 512 characters. */
-  userAgent: string | null;
-  requestId: string | null;
-}
-
+/** The tokens of a session as its holder gets them. */
 export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** REQUIRE_VERIFIED_EMAIL's refusal: the password was right, so it may say why. */
-const emailNotVerified = () => forbidden('Email address must be verified before signing in; follow the link sent to it');
+const emailNotVerified = () => new Forbidden('Email address must be verified before signing in; follow the link sent to it');
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -43,11 +30,11 @@ export function normalizeEmail(email: string): string {
 export class AuthService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: SessionConfig,
     private readonly tokens: TokenService,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
-    private readonly audit: AuditTrail,
+    private readonly transact: Transact,
     /** Per-account lockout after repeated failed logins; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
     /** Refuses passwords known from breaches; absent unless PWNED_PASSWORDS_CHECK. */
@@ -61,19 +48,19 @@ export class AuthService {
     checkNewPassword(input.password, 'body.password', input.email);
     await this.breached?.refuse(input.password, 'body.password');
     const passwordHash = await this.passwords.hash(input.password);
-    const registered = await this.audit.transaction(client, async (trx, record) => {
+    const registered = await this.transact(async (trx) => {
       const user = await insertUser(trx, {
         email: normalizeEmail(input.email),
         name: input.name.trim(),
         password_hash: passwordHash,
         role: 'user',
       });
-      if (!user) throw conflict('Email already registered');
+      if (!user) throw new Conflict('Email already registered');
       // With REQUIRE_VERIFIED_EMAIL no session opens until the address is verified: the account
       // exists, the verification link is on its way, and signing in comes after it.
       const opened = this.config.requireVerifiedEmail ? undefined : await this.openSession(trx, user, client);
       await this.mail.sendVerification(trx, user);
-      await record({ type: 'user.registered', actor: user.id, subject: user.id, details: opened ? { session_id: opened.sessionId } : {} });
+      await recordEvent(trx, { type: 'user.registered', actor: user.id, subject: user.id, details: opened ? { session_id: opened.sessionId } : {}, origin: client });
       return { user, tokens: opened?.tokens };
     });
     this.mail.flush();
@@ -94,24 +81,26 @@ export class AuthService {
     if (!valid || !found) {
       // The e-mail that was tried is not kept: people type their password into the wrong field.
       const subject = found?.id ?? null;
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' } });
-      if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject, details: { scope: locked } });
-      throw invalidCredentials();
+      await this.transact(async (trx) => {
+        await recordEvent(trx, { type: 'login.failed', actor: null, subject, details: { reason: 'invalid_credentials' }, origin: client });
+        if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject, details: { scope: locked }, origin: client });
+      });
+      throw new InvalidCredentials();
     }
     if (!found.is_active) {
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' } });
-      throw forbidden('Account is disabled');
+      await this.transact((trx) => recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' }, origin: client }));
+      throw new Forbidden('Account is disabled');
     }
     if (this.config.requireVerifiedEmail && !found.email_verified) {
-      await this.audit.record(client, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' } });
+      await this.transact((trx) => recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' }, origin: client }));
       throw emailNotVerified();
     }
     // A hash of another algorithm or a lower cost than new ones get is replaced while the password is at hand.
     const stronger = await this.passwords.rehash(found.password_hash, password);
-    const { tokens } = await this.audit.transaction(client, async (trx, record) => {
+    const { tokens } = await this.transact(async (trx) => {
       if (stronger) await replacePasswordHash(trx, found.id, found.password_hash, stronger);
       const opened = await this.openSession(trx, found, client);
-      await record({ type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId } });
+      await recordEvent(trx, { type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId }, origin: client });
       return opened;
     });
     return { user: found, tokens };
@@ -123,13 +112,13 @@ export class AuthService {
    */
   async refresh(refreshToken: string, client: ClientInfo): Promise<TokenPair> {
     const verified = this.tokens.verify(refreshToken, 'refresh');
-    if (!verified.ok) throw verified.reason === 'expired' ? tokenExpired() : unauthorized();
+    if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
     const userId = Number(verified.claims.sub);
     const sessionId = verified.claims.sid;
-    const rotation = await this.audit.transaction(client, async (trx, record) => {
+    const rotation = await this.transact(async (trx) => {
       const createdAt = await findSessionCreatedAt(trx, sessionId);
       if (createdAt === undefined) return undefined;
-      const sessionEnd = new Date(createdAt.getTime() + this.config.sessionMaxDays * DAY_MS);
+      const sessionEnd = new Date(createdAt.getTime() + this.config.maxDays * DAY_MS);
       if (sessionEnd.getTime() <= Date.now()) return undefined;
       const next = this.tokens.issueRefresh(userId, sessionId, sessionEnd);
       const rotated = await rotateRefreshToken(trx, {
@@ -143,39 +132,38 @@ export class AuthService {
       if (rotated?.id === userId) {
         // Thrown, so the rotation rolls back: the session waits, intact, for the address to be verified.
         if (this.config.requireVerifiedEmail && !rotated.email_verified) throw emailNotVerified();
-        await record({ type: 'session.refreshed', actor: userId, subject: userId, details });
+        await recordEvent(trx, { type: 'session.refreshed', actor: userId, subject: userId, details, origin: client });
         return { user: rotated, next };
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
       const wasLive = await revokeOwnSession(trx, userId, sessionId);
-      if (wasLive) await record({ type: 'session.refresh_reuse_detected', actor: null, subject: userId, details });
+      if (wasLive) await recordEvent(trx, { type: 'session.refresh_reuse_detected', actor: null, subject: userId, details, origin: client });
       return undefined;
     });
-    if (!rotation) throw unauthorized();
+    if (!rotation) throw new Unauthorized();
     return {
-      access_token: this.tokens.issueAccess(rotation.user, sessionId),
-      refresh_token: rotation.next.token,
-      token_type: 'bearer',
-      expires_in: this.tokens.accessTtlSeconds,
+      accessToken: this.tokens.issueAccess(rotation.user, sessionId),
+      refreshToken: rotation.next.token,
+      expiresInSeconds: this.tokens.accessTtlSeconds,
     };
   }
 
   /** The principal behind an access token, or the 401 that explains why there is none. */
   async authenticate(accessToken: string, client: ClientInfo): Promise<Principal> {
     const verified = this.tokens.verify(accessToken, 'access');
-    if (!verified.ok) throw verified.reason === 'expired' ? tokenExpired() : unauthorized();
+    if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
     const user = await findAuthenticatedUser(this.db, Number(verified.claims.sub), verified.claims.sid);
-    if (!user) throw unauthorized();
+    if (!user) throw new Unauthorized();
     return { user, sessionId: verified.claims.sid, client };
   }
 
   async logout(principal: Principal, all: boolean): Promise<void> {
     const id = principal.user.id;
-    await this.audit.transaction(principal.client, async (trx, record) => {
+    await this.transact(async (trx) => {
       if (all) await revokeUserSessions(trx, id);
       else await revokeSession(trx, principal.sessionId);
-      await record({ type: 'session.logged_out', actor: id, subject: id, details: { session_id: principal.sessionId, all } });
+      await recordEvent(trx, { type: 'session.logged_out', actor: id, subject: id, details: { session_id: principal.sessionId, all }, origin: principal.client });
     });
   }
 

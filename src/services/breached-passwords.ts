@@ -1,4 +1,4 @@
-import { validationError } from '../http/errors';
+import { Validation } from '../errors';
 import type { PwnedPasswordsRange } from '../infra/pwned-passwords';
 import type { Logger } from '../logger';
 
@@ -24,6 +24,6 @@ export class BreachedPasswords {
       this.logger.warn({ err: error }, 'pwned passwords: the range API failed or did not answer in time; the password was let through unchecked');
       return;
     }
-    if (count > 0) throw validationError([{ field, message: 'has appeared in a data breach; choose another' }]);
+    if (count > 0) throw new Validation([{ field, message: 'has appeared in a data breach; choose another' }]);
   }
 }

@@ -1,9 +1,10 @@
+import type { Transact } from '../db/transaction';
 import type { UserRow } from '../db/types';
-import { invalidPassword } from '../http/errors';
-import type { AuditTrail } from './audit';
-import type { ClientInfo } from './auth';
+import { InvalidPassword } from '../errors';
+import { recordEvent } from './audit-events';
 import { countedCheck, type LoginGuard } from './login-guard';
 import type { PasswordHasher } from './passwords';
+import type { ClientInfo } from './principal';
 
 /**
  * The proof a signed-in user gives before changing their own credentials: their current password.
@@ -13,7 +14,7 @@ import type { PasswordHasher } from './passwords';
 export class CurrentPassword {
   constructor(
     private readonly passwords: PasswordHasher,
-    private readonly audit: AuditTrail,
+    private readonly transact: Transact,
     /** Absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
   ) {}
@@ -22,8 +23,10 @@ export class CurrentPassword {
   async confirm(user: Pick<UserRow, 'id' | 'email' | 'password_hash'>, password: string, client: ClientInfo): Promise<void> {
     const { valid, locked } = await countedCheck(this.loginGuard, user.email, client.ip, () => this.passwords.verify(password, user.password_hash));
     if (valid) return;
-    await this.audit.record(client, { type: 'login.failed', actor: user.id, subject: user.id, details: { reason: 'wrong_current_password' } });
-    if (locked) await this.audit.record(client, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked } });
-    throw invalidPassword();
+    await this.transact(async (trx) => {
+      await recordEvent(trx, { type: 'login.failed', actor: user.id, subject: user.id, details: { reason: 'wrong_current_password' }, origin: client });
+      if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked }, origin: client });
+    });
+    throw new InvalidPassword();
   }
 }

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import type { Config } from '../config';
-import { rateLimited } from '../http/errors';
+import type { LimitsConfig } from '../config';
+import { RateLimited } from '../errors';
 import { clientKey } from './client-address';
-import type { LimiterFactory } from './rate-limiter';
+import type { LimiterFactory } from '../infra/rate-limiter';
 
 /** The window of the account-wide count, and how long an account-wide lock lasts. */
 export const ACCOUNT_WINDOW_SECONDS = 3600;
@@ -33,7 +33,8 @@ export class LoginGuard {
     private readonly lockoutSeconds: number,
   ) {}
 
-  static async create(config: Config, limiter: LimiterFactory): Promise<LoginGuard> {
+  /** `secret` (SECRET_KEY) keys the digests the counters are stored under. */
+  static async create(config: LimitsConfig, secret: string, limiter: LimiterFactory): Promise<LoginGuard> {
     const lockoutSeconds = config.loginLockoutMinutes * 60;
     const [clientFailures, accountFailures, locks] = await Promise.all([
       limiter({ keyPrefix: 'login-client-failures', points: config.loginMaxFailures, duration: lockoutSeconds }),
@@ -41,7 +42,7 @@ export class LoginGuard {
       // Only ever blocked (with the lock's own duration) and read.
       limiter({ keyPrefix: 'login-locks', points: 1, duration: lockoutSeconds }),
     ]);
-    return new LoginGuard(clientFailures, accountFailures, locks, config.secretKey, lockoutSeconds);
+    return new LoginGuard(clientFailures, accountFailures, locks, secret, lockoutSeconds);
   }
 
   /**
@@ -63,7 +64,7 @@ export class LoginGuard {
       // Points taken over the limit are given back at once, so they never outlive this answer.
       await Promise.all([this.clientFailures.reward(pair), this.accountFailures.reward(account)]);
       const waitMs = Math.max(...[...held, ...over].map((state) => state.msBeforeNext));
-      throw rateLimited(waitMs, LOCKED_MESSAGE);
+      throw new RateLimited(waitMs, { message: LOCKED_MESSAGE });
     }
     return new LoginAttempt(this, pair, account, client.consumedPoints, whole.consumedPoints);
   }

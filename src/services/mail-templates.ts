@@ -1,11 +1,4 @@
-export interface Mail {
-  to: string;
-  subject: string;
-  text: string;
-  html: string;
-  /** The link the message carries, for the log transport; notices carry none. */
-  link?: string;
-}
+import type { Mail } from '../infra/mail-transport';
 
 /**
  * Characters that could forge lines or reorder what a reader sees: every control character (line

@@ -2,18 +2,10 @@ import { pbkdf2, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { hash as argon2Hash, verify as argon2Verify, type Algorithm } from '@node-rs/argon2';
 import { hash as bcryptHash, verify as bcryptVerify } from '@node-rs/bcrypt';
-
-/** The algorithms new hashes are made with (PASSWORD_HASH_ALGORITHM). */
-export type HashAlgorithm = 'bcrypt' | 'argon2id';
-export const HASH_ALGORITHMS: readonly HashAlgorithm[] = ['bcrypt', 'argon2id'];
+import type { PasswordConfig } from '../config';
 
 /** How new hashes are made; a stored hash weaker than this is replaced at the next sign-in. */
-export interface HashPolicy {
-  algorithm: HashAlgorithm;
-  bcryptCost: number;
-  argon2MemoryKib: number;
-  argon2Iterations: number;
-}
+export type HashPolicy = Pick<PasswordConfig, 'hashAlgorithm' | 'bcryptCost' | 'argon2MemoryKib' | 'argon2Iterations'>;
 
 /** A stored hash, read: every format the service verifies, with the parameters that set its cost. */
 export type ParsedHash =
@@ -90,7 +82,7 @@ const ARGON2ID = 2 as Algorithm;
 
 /** A new hash of `password` as the policy says; runs on libuv's thread pool. */
 export function makeHash(password: string | Buffer, policy: HashPolicy): Promise<string> {
-  if (policy.algorithm === 'bcrypt') return bcryptHash(password, policy.bcryptCost);
+  if (policy.hashAlgorithm === 'bcrypt') return bcryptHash(password, policy.bcryptCost);
   return argon2Hash(password, { algorithm: ARGON2ID, memoryCost: policy.argon2MemoryKib, timeCost: policy.argon2Iterations, parallelism: 1 });
 }
 
@@ -118,6 +110,6 @@ export async function verifyHash(password: Buffer, stored: string): Promise<bool
 export function needsRehash(stored: string, policy: HashPolicy): boolean {
   const parsed = parseHash(stored);
   if (!parsed) return true;
-  if (policy.algorithm === 'bcrypt') return parsed.format !== 'bcrypt' || parsed.cost < policy.bcryptCost;
+  if (policy.hashAlgorithm === 'bcrypt') return parsed.format !== 'bcrypt' || parsed.cost < policy.bcryptCost;
   return parsed.format !== 'argon2id' || parsed.memoryKib < policy.argon2MemoryKib || parsed.iterations < policy.argon2Iterations;
 }

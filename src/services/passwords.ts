@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { dictionary } from '@zxcvbn-ts/language-common';
-import { ApiError, rateLimited, validationError } from '../http/errors';
+import { RateLimited, Unavailable, Validation } from '../errors';
 import { makeHash, needsRehash, verifyHash, type HashPolicy } from './password-hashes';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
@@ -11,14 +11,11 @@ export const MAX_PASSWORD_BYTES = 72;
 
 /** Says why a password could not be hashed now: too many are already waiting. */
 export const hashingBusy = (retryAfterSeconds: number) =>
-  new ApiError(503, 'SERVICE_UNAVAILABLE', 'Too many password checks in progress; try again shortly', undefined, {
-    headers: { 'Retry-After': String(retryAfterSeconds) },
-    logLevel: 'warn',
-  });
+  new Unavailable({ message: 'Too many password checks in progress; try again shortly', retryAfterSeconds });
 
 /** Says why this caller's password could not be hashed now: it holds its share of the queue already. */
 export const callerHashingBusy = (retryAfterSeconds: number) =>
-  rateLimited(retryAfterSeconds * 1000, 'Too many password operations at once; try again shortly', {}, 'warn');
+  new RateLimited(retryAfterSeconds * 1000, { message: 'Too many password operations at once; try again shortly', overload: true });
 
 const callers = new AsyncLocalStorage<() => string>();
 
@@ -78,7 +75,7 @@ export class PasswordHasher {
     try {
       return await this.hash(password);
     } catch (error) {
-      if (error instanceof ApiError && (error.code === 'SERVICE_UNAVAILABLE' || error.code === 'RATE_LIMITED')) return undefined;
+      if (error instanceof Unavailable || error instanceof RateLimited) return undefined;
       throw error;
     }
   }
@@ -167,7 +164,7 @@ export function isCommonPassword(password: string): boolean {
 /** Refuses, as a validation error on `field`, a password over bcrypt's input limit. */
 export function assertPasswordFits(password: string | undefined, field: string): void {
   if (password === undefined || Buffer.byteLength(password, 'utf8') <= MAX_PASSWORD_BYTES) return;
-  throw validationError([{ field, message: `must NOT be longer than ${MAX_PASSWORD_BYTES} bytes of UTF-8` }]);
+  throw new Validation([{ field, message: `must NOT be longer than ${MAX_PASSWORD_BYTES} bytes of UTF-8` }]);
 }
 
 /**
@@ -177,14 +174,14 @@ export function assertPasswordFits(password: string | undefined, field: string):
 export function checkNewPassword(password: string | undefined, field: string, email?: string): void {
   if (password === undefined) return;
   assertPasswordFits(password, field);
-  if (isCommonPassword(password)) throw validationError([{ field, message: 'is too common' }]);
+  if (isCommonPassword(password)) throw new Validation([{ field, message: 'is too common' }]);
   if (email !== undefined) checkNotEmail(password, email, field);
 }
 
 /** The e-mail rule alone, for callers that learn the account's address after the other checks. */
 export function checkNotEmail(password: string | undefined, email: string, field: string): void {
   if (password !== undefined && password.trim().toLowerCase() === email.trim().toLowerCase()) {
-    throw validationError([{ field, message: 'must not be the same as the e-mail address' }]);
+    throw new Validation([{ field, message: 'must not be the same as the e-mail address' }]);
   }
 }
 

@@ -1,7 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import type { Config } from '../config';
-import { keyRingFor, type KeyRing } from './keys';
+import type { KeyRing, TokenConfig } from '../config';
 
 export type TokenType = 'access' | 'refresh';
 
@@ -27,10 +26,10 @@ export interface TokenSubject {
 }
 
 export interface IssuedPair {
-  access_token: string;
-  refresh_token: string;
-  token_type: 'bearer';
-  expires_in: number;
+  accessToken: string;
+  refreshToken: string;
+  /** The access token's lifetime. */
+  expiresInSeconds: number;
   /** SHA-256 of the refresh token: what the session stores instead of the token. */
   refreshTokenHash: string;
   refreshExpiresAt: Date;
@@ -61,10 +60,10 @@ export class TokenService {
   readonly accessTtlSeconds: number;
   readonly refreshTtlSeconds: number;
 
-  constructor(config: Config) {
-    this.keys = keyRingFor(config);
-    this.issuer = config.jwtIssuer;
-    this.audience = config.jwtAudience;
+  constructor(config: TokenConfig) {
+    this.keys = config.keys;
+    this.issuer = config.issuer;
+    this.audience = config.audience;
     this.accessTtlSeconds = config.accessTokenExpireMinutes * 60;
     this.refreshTtlSeconds = config.refreshTokenExpireDays * 24 * 60 * 60;
   }
@@ -72,10 +71,9 @@ export class TokenService {
   issuePair(user: TokenSubject, sessionId: string): IssuedPair {
     const refresh = this.issueRefresh(user.id, sessionId);
     return {
-      access_token: this.issueAccess(user, sessionId),
-      refresh_token: refresh.token,
-      token_type: 'bearer',
-      expires_in: this.accessTtlSeconds,
+      accessToken: this.issueAccess(user, sessionId),
+      refreshToken: refresh.token,
+      expiresInSeconds: this.accessTtlSeconds,
       refreshTokenHash: refresh.hash,
       refreshExpiresAt: refresh.expiresAt,
     };

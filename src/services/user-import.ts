@@ -1,10 +1,11 @@
-import { insertImportedUsers } from '../db/user-import';
+import type { Transact } from '../db/transaction';
 import type { NewUserRow } from '../db/types';
+import { insertImportedUsers } from '../db/user-import';
 import { isEmailAddress } from '../email-address';
-import type { AuditTrail, RequestOrigin } from './audit';
-import { normalizeEmail, type Principal } from './auth';
+import { recordEvents, type RequestOrigin } from './audit-events';
+import { normalizeEmail } from './auth';
 import { importProblem } from './password-hashes';
-import { requireAdmin } from './users';
+import { requireAdmin, type Principal } from './principal';
 
 /** Rows per call of the API, and per transaction of the CLI. */
 export const IMPORT_BATCH_SIZE = 1000;
@@ -30,8 +31,10 @@ export interface ImportRow {
 const FIELDS = new Set(['email', 'name', 'password_hash', 'role', 'email_verified']);
 const MAX_NAME_LENGTH = 100;
 // The contract's Name rule: a visible character, and no control or bidirectional-override characters.
+/* eslint-disable no-control-regex -- matching control characters is the point: they are refused */
 const NAME =
   /^\s*[^\s\x00-\x1F\x7F-\x9F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069](?:[^\x00-\x1F\x7F-\x9F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]*[^\s\x00-\x1F\x7F-\x9F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069])?\s*$/;
+/* eslint-enable no-control-regex */
 
 type Checked = { ok: true; email: string; user: NewUserRow } | { ok: false; email: string | null; reason: string };
 
@@ -64,7 +67,7 @@ export function checkImportRow(value: unknown): Checked {
 
 /** Users brought from another system with the password hashes it stored. */
 export class UserImport {
-  constructor(private readonly audit: AuditTrail) {}
+  constructor(private readonly transact: Transact) {}
 
   /** An admin's import of up to IMPORT_BATCH_SIZE rows (the contract bounds the request). */
   async importUsers(principal: Principal, users: unknown[]): Promise<ImportResult[]> {
@@ -101,13 +104,16 @@ export class UserImport {
       }
     }
     if (toInsert.length === 0) return results;
-    await this.audit.transaction(origin, async (trx, _record, recordAll) => {
+    await this.transact(async (trx) => {
       const created = await insertImportedUsers(trx, toInsert);
       for (const user of created) {
         const result = pending.get(user.email);
         if (result) result.status = 'created';
       }
-      await recordAll(created.map((user) => ({ type: 'user.created', actor, subject: user.id, details: { role: user.role, is_active: user.is_active, source } })));
+      await recordEvents(
+        trx,
+        created.map((user) => ({ type: 'user.created', actor, subject: user.id, details: { role: user.role, is_active: user.is_active, source }, origin })),
+      );
     });
     return results;
   }

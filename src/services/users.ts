@@ -1,18 +1,19 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
-import { conflict, forbidden, notFound, validationError } from '../http/errors';
+import type { PaginationConfig } from '../config';
+import { Conflict, Forbidden, NotFound, Validation } from '../errors';
 import { isUniqueViolation } from '../db/errors';
-import { revokeUserSessions } from '../db/sessions';
+import { listLiveSessions, revokeUserSessions } from '../db/sessions';
+import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
 import type { AuditDetails } from '../db/audit';
 import * as users from '../db/users';
-import type { Principal } from './auth';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
-import type { AuditTrail } from './audit';
+import { recordEvent } from './audit-events';
 import type { BreachedPasswords } from './breached-passwords';
 import type { CurrentPassword } from './current-password';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
+import { isAdmin, requireAdmin, requireSelfOrAdmin, type Principal } from './principal';
 
 const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
 
@@ -39,29 +40,21 @@ export interface UserFields {
   is_active?: boolean;
 }
 
+/** A user named by id or by normalized e-mail. */
+export type UserRef = { id: number } | { email: string };
+
 export interface UserUpdateInput extends UserFields {
   /** Proof for a user changing their own e-mail or password. */
   current_password?: string;
 }
 
-const isAdmin = (p: Principal) => p.user.role === 'admin';
-
-export function requireAdmin(principal: Principal): void {
-  if (!isAdmin(principal)) throw forbidden('Admin role required');
-}
-
-/** Admins may act on anyone; a user only on themselves. */
-function requireSelfOrAdmin(principal: Principal, id: number): void {
-  if (!isAdmin(principal) && principal.user.id !== id) throw forbidden('Not allowed to act on another user');
-}
-
 export class UserService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly pagination: PaginationConfig,
     private readonly mail: AccountMail,
     private readonly passwords: PasswordHasher,
-    private readonly audit: AuditTrail,
+    private readonly transact: Transact,
     private readonly currentPassword: CurrentPassword,
     /** Refuses passwords known from breaches; absent unless PWNED_PASSWORDS_CHECK. */
     private readonly breached?: BreachedPasswords,
@@ -76,17 +69,17 @@ export class UserService {
       const mixed = (['page', 'per_page', 'cursor', 'limit'] as const)
         .filter((name) => input[name] !== undefined)
         .map((name) => ({ field: `query.${name}`, message: 'page/per_page and cursor/limit cannot be combined' }));
-      throw validationError(mixed);
+      throw new Validation(mixed);
     }
     if (cursorShape) {
-      const limit = input.limit ?? this.config.defaultPageSize;
+      const limit = input.limit ?? this.pagination.defaultPageSize;
       const rows = await users.listUsersAfter(this.db, filter, input.cursor ?? 0, limit + 1);
       const has_more = rows.length > limit;
       const page = has_more ? rows.slice(0, limit) : rows;
       return { shape: 'cursor', rows: page, meta: { next_cursor: has_more ? page[page.length - 1].id : null, has_more } };
     }
     const page = input.page ?? 1;
-    const perPage = input.per_page ?? this.config.defaultPageSize;
+    const perPage = input.per_page ?? this.pagination.defaultPageSize;
     const sort = SORT_FIELDS.find((field) => field === input.sort) ?? 'created_at';
     const { rows, total } = await users.listUsersPage(this.db, {
       ...filter,
@@ -113,7 +106,7 @@ export class UserService {
     checkNewPassword(input.password, 'body.password', input.email);
     await this.breached?.refuse(input.password, 'body.password');
     const passwordHash = await this.passwords.hash(input.password);
-    return this.audit.transaction(principal.client, async (trx, record) => {
+    return this.transact(async (trx) => {
       const created = await users.insertUser(trx, {
         name: input.name.trim(),
         email: normalizeEmail(input.email),
@@ -121,8 +114,8 @@ export class UserService {
         role: input.role ?? 'user',
         is_active: input.is_active ?? true,
       });
-      if (!created) throw conflict('Email already registered');
-      await record({ type: 'user.created', actor: principal.user.id, subject: created.id, details: { role: created.role, is_active: created.is_active } });
+      if (!created) throw new Conflict('Email already registered');
+      await recordEvent(trx, { type: 'user.created', actor: principal.user.id, subject: created.id, details: { role: created.role, is_active: created.is_active }, origin: principal.client });
       return created;
     });
   }
@@ -135,12 +128,12 @@ export class UserService {
   async update(principal: Principal, id: number, input: UserUpdateInput): Promise<UserRow> {
     requireSelfOrAdmin(principal, id);
     if (!isAdmin(principal) && (input.role !== undefined || input.is_active !== undefined)) {
-      throw forbidden('Only an admin may change role or is_active');
+      throw new Forbidden('Only an admin may change role or is_active');
     }
     const self = principal.user.id === id;
     const credentials = input.email !== undefined || input.password !== undefined;
     if (self && credentials && input.current_password === undefined) {
-      throw validationError([{ field: 'body.current_password', message: 'is required to change your own email or password' }]);
+      throw new Validation([{ field: 'body.current_password', message: 'is required to change your own email or password' }]);
     }
     checkNewPassword(input.password, 'body.password', input.email);
     const current = this.live(await users.findUserById(this.db, id));
@@ -171,11 +164,11 @@ export class UserService {
 
     let updated: UserRow;
     try {
-      updated = await this.audit.transaction(principal.client, async (trx, record) => {
+      updated = await this.transact(async (trx) => {
         if ((patch.role !== undefined && patch.role !== 'admin') || patch.is_active === false) await keepAnAdmin(trx, id);
         if (typeof pendingEmail === 'string') {
           const holder = await users.findUserByEmail(trx, pendingEmail);
-          if (holder && holder.id !== id) throw conflict('Email already registered');
+          if (holder && holder.id !== id) throw new Conflict('Email already registered');
         }
         const user = this.live(await users.updateLiveUser(trx, id, patch));
         if (patch.password_hash !== undefined) {
@@ -190,11 +183,11 @@ export class UserService {
         }
         if (typeof pendingEmail === 'string') await this.mail.sendEmailChange(trx, user, pendingEmail);
         else if (pendingEmail === null) await this.mail.cancelEmailChange(trx, user);
-        await record({ type: 'user.updated', actor: principal.user.id, subject: id, details: changes(patch) });
+        await recordEvent(trx, { type: 'user.updated', actor: principal.user.id, subject: id, details: changes(patch), origin: principal.client });
         return user;
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict('Email already registered');
+      if (isUniqueViolation(error)) throw new Conflict('Email already registered');
       throw error;
     }
     this.mail.flush();
@@ -203,37 +196,62 @@ export class UserService {
 
   async delete(principal: Principal, id: number): Promise<void> {
     requireSelfOrAdmin(principal, id);
-    await this.audit.transaction(principal.client, async (trx, record) => {
+    await this.transact(async (trx) => {
       await keepAnAdmin(trx, id);
       // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
-      if (!(await users.softDeleteUser(trx, id))) throw notFound('User not found');
+      if (!(await users.softDeleteUser(trx, id))) throw new NotFound('User not found');
       await revokeUserSessions(trx, id);
-      await record({ type: 'user.deleted', actor: principal.user.id, subject: id });
+      await recordEvent(trx, { type: 'user.deleted', actor: principal.user.id, subject: id, origin: principal.client });
     });
   }
 
   async restore(principal: Principal, id: number): Promise<UserRow> {
     requireAdmin(principal);
-    const restored = await this.audit.transaction(principal.client, async (trx, record) => {
+    const restored = await this.transact(async (trx) => {
       const user = await users.restoreUser(trx, id);
-      if (user) await record({ type: 'user.restored', actor: principal.user.id, subject: id });
+      if (user) await recordEvent(trx, { type: 'user.restored', actor: principal.user.id, subject: id, origin: principal.client });
       return user;
     });
     if (restored) return restored;
-    if (await users.findUserById(this.db, id)) throw conflict('User is not deleted');
-    throw notFound('User not found');
+    if (await users.findUserById(this.db, id)) throw new Conflict('User is not deleted');
+    throw new NotFound('User not found');
   }
 
   /** Creates the configured admin if no user has its e-mail; an existing account is left as it is. */
   async ensureAdmin(email: string, password: string): Promise<UserRow | undefined> {
     const normalized = normalizeEmail(email);
     if (await users.findUserByEmail(this.db, normalized)) return undefined;
-    const passwordHash = await this.passwords.hash(password);
-    return insertAdmin(this.audit, { email: normalized, name: 'Administrator', passwordHash, source: 'ADMIN_EMAIL' });
+    return this.createAdmin({ email: normalized, name: 'Administrator', password, source: 'ADMIN_EMAIL' });
+  }
+
+  // An operator's actions: no request and no principal behind them; `source` says who asked.
+
+  /** The account with this id or (normalized) e-mail, deleted or not. */
+  find(ref: UserRef): Promise<UserRow | undefined> {
+    return 'id' in ref ? users.findUserById(this.db, ref.id) : users.findUserByEmail(this.db, ref.email);
+  }
+
+  /** Creates a verified admin account; undefined when the e-mail (normalized already) is taken. */
+  async createAdmin(admin: { email: string; name: string; password: string; source: string }): Promise<UserRow | undefined> {
+    const passwordHash = await this.passwords.hash(admin.password);
+    return insertAdmin(this.transact, { email: admin.email, name: admin.name, passwordHash, source: admin.source });
+  }
+
+  /**
+   * Signs a user out of every session, recorded like any revocation (`session.revoked`, with `all`
+   * and `source`); returns how many sessions were still live.
+   */
+  revokeAllSessions(id: number, source: string): Promise<number> {
+    return this.transact(async (trx) => {
+      const live = await listLiveSessions(trx, id);
+      await revokeUserSessions(trx, id);
+      await recordEvent(trx, { type: 'session.revoked', actor: null, subject: id, details: { all: true, sessions: live.length, source }, origin: null });
+      return live.length;
+    });
   }
 
   private live(user: UserRow | undefined): UserRow {
-    if (!user || user.deleted_at !== null) throw notFound('User not found');
+    if (!user || user.deleted_at !== null) throw new NotFound('User not found');
     return user;
   }
 }
@@ -242,10 +260,10 @@ export class UserService {
  * Inserts a verified admin account, with no request behind it, and records who asked (`source`: the
  * ADMIN_EMAIL setting, or the CLI); undefined when the e-mail (normalized already) is taken.
  */
-export function insertAdmin(audit: AuditTrail, admin: { email: string; name: string; passwordHash: string; source: string }): Promise<UserRow | undefined> {
-  return audit.transaction(null, async (trx, record) => {
+function insertAdmin(transact: Transact, admin: { email: string; name: string; passwordHash: string; source: string }): Promise<UserRow | undefined> {
+  return transact(async (trx) => {
     const created = await users.insertUser(trx, { email: admin.email, name: admin.name, password_hash: admin.passwordHash, role: 'admin', email_verified: true });
-    if (created) await record({ type: 'user.created', actor: null, subject: created.id, details: { role: 'admin', is_active: true, source: admin.source } });
+    if (created) await recordEvent(trx, { type: 'user.created', actor: null, subject: created.id, details: { role: 'admin', is_active: true, source: admin.source }, origin: null });
     return created;
   });
 }
@@ -257,7 +275,7 @@ export function insertAdmin(audit: AuditTrail, admin: { email: string; name: str
  */
 async function keepAnAdmin(trx: Executor, id: number): Promise<void> {
   const admins = await users.lockActiveAdmins(trx);
-  if (admins.length === 1 && admins[0] === id) throw conflict('The last admin cannot be demoted, disabled or deleted');
+  if (admins.length === 1 && admins[0] === id) throw new Conflict('The last admin cannot be demoted, disabled or deleted');
 }
 
 /** The fields an update can set, by the names the contract gives them; a pending address is the e-mail asked for. */

@@ -128,7 +128,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     ...database.env,
     ...env,
   });
-  const app = await createApp(config, { logger: createLogger({ logLevel: 'silent' }) });
+  const app = await createApp(config, { logger: createLogger({ level: 'silent' }) });
   const server = app.koa.callback();
   // The typed client speaks real HTTP (the global fetch) to the app on an ephemeral local port.
   const listener = app.koa.listen(0, '127.0.0.1');
@@ -161,7 +161,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
   const ctx: TestContext = {
     app,
     config,
-    db: app.services.db,
+    db: app.db,
     kind: database.kind,
     database,
     baseUrl,

@@ -28,7 +28,7 @@ export const skipReason = !binariesPresent
 export const describeOutage = skipReason ? describe.skip : describe;
 
 if (skipReason) {
-  // eslint-disable-next-line no-console
+   
   console.log(`database-outage suite skipped in the ${process.env.TEST_DATABASE_KIND ?? 'embedded'} project: ${skipReason}`);
 }
 
@@ -105,7 +105,7 @@ export class Cluster {
       await run(command, argv, { cwd: this.dir, timeout: 60_000 });
     } catch (error) {
       const { stderr, stdout } = error as { stderr?: string; stdout?: string };
-      throw new Error(`${tool} ${args.join(' ')} failed: ${stderr || stdout || String(error)}\n${await this.log()}`);
+      throw new Error(`${tool} ${args.join(' ')} failed: ${stderr || stdout || String(error)}\n${await this.log()}`, { cause: error });
     }
   }
 }
@@ -116,9 +116,9 @@ export interface OutageSetup {
   /** A user registered on it before any outage. */
   readonly user: { email: string; password: string; access: string; refresh: string };
   /** The app on the cluster; throws if it did not start. */
-  app(): TestContext;
+  app: () => TestContext;
   /** A JSON login as `user`. */
-  login(): Promise<Response>;
+  login: () => Promise<Response>;
 }
 
 /**
@@ -138,7 +138,7 @@ export function appOnPrivateCluster(): OutageSetup {
       if (!user) throw new Error('no user was registered');
       return user;
     },
-    app() {
+    app: () => {
       if (!t) throw new Error('the app did not start');
       return t;
     },

@@ -42,7 +42,7 @@ export async function startServer(env: Record<string, string>): Promise<Running>
   const lines: Array<Record<string, any>> = [];
   const waiters: Array<{ match: (line: Record<string, any>) => boolean; resolve: (line: Record<string, any>) => void }> = [];
   let buffer = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => {
     buffer += chunk.toString('utf8');
     let newline: number;
     while ((newline = buffer.indexOf('\n')) >= 0) {
@@ -64,7 +64,7 @@ export async function startServer(env: Record<string, string>): Promise<Running>
     }
   });
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const waitFor = (match: (line: Record<string, any>) => boolean, timeoutMs = 30_000) => {
     const seen = lines.find(match);
@@ -72,7 +72,7 @@ export async function startServer(env: Record<string, string>): Promise<Running>
     return new Promise<Record<string, any>>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no such log line within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
       waiters.push({ match, resolve: (line) => (clearTimeout(timer), resolve(line)) });
-      exited.then((code) => reject(new Error(`server exited with ${code} first; stderr: ${stderr}`)));
+      void exited.then((code) => reject(new Error(`server exited with ${code} first; stderr: ${stderr}`)));
     });
   };
   return { child, port, lines, waitFor, exited, stderr: () => stderr };

@@ -55,7 +55,7 @@ export async function startSmtpServer(port = 0, { starttls = false }: { starttls
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('error', callback);
-      stream.on('end', async () => {
+      stream.on('end', () => void (async () => {
         try {
           const raw = Buffer.concat(chunks);
           const parsed = await simpleParser(raw);
@@ -81,7 +81,7 @@ export async function startSmtpServer(port = 0, { starttls = false }: { starttls
         } catch (err) {
           callback(err as Error);
         }
-      });
+      })());
     },
   });
   server.server.on('connection', (socket: Socket) => {

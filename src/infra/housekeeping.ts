@@ -1,13 +1,14 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { AuditConfig, HousekeepingConfig } from '../config';
 import { purgeBatch, PURGE_TARGETS, tryHousekeepingLock, type PurgeTarget } from '../db/housekeeping';
+import { transactions, type Transact } from '../db/transaction';
 import type { Database } from '../db/types';
 import type { Logger } from '../logger';
 
-export type PurgeCounts = Record<PurgeTarget, number>;
+/** Rows deleted per table; `audit_events` only while AUDIT_RETENTION_DAYS is set. */
+export type PurgeCounts = Partial<Record<PurgeTarget, number>>;
 
 export interface PurgeResult {
-  /** Rows deleted, per table. */
   removed: PurgeCounts;
   /**
    * `done`: nothing is left to purge. `busy`: another process holds the lock and is purging, so
@@ -29,16 +30,20 @@ export class Housekeeping {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopping = false;
+  private readonly transact: Transact;
 
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    db: Kysely<Database>,
+    private readonly config: HousekeepingConfig,
+    private readonly audit: AuditConfig,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.transact = transactions(db);
+  }
 
   /** Schedules the passes; does nothing when HOUSEKEEPING_INTERVAL_SECONDS is 0. */
   start(): void {
-    const intervalMs = this.config.housekeepingIntervalSeconds * 1000;
+    const intervalMs = this.config.intervalSeconds * 1000;
     if (intervalMs === 0 || this.timer || this.running) return;
     this.stopping = false;
     this.schedule(Math.min(intervalMs, FIRST_PASS_MAX_DELAY_MS));
@@ -54,20 +59,29 @@ export class Housekeeping {
 
   /** One pass over every table, batch by batch, until nothing is due (or another process is at it). */
   async purge(): Promise<PurgeResult> {
-    const removed = Object.fromEntries(PURGE_TARGETS.map((target) => [target, 0])) as PurgeCounts;
-    const { housekeepingBatchSize: batchSize, housekeepingRetentionHours: retentionHours } = this.config;
-    for (const target of PURGE_TARGETS) {
+    const rules = this.rules();
+    const removed: PurgeCounts = Object.fromEntries(rules.map(([target]) => [target, 0]));
+    const { batchSize } = this.config;
+    for (const [target, retentionHours] of rules) {
       for (;;) {
         if (this.stopping) return { removed, status: 'stopped' };
-        const deleted = await this.db
-          .transaction()
-          .execute(async (trx) => ((await tryHousekeepingLock(trx)) ? purgeBatch(trx, target, retentionHours, batchSize) : undefined));
+        const deleted = await this.transact(async (trx) => ((await tryHousekeepingLock(trx)) ? purgeBatch(trx, target, retentionHours, batchSize) : undefined));
         if (deleted === undefined) return { removed, status: 'busy' };
-        removed[target] += deleted;
+        removed[target] = (removed[target] ?? 0) + deleted;
         if (deleted < batchSize) break;
       }
     }
     return { removed, status: 'done' };
+  }
+
+  /** Each table to purge with its retention in hours: the audit trail's is its own, and it has none unless set. */
+  private rules(): Array<[PurgeTarget, number]> {
+    const hours = this.config.retentionHours;
+    const auditDays = this.audit.retentionDays;
+    return PURGE_TARGETS.flatMap((target): Array<[PurgeTarget, number]> => {
+      if (target !== 'audit_events') return [[target, hours]];
+      return auditDays === undefined ? [] : [[target, auditDays * 24]];
+    });
   }
 
   private schedule(delayMs: number): void {
@@ -75,7 +89,7 @@ export class Housekeeping {
       this.timer = undefined;
       this.running = this.pass().finally(() => {
         this.running = undefined;
-        if (!this.stopping) this.schedule(this.config.housekeepingIntervalSeconds * 1000);
+        if (!this.stopping) this.schedule(this.config.intervalSeconds * 1000);
       });
     }, delayMs);
     this.timer.unref();
@@ -84,7 +98,7 @@ export class Housekeeping {
   private async pass(): Promise<void> {
     try {
       const { removed, status } = await this.purge();
-      const total = Object.values(removed).reduce((sum, count) => sum + count, 0);
+      const total = Object.values(removed).reduce((sum, count) => sum + (count ?? 0), 0);
       if (total > 0) this.logger.info({ removed, status }, `housekeeping: purged ${total} rows`);
       else if (status === 'busy') this.logger.debug('housekeeping: another process is purging');
     } catch (error) {

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import type { Pool } from 'pg';
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Config } from '../config';
+import type { LimitsConfig } from '../config';
 
 /** The table that holds the counters when they live in PostgreSQL (created on first use). */
 export const RATE_LIMIT_TABLE = 'rate_limits';
@@ -23,8 +23,8 @@ export type LimiterFactory = (options: LimiterOptions) => Promise<RateLimiterAbs
  * the service's own pool so that several processes share them. A store that fails falls back to
  * counting in memory rather than refusing requests.
  */
-export function limiterFactory(config: Config, pool: Pool | undefined): LimiterFactory {
-  if (config.rateLimitStore !== 'postgres') {
+export function limiterFactory(config: Pick<LimitsConfig, 'store'>, pool: Pool | undefined): LimiterFactory {
+  if (config.store !== 'postgres') {
     // A cluster worker keeps no counters of its own: the primary holds them for every worker.
     if (cluster.isWorker) return async (options) => new RateLimiterCluster({ ...options, timeoutMs: 2000 });
     return async (options) => new RateLimiterMemory(options);

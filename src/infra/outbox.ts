@@ -1,54 +1,10 @@
 import type { Kysely } from 'kysely';
-import type { Config } from '../config';
+import type { MailConfig } from '../config';
 import { claimDueMail, countPendingMail, enqueueMail, markMailFailed, markMailSent, releaseMail } from '../db/outbox';
 import type { Database, Executor, OutboxRow } from '../db/types';
 import type { Logger } from '../logger';
-import type { Mail } from './mail-templates';
+import type { Mail, MailTransport } from './mail-transport';
 import { deriveKey, seal, unseal } from './sealed';
-
-/** Delivers one message or throws. */
-export interface MailTransport {
-  send(mail: Mail): Promise<void>;
-  close(): void;
-}
-
-/**
- * SMTP through nodemailer when SMTP_URL is set; otherwise each message goes to the log, with its link
- * only when MAIL_LOG_LINKS allows it (the default outside production; production needs SMTP_URL or
- * MAIL_LOG_LINKS=true to start at all).
- */
-export function createTransport(config: Config, logger: Logger): MailTransport {
-  if (!config.smtpUrl) {
-    return {
-      async send(mail) {
-        if (config.mailLogLinks) {
-          logger.info({ mail: { to: mail.to, subject: mail.subject, link: mail.link } }, 'mail not sent (no SMTP_URL): here is its link');
-        } else {
-          logger.info({ mail: { to: mail.to, subject: mail.subject } }, 'mail not sent (no SMTP_URL); its link is not logged (MAIL_LOG_LINKS=false)');
-        }
-      },
-      close() {},
-    };
-  }
-  // Loaded only here: most of a start's time is loading modules, and a service without SMTP needs none of it.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const nodemailer = require('nodemailer') as typeof import('nodemailer');
-  // Short timeouts, so that a server that hangs delays the queue a little, not for minutes.
-  // requireTLS: a server (or someone in between) that offers no STARTTLS gets no message, rather than one in clear.
-  const smtp = nodemailer.createTransport({
-    url: config.smtpUrl,
-    connectionTimeout: 10_000,
-    greetingTimeout: 10_000,
-    socketTimeout: 20_000,
-    ...(config.smtpRequireTls ? { requireTLS: true } : {}),
-  });
-  return {
-    async send(mail) {
-      await smtp.sendMail({ from: config.mailFrom, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
-    },
-    close: () => smtp.close(),
-  };
-}
 
 const BATCH = 10;
 const LEASE_MS = 60_000;
@@ -69,11 +25,13 @@ export class Outbox {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly config: Config,
+    private readonly config: MailConfig,
+    /** SECRET_KEY, from which the key that seals queued messages is derived. */
+    secret: string,
     private readonly transport: MailTransport,
     private readonly logger: Logger,
   ) {
-    this.key = deriveKey(config.secretKey, 'mail-outbox');
+    this.key = deriveKey(secret, 'mail-outbox');
   }
 
   /** Queues a message in the caller's transaction; call `wake()` once it commits. */
@@ -93,7 +51,7 @@ export class Outbox {
       this.timer = setTimeout(() => {
         this.wake();
         tick();
-      }, this.config.mailPollIntervalMs);
+      }, this.config.pollIntervalMs);
       this.timer.unref();
     };
     // The first pass waits for the first tick too: it is the first query on this table, which costs an
@@ -154,8 +112,8 @@ export class Outbox {
       await this.transport.send(JSON.parse(plain) as Mail);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const giveUp = row.attempts >= this.config.mailMaxAttempts;
-      const retryInMs = giveUp ? null : Math.min(this.config.mailRetryBaseMs * 2 ** (row.attempts - 1), MAX_BACKOFF_MS);
+      const giveUp = row.attempts >= this.config.maxAttempts;
+      const retryInMs = giveUp ? null : Math.min(this.config.retryBaseMs * 2 ** (row.attempts - 1), MAX_BACKOFF_MS);
       await markMailFailed(this.db, row.id, message.slice(0, 500), retryInMs);
       this.logger.warn({ mailId: row.id, attempts: row.attempts, retryInMs, err: message }, 'mail outbox: delivery failed');
       return;

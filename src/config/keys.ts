@@ -1,8 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
-import type { Algorithm, Config } from '../config';
-
 /** The algorithms whose tokens anyone holding the public key can verify. */
 export type AsymmetricAlgorithm = 'RS256' | 'ES256';
+export type Algorithm = 'HS256' | 'HS384' | 'HS512' | AsymmetricAlgorithm;
 
 /** A public key as published in the JWK Set (RFC 7517), never with private members. */
 export type PublicJwk =
@@ -114,40 +113,28 @@ interface Verifier {
   algorithm: Algorithm;
 }
 
-/** The keys tokens are signed and verified with, built once per Config. */
+/** The keys tokens are signed and verified with, built once when the configuration is loaded. */
 export interface KeyRing {
-  signing: Verifier & { kid?: string };
+  readonly signing: Verifier & { kid?: string };
   /** The key a token may be verified with, chosen by its `kid`; undefined for a token no key of ours signed. */
   verifierFor(token: string): Verifier | undefined;
   /** The JWK Set to publish: the current public key first, then the retired ones; empty with HS*. */
-  jwks: { keys: PublicJwk[] };
+  readonly jwks: { keys: PublicJwk[] };
 }
-
-const rings = new WeakMap<Config, KeyRing>();
 
 /**
- * The key ring of a configuration. Memoized, so the token service and the JWKS endpoint share one
- * set of KeyObjects and no key is parsed or exported per request.
+ * HS*: one shared secret; the header's `kid` is not looked at, and nothing is published. The ring
+ * is built once, so the token service and the JWKS endpoint share one set of KeyObjects and no key
+ * is parsed or exported per request.
  */
-export function keyRingFor(config: Config): KeyRing {
-  let ring = rings.get(config);
-  if (!ring) {
-    ring = config.algorithm.startsWith('HS') ? secretRing(config) : asymmetricRing(config);
-    rings.set(config, ring);
-  }
-  return ring;
-}
-
-/** HS*: one shared secret; the header's `kid` is not looked at, and nothing is published. */
-function secretRing(config: Config): KeyRing {
+export function secretKeyRing(algorithm: Algorithm, secret: string): KeyRing {
   // A KeyObject built once: a string secret would be re-parsed on every sign and verify.
-  const signing = { key: createSecretKey(Buffer.from(config.secretKey, 'utf8')), algorithm: config.algorithm };
-  return { signing, verifierFor: () => signing, jwks: { keys: [] } };
+  const signing = { key: createSecretKey(Buffer.from(secret, 'utf8')), algorithm };
+  return Object.freeze({ signing, verifierFor: () => signing, jwks: { keys: [] } });
 }
 
-function asymmetricRing({ algorithm, jwtPrivateKey: privateKey, jwtPreviousPublicKeys: retired }: Config): KeyRing {
-  // loadConfig refuses this already; a Config built by hand gets the same answer.
-  if (!privateKey) throw new KeyError(`JWT_PRIVATE_KEY is required when ALGORITHM is ${algorithm}`);
+/** RS256 and ES256: signs with the private key, verifies with it and with the retired public keys. */
+export function asymmetricKeyRing(algorithm: AsymmetricAlgorithm, privateKey: KeyObject, retired: readonly KeyObject[]): KeyRing {
   const current = createPublicKey(privateKey);
   const byKid = new Map<string, Verifier>();
   const keys: PublicJwk[] = [];
@@ -158,14 +145,14 @@ function asymmetricRing({ algorithm, jwtPrivateKey: privateKey, jwtPreviousPubli
     byKid.set(jwk.kid, { key: publicKey, algorithm: jwk.alg });
     keys.push(jwk);
   }
-  return {
+  return Object.freeze({
     signing: { key: privateKey, algorithm, kid: keys[0].kid },
-    verifierFor: (token) => {
+    verifierFor: (token: string) => {
       const kid = kidOf(token);
       return kid === undefined ? undefined : byKid.get(kid);
     },
     jwks: { keys },
-  };
+  });
 }
 
 /** The `kid` of a JWT's header, read without parsing the rest of the token. */

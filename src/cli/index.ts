@@ -1,0 +1,118 @@
+import { parseArgs, types } from 'node:util';
+import { ConfigError, loadConfig, processEnvironment } from '../config';
+import { openDatabase } from '../db/database';
+import { openMigratedDatabase } from '../db/migrate';
+import { CommandError, UsageError, type CliIo, type Command, type Context, type Invocation, type Options } from './command';
+import { createAdminCommand } from './create-admin';
+import { importUsersCommand } from './import-users';
+import { migrateCommand } from './migrate';
+import { purgeCommand } from './purge';
+import { revokeSessionsCommand } from './revoke-sessions';
+
+export type { CliIo } from './command';
+
+export const USAGE = `Usage: npm run cli -- <command> [options]
+
+Commands:
+  migrate up                 apply every pending migration
+  migrate down               undo the most recent migration
+  migrate status             list every migration, applied or pending
+  create-admin [--email <e-mail>] [--name <name>]
+                             create an admin account (e-mail defaults to ADMIN_EMAIL, name to
+                             "Administrator"); the password comes from ADMIN_PASSWORD, else from
+                             the terminal without echo, else from the first line of stdin
+  revoke-sessions --user <id|e-mail>
+                             sign a user out everywhere; prints how many sessions ended
+  purge                      purge spent sessions, tokens and mail now; prints the counts
+  import-users FILE.jsonl    import users with their password hashes, one JSON object per line
+                             ({"email", "name", "password_hash", "role"?, "email_verified"?});
+                             lists the rows not created, and exits 1 if any was invalid
+  help                       show this text
+
+The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR (stop the server
+first when it uses the embedded database).
+`;
+
+/** Each command checks its arguments before anything touches the database. */
+const COMMANDS: Record<string, (invocation: Invocation) => Command> = {
+  migrate: migrateCommand,
+  'create-admin': createAdminCommand,
+  'revoke-sessions': revokeSessionsCommand,
+  purge: purgeCommand,
+  'import-users': importUsersCommand,
+};
+
+/** Runs one command and returns the exit code: 0 done, 1 failed, 2 bad usage. */
+export async function main(argv: string[], io: CliIo): Promise<number> {
+  let parsed: { positionals: string[]; values: Options };
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: { email: { type: 'string' }, name: { type: 'string' }, user: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    });
+  } catch (error) {
+    return usageError(io, (error as Error).message);
+  }
+  const { positionals, values } = parsed;
+  const [name, ...rest] = positionals;
+  if (values.help || name === undefined || name === 'help') {
+    io.stdout.write(USAGE);
+    return 0;
+  }
+  try {
+    const build = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+    if (!build) throw new UsageError(`unknown command "${name}"`);
+    const command = build({ name, rest, options: values, env: io.env });
+    // ADMIN_EMAIL and ADMIN_PASSWORD are create-admin's input here, not the server's start-up admin.
+    const config = loadConfig({ ...io.env, ADMIN_EMAIL: undefined, ADMIN_PASSWORD: undefined });
+    await withDatabase(config, command.migrated, (database) => command.run({ ...database, config, io }));
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) return usageError(io, error.message);
+    io.stderr.write(`error: ${describe(error)}\n`);
+    if (io.env.LOG_LEVEL?.trim().toLowerCase() === 'debug' && isError(error) && !(error instanceof CommandError)) {
+      io.stderr.write(`${error.stack ?? ''}\n`);
+    }
+    return 1;
+  }
+}
+
+async function withDatabase(
+  config: Context['config'],
+  migrated: boolean,
+  run: (database: Pick<Context, 'db' | 'kind' | 'applied'>) => Promise<void>,
+): Promise<void> {
+  const database = migrated ? await openMigratedDatabase(config.database) : { ...(await openDatabase(config.database)), applied: [] };
+  try {
+    await run(database);
+  } finally {
+    await database.db.destroy();
+  }
+}
+
+function usageError(io: CliIo, message: string): number {
+  io.stderr.write(`error: ${message}\n\n${USAGE}`);
+  return 2;
+}
+
+/** Any Error, including one made in another realm (a VM context) that `instanceof` would miss. */
+const isError = (value: unknown): value is Error => value instanceof Error || types.isNativeError(value);
+
+/** One line that says what went wrong, causes included; never a stack. */
+function describe(error: unknown): string {
+  if (error instanceof ConfigError) return error.message;
+  if (!isError(error)) return String(error);
+  // pg reports a refused connection to several addresses as an AggregateError with no message.
+  const inner = (error as Partial<AggregateError>).errors;
+  const own = error.message || (Array.isArray(inner) && inner.length > 0 ? describe(inner[0]) : '') || error.name;
+  return error.cause === undefined ? own : `${own}: ${describe(error.cause)}`;
+}
+
+if (require.main === module) {
+  // The same configuration as the server, .env file included.
+  void main(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: processEnvironment() }).then((code) => {
+    process.exitCode = code;
+  });
+}

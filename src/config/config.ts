@@ -1,0 +1,202 @@
+import type { Algorithm, KeyRing } from './keys';
+
+export type { Algorithm } from './keys';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+export type LogFormat = 'json' | 'pretty';
+/** The algorithms new password hashes are made with (PASSWORD_HASH_ALGORITHM). */
+export type HashAlgorithm = 'bcrypt' | 'argon2id';
+
+/**
+ * The service's settings, read once from the environment by `loadConfig` and frozen, one part per
+ * concern. Each class is handed the part it uses, never the whole.
+ */
+export interface Config {
+  readonly server: ServerConfig;
+  readonly database: DatabaseConfig;
+  readonly secret: SecretConfig;
+  readonly tokens: TokenConfig;
+  readonly sessions: SessionConfig;
+  readonly passwords: PasswordConfig;
+  readonly account: AccountConfig;
+  readonly mail: MailConfig;
+  readonly limits: LimitsConfig;
+  readonly pagination: PaginationConfig;
+  readonly logging: LoggingConfig;
+  readonly docs: DocsConfig;
+  readonly metrics: MetricsConfig;
+  readonly housekeeping: HousekeepingConfig;
+  readonly audit: AuditConfig;
+  /** The admin account made at start-up when none has its e-mail (ADMIN_EMAIL and ADMIN_PASSWORD). */
+  readonly admin: AdminConfig | undefined;
+}
+
+export interface ServerConfig {
+  readonly host: string;
+  readonly port: number;
+  /** The version the health check and the served contract report. */
+  readonly appVersion: string;
+  /** Take the client IP from X-Forwarded-For (only behind a proxy that sets it). */
+  readonly trustProxy: boolean;
+  readonly maxBodyBytes: number;
+  /** Body limit of POST /api/users/import alone, so that 1,000 rows fit. */
+  readonly importMaxBodyBytes: number;
+  /** Origins allowed to call the API from a browser; empty means CORS is off. */
+  readonly corsOrigins: readonly string[];
+  /** Worker processes (node:cluster); 1 runs the service in this process. */
+  readonly webConcurrency: number;
+  /** How long a stopping process waits for requests in flight before closing their connections. */
+  readonly shutdownTimeoutSeconds: number;
+  /** How long a client may take to send a request's headers, and the whole request. */
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  /** Open connections per process; more are closed as soon as they are accepted. */
+  readonly maxConnections: number;
+}
+
+export interface DatabaseConfig {
+  /** PostgreSQL connection string; when absent the embedded database in `dataDir` is used. */
+  readonly url: string | undefined;
+  /**
+   * Whether the queries every request runs go to PostgreSQL as named statements, prepared once per
+   * connection; off for a pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
+   */
+  readonly preparedStatements: boolean;
+  readonly dataDir: string;
+}
+
+export interface SecretConfig {
+  /** SECRET_KEY: signs HS* tokens, seals queued mail and keys the login counters. */
+  readonly key: string;
+  /** True when no SECRET_KEY was configured and a random one was made for this process. */
+  readonly generated: boolean;
+}
+
+export interface TokenConfig {
+  readonly algorithm: Algorithm;
+  /** The signing key and the retired keys that still verify, parsed once. */
+  readonly keys: KeyRing;
+  /** `iss` of every token issued, and the only issuer accepted; by default APP_URL. */
+  readonly issuer: string;
+  /** `aud` of every token issued, and the only audience accepted. */
+  readonly audience: string;
+  readonly accessTokenExpireMinutes: number;
+  readonly refreshTokenExpireDays: number;
+}
+
+export interface SessionConfig {
+  /** A session ends this many days after it was opened, however often it is refreshed. */
+  readonly maxDays: number;
+  readonly refreshReuseGraceSeconds: number;
+  /** Sign-in (logins and refresh) waits until the account's e-mail address is verified. */
+  readonly requireVerifiedEmail: boolean;
+}
+
+export interface PasswordConfig {
+  /** The algorithm of new hashes; a stored hash of another, or of a lower cost, is replaced at sign-in. */
+  readonly hashAlgorithm: HashAlgorithm;
+  readonly bcryptCost: number;
+  readonly argon2MemoryKib: number;
+  readonly argon2Iterations: number;
+  /** Password hashes run at once; by default the cores, up to libuv's thread pool size. */
+  readonly hashConcurrency: number;
+  /** Hashes that may wait for a slot before more are refused with 503. */
+  readonly hashQueueMax: number;
+  /** Places in the password-hash queue (running or waiting) one caller may hold at once. */
+  readonly hashCallerMax: number;
+  /** The check of new passwords against known breaches. */
+  readonly pwnedPasswords: PwnedPasswordsConfig;
+}
+
+/** PWNED_PASSWORDS_*: the Pwned Passwords range API, asked by k-anonymity. */
+export interface PwnedPasswordsConfig {
+  /** Refuse new passwords found in known breaches. */
+  readonly enabled: boolean;
+  /** The range API's base; the five-character prefix is appended. */
+  readonly url: string;
+  /** Past this, a new password is let through unchecked (logged and counted). */
+  readonly timeoutMs: number;
+}
+
+/** The links and tokens of account mail: verification, e-mail change, password reset. */
+export interface AccountConfig {
+  /** Base of the links in e-mails, without a trailing slash. */
+  readonly appUrl: string;
+  readonly passwordResetExpireMinutes: number;
+  readonly emailVerifyExpireHours: number;
+  /** Least time between two reset mails to one account. */
+  readonly passwordResetMailIntervalSeconds: number;
+  /** Reset mails one account may be sent per hour. */
+  readonly passwordResetMailsPerHour: number;
+}
+
+export interface MailConfig {
+  /** smtp:// or smtps:// URL; undefined writes messages to the log instead. */
+  readonly smtpUrl: string | undefined;
+  readonly from: string;
+  /** Without SMTP_URL, whether the log line that takes the place of a message carries its link. */
+  readonly logLinks: boolean;
+  /** STARTTLS is required of an smtp:// server (production, unless SMTP_URL says `ignoreTLS=true`). */
+  readonly smtpRequireTls: boolean;
+  readonly pollIntervalMs: number;
+  readonly retryBaseMs: number;
+  readonly maxAttempts: number;
+}
+
+export interface LimitsConfig {
+  readonly rateLimitEnabled: boolean;
+  /** Where the counters live: this process's memory, or the service's PostgreSQL database. */
+  readonly store: 'memory' | 'postgres';
+  /** Per client IP, on the operations that take credentials or tokens. */
+  readonly authRateLimitPerMinute: number;
+  /** Per client IP, on every other API operation (health, docs and metrics are never limited). */
+  readonly rateLimitPerMinute: number;
+  readonly loginMaxFailures: number;
+  readonly loginLockoutMinutes: number;
+  /** Failed sign-ins per account and hour, from any clients, that lock the account for everyone. */
+  readonly loginAccountMaxFailures: number;
+}
+
+export interface PaginationConfig {
+  readonly defaultPageSize: number;
+  readonly maxPageSize: number;
+}
+
+export interface LoggingConfig {
+  readonly level: LogLevel;
+  /** JSON lines, or pino-pretty's colored lines for a developer's terminal. */
+  readonly format: LogFormat;
+}
+
+export interface DocsConfig {
+  readonly enabled: boolean;
+}
+
+export interface MetricsConfig {
+  /** Serve Prometheus metrics at /metrics. */
+  readonly enabled: boolean;
+  /** When set, /metrics requires `Authorization: Bearer <token>`. */
+  readonly token: string | undefined;
+  /** /metrics without a token on purpose (METRICS_PUBLIC=true). */
+  readonly public: boolean;
+  /** True when production turned /metrics off because it would have been public; said at start. */
+  readonly withheld: boolean;
+}
+
+export interface HousekeepingConfig {
+  /** Seconds between purges of spent sessions, tokens and mail; 0 turns the worker off. */
+  readonly intervalSeconds: number;
+  /** Rows deleted per statement, so that no purge holds many locks or runs long. */
+  readonly batchSize: number;
+  /** How long a revoked or expired session, a spent token or finished mail is kept before it is purged. */
+  readonly retentionHours: number;
+}
+
+export interface AuditConfig {
+  /** Audit events older than this many days are purged; undefined keeps them forever. */
+  readonly retentionDays: number | undefined;
+}
+
+export interface AdminConfig {
+  readonly email: string;
+  readonly password: string;
+}

@@ -1,0 +1,29 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from './types';
+
+/**
+ * A transaction a service opened: repositories and recorders take it as their first argument, so
+ * that a change and everything that reports it (its audit events, its mail) commit or roll back together.
+ */
+export type UnitOfWork = Transaction<Database> & {
+  /** The types of the audit events written in it, reported once it has committed. */
+  readonly recordedEvents: string[];
+};
+
+/** Runs `work` as one unit of work and returns what it returns; a throw rolls everything back. */
+export type Transact = <T>(work: (trx: UnitOfWork) => Promise<T>) => Promise<T>;
+
+export interface TransactOptions {
+  /** Told the audit event types each unit of work recorded, after it has committed (never after a rollback). */
+  onCommitted?: (eventTypes: readonly string[]) => void;
+}
+
+/** The one way services open units of work on `db`. */
+export function transactions(db: Kysely<Database>, options: TransactOptions = {}): Transact {
+  return async (work) => {
+    const recordedEvents: string[] = [];
+    const result = await db.transaction().execute((trx) => work(Object.assign(trx, { recordedEvents })));
+    if (recordedEvents.length > 0) options.onCommitted?.(recordedEvents);
+    return result;
+  };
+}

@@ -1,0 +1,102 @@
+/**
+ * What the rules refuse, in their own words. Nothing here knows HTTP: the edge (`http/errors.ts`)
+ * turns each class into a status, an error code and headers. `message` is shown to the client, so it
+ * never holds an internal detail; `cause` is only logged.
+ */
+export abstract class DomainError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A problem with one field of the request, named as the contract names it (`body.email`). */
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
+
+/** The input breaks a rule beyond the contract's schema (a common password, a bad date range). */
+export class Validation extends DomainError {
+  constructor(readonly details: FieldProblem[]) {
+    super('Request validation failed');
+  }
+}
+
+/** No credentials, or ones that do not (or no longer) identify anyone. */
+export class Unauthorized extends DomainError {
+  constructor() {
+    super('Not authenticated');
+  }
+}
+
+/** A sign-in with a wrong e-mail or password; never says which. */
+export class InvalidCredentials extends DomainError {
+  constructor() {
+    super('Invalid email or password');
+  }
+}
+
+/** A token that would be valid but for its age. */
+export class TokenExpired extends DomainError {
+  constructor() {
+    super('Token has expired');
+  }
+}
+
+/** A reset or verification token that is unknown, used or expired. */
+export class InvalidToken extends DomainError {
+  constructor() {
+    super('Invalid or expired token');
+  }
+}
+
+/** The current password a user gave to change their own credentials is wrong. */
+export class InvalidPassword extends DomainError {
+  constructor() {
+    super('Current password is incorrect');
+  }
+}
+
+export class Forbidden extends DomainError {
+  constructor(message = 'Not allowed') {
+    super(message);
+  }
+}
+
+export class NotFound extends DomainError {
+  constructor(message = 'Not found') {
+    super(message);
+  }
+}
+
+export class Conflict extends DomainError {}
+
+/** Too many attempts: the caller may try again after `retryAfterMs`. */
+export class RateLimited extends DomainError {
+  readonly retryAfterMs: number;
+  /** Counters to show the caller (`RateLimit-Remaining`...). */
+  readonly limits: Record<string, string>;
+  /** The service itself is saturated, rather than one caller over its budget: worth a warning. */
+  readonly overload: boolean;
+
+  constructor(retryAfterMs: number, options: { message?: string; limits?: Record<string, string>; overload?: boolean } = {}) {
+    super(options.message ?? 'Too many requests');
+    this.retryAfterMs = retryAfterMs;
+    this.limits = options.limits ?? {};
+    this.overload = options.overload ?? false;
+  }
+}
+
+/**
+ * The service cannot answer now: a dependency failed (`cause`), or it is saturated and says when to
+ * come back (`retryAfterSeconds`, an overload worth a warning rather than an error).
+ */
+export class Unavailable extends DomainError {
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(options: { message?: string; cause?: unknown; retryAfterSeconds?: number } = {}) {
+    super(options.message ?? 'Service unavailable', { cause: options.cause });
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
