@@ -124,10 +124,10 @@ describe('with PASSWORD_HASH_ALGORITHM=bcrypt at cost 5', () => {
 describe('hashing settings', () => {
   it('reports a wrong algorithm, argon2 parameters or range API URL, each by name', () => {
     expect(problemsOf({ PASSWORD_HASH_ALGORITHM: 'md5', ARGON2_MEMORY_KIB: '512', ARGON2_ITERATIONS: '0', PWNED_PASSWORDS_URL: 'ftp://x' })).toEqual([
-      'PWNED_PASSWORDS_URL must be an http:// or https:// URL, got "ftp://x"',
       'PASSWORD_HASH_ALGORITHM must be one of bcrypt, argon2id, got "md5"',
       'ARGON2_MEMORY_KIB must be between 1024 and 4194304, got 512',
       'ARGON2_ITERATIONS must be between 1 and 100, got 0',
+      'PWNED_PASSWORDS_URL must be an http:// or https:// URL, got "ftp://x"',
     ]);
     expect(problemsOf({ PASSWORD_HASH_ALGORITHM: 'Argon2id', PWNED_PASSWORDS_CHECK: 'true' })).toEqual([]);
   });
