@@ -64,7 +64,7 @@ format: node_modules
 ## test: contract freshness, type check, then the whole suite; the timing tests run last, alone,
 ## so that no other test competes with them for the CPU
 SUMMARY := $(shell mktemp -u /tmp/jest-summary.XXXXXX)
-test: check-install node_modules lint-contract check-generated typecheck
+test: check-install node_modules lint-contract check-generated typecheck lint check-imports
 	@rm -f $(SUMMARY)
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --testPathIgnorePatterns '\.timing\.test\.ts$$'
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --runInBand --testPathPatterns '\.timing\.test\.ts$$'

@@ -14,6 +14,7 @@ import { ApiError, notFound } from './http/errors';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
 import { accessLog, bodies, errors, requestId } from './http/middleware';
 import { corsFor, noStoreUnder, securityHeaders } from './http/security';
+import { stateOf } from './http/state';
 import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
@@ -93,14 +94,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         )
       : undefined;
     const services: Services = {
-      config,
+      about: { version: config.server.appVersion, startedAt: Date.now() },
+      jwks: config.tokens.keys.jwks,
       auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, breached),
       account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard, breached),
       users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword, breached),
       imports: new UserImport(transact),
       audit: new AuditService(db, config.pagination),
       health: new HealthService(db, lifecycle),
-      startedAt: Date.now(),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
@@ -115,7 +116,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       authenticate: (token, client) => services.auth.authenticate(token, client),
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
-      parseBody: (ctx, next) => (ctx.state.operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
+      parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
     });
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.

@@ -61,6 +61,7 @@ export function createLogger(config: Pick<LoggingConfig, 'level'> & Partial<Pick
 function prettyStream(destination?: DestinationStream): DestinationStream | undefined {
   let build: typeof import('pino-pretty').build;
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- optional: a production install may not have it
     build = (require('pino-pretty') as typeof import('pino-pretty')).build;
   } catch {
     return undefined;

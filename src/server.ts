@@ -38,6 +38,7 @@ async function main(): Promise<void> {
 async function serve(config: Config, logger: Logger): Promise<void> {
   // Signals are handled from the start: one that arrives while the app is starting stops it once started.
   let stopping = false;
+  // eslint-disable-next-line prefer-const -- `stop` is registered before the start it waits for begins
   let started: Promise<{ app: App; server: Server }> | undefined;
   const { shutdownTimeoutSeconds } = config.server;
   const stop = (signal: NodeJS.Signals) => {

@@ -616,7 +616,7 @@ describe('mail delivery', () => {
   it('mail queued by a process that stopped is delivered by the next one, exactly once', async () => {
     const port = await freePort();
     // A long retry delay keeps A from touching the rows again before it stops.
-    const a = await startTestApp({ ...MAIL_ENV, MAIL_RETRY_BASE_MS: '2000', SMTP_URL: `smtp://127.0.0.1:${port}` }, { persistent: true });
+    const a = await startTestApp({ ...MAIL_ENV, MAIL_RETRY_BASE_MS: '2000', SMTP_URL: `smtp://127.0.0.1:${port}` });
     let b: TestContext | undefined;
     let server: TestSmtpServer | undefined;
     try {

@@ -438,7 +438,7 @@ describe('GET /api/audit-events', () => {
 
 describe('AUDIT_RETENTION_DAYS', () => {
   it('purges events older than the setting and keeps the rest', async () => {
-    const first = await startTestApp({}, { persistent: true });
+    const first = await startTestApp();
     let second: TestContext | undefined;
     try {
       const table = (c: TestContext) => c.db.withTables<{ audit_events: AuditEventTable }>();

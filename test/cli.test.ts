@@ -110,7 +110,7 @@ describe('usage', () => {
 describe('migrate', () => {
   let database: SuiteDatabase;
   beforeAll(async () => {
-    database = await suiteDatabase(true);
+    database = await suiteDatabase();
   });
   afterAll(() => database.drop());
 
@@ -371,7 +371,7 @@ builtOnce('the built command, as its own process', () => {
   beforeAll(async () => {
     outDir = await building!;
     if (!existsSync(join(outDir, 'src', 'cli', 'index.js'))) throw new Error('the build produced no src/cli/index.js');
-    database = await suiteDatabase(true);
+    database = await suiteDatabase();
   }, 120_000);
   afterAll(async () => {
     await database?.drop();

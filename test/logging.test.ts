@@ -15,7 +15,7 @@ describe('the access log', () => {
 
   beforeAll(async () => {
     // The harness app logs nowhere: run one on its database and configuration with a logger writing here.
-    base = await startTestApp({}, { persistent: true });
+    base = await startTestApp();
     await base.stop();
     app = await createApp(base.config, { logger: createLogger({ level: 'info' }, log.stream) });
   });
@@ -77,7 +77,7 @@ describe('the access log', () => {
 
 describe('metrics scrapes at debug level', () => {
   it('are logged, and a refused scrape is logged at info', async () => {
-    const base = await startTestApp({ METRICS_TOKEN: 'scrape-token-0123456789' }, { persistent: true });
+    const base = await startTestApp({ METRICS_TOKEN: 'scrape-token-0123456789' });
     await base.stop();
     const log = captureLog();
     const app = await createApp(base.config, { logger: createLogger({ level: 'debug' }, log.stream) });

@@ -95,7 +95,7 @@ async function stockBackend(): Promise<OpenAPIBackend> {
 
 const operationIds = new Set<string>();
 for (const item of Object.values(document.paths)) {
-  for (const operation of Object.values(item)) if (operation?.operationId) operationIds.add(operation.operationId);
+  for (const operation of Object.values(item)) if (typeof operation?.operationId === 'string') operationIds.add(operation.operationId);
 }
 
 interface Case {
@@ -220,7 +220,7 @@ describe('the openapi-backend internals routeOnce replaces', () => {
     expect((api.validator as unknown as { router: unknown }).router).toBe(router);
     const called: string[] = [];
     for (const name of replaced) {
-      const override = router[name] as (...args: unknown[]) => unknown;
+      const override = (router[name] as (...args: unknown[]) => unknown).bind(router);
       (router as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
         called.push(name);
         return override(...args);

@@ -128,7 +128,7 @@ describe('mail in production', () => {
 
   describe('the log in place of a mail server', () => {
     async function registerAndReadLog(env: Record<string, string>): Promise<Record<string, any>> {
-      const database = await suiteDatabase(true);
+      const database = await suiteDatabase();
       const log = captureLog();
       const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', RATE_LIMIT_ENABLED: 'false', ...database.env, ...env });
       let app: App | undefined;
@@ -157,7 +157,7 @@ describe('mail in production', () => {
 
   it('a production process writes no link to its log when delivery fails, and withholds /metrics with a warning', async () => {
     const smtp = await startSmtpServer();
-    const database = await suiteDatabase(true);
+    const database = await suiteDatabase();
     let server: Running | undefined;
     try {
       server = await startServer({ ...database.env, NODE_ENV: 'production', SMTP_URL: smtp.url });
@@ -379,7 +379,7 @@ describe('the HTTP server', () => {
     let server: Running;
     let database: SuiteDatabase;
     beforeAll(async () => {
-      database = await suiteDatabase(true);
+      database = await suiteDatabase();
       server = await startServer({ ...database.env, HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '1000' });
       await server.waitFor(listening);
     }, 60_000);
@@ -415,7 +415,7 @@ describe('the HTTP server', () => {
   });
 
   it('closes connections over MAX_CONNECTIONS at once, and serves again when one is freed', async () => {
-    const database = await suiteDatabase(true);
+    const database = await suiteDatabase();
     const server = await startServer({ ...database.env, MAX_CONNECTIONS: '2' });
     const held: Socket[] = [];
     try {

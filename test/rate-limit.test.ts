@@ -86,7 +86,6 @@ describe('rate limits behind a trusted proxy', () => {
   const AUTH_LIMIT = 3;
   const GENERAL_LIMIT = 5;
   const MAX_FAILURES = 3;
-  const LOCKOUT_SECONDS = 15 * 60;
   let t: TestContext;
 
   beforeAll(async () => {

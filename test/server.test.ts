@@ -71,7 +71,7 @@ const listening = (line: Record<string, any>) => typeof line.msg === 'string' &&
 describe('graceful shutdown', () => {
   let database: SuiteDatabase;
   beforeAll(async () => {
-    database = await suiteDatabase(true);
+    database = await suiteDatabase();
   });
   afterAll(() => database.drop());
 

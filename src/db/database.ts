@@ -9,7 +9,7 @@ import type { Database } from './types';
 
 // Trigram indexes for the user search. PGlite's extensions declare ESM types only, though they ship
 // CommonJS builds, so this one is required with its type spelled out.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the CommonJS build, typed by hand (above)
 const { pg_trgm } = require('@electric-sql/pglite/contrib/pg_trgm') as { pg_trgm: Extension };
 
 export interface DatabaseHandle {
@@ -27,7 +27,7 @@ export interface DatabaseHandle {
 export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHandle> {
   if (config.url) {
     // Loaded only here: the embedded database does not need pg, and a start spends most of its time loading modules.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for PostgreSQL (above)
     const { Pool } = require('pg') as typeof import('pg');
     const pool = new Pool({
       connectionString: config.url,

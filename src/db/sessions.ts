@@ -79,7 +79,7 @@ export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<Use
       eb.or([eb('sessions.refresh_token_hash', '=', r.presentedHash), sql<boolean>`${r.presentedHash} = any(sessions.grace_token_hashes)`]),
     )
     .executeTakeFirst();
-  if (rotated) return rotated as UserRow;
+  if (rotated) return rotated;
 
   // Every grace answer's token is kept: with several tabs reusing the token at once, each answer's
   // token must stay valid, not only the last one written. Bounded, so a stolen token cannot grow it.
@@ -89,7 +89,7 @@ export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<Use
     .where(sql<number>`cardinality(sessions.grace_token_hashes)`, '<', MAX_GRACE_TOKENS)
     .where('sessions.rotated_at', '>', sql<Date>`now() - make_interval(secs => ${r.graceSeconds})`)
     .executeTakeFirst();
-  return withinGrace as UserRow | undefined;
+  return withinGrace;
 }
 
 export async function revokeSession(db: Executor, sessionId: string): Promise<void> {
@@ -123,12 +123,11 @@ export function listLiveSessions(db: Executor, userId: number): Promise<SessionR
 
 /** Revokes one live session of the user; false when the user has no such session. */
 export async function revokeOwnSession(db: Executor, userId: number, sessionId: string): Promise<boolean> {
+  const live = { id: sessionId, user_id: userId, revoked_at: null };
   const revoked = await db
     .updateTable('sessions')
     .set({ revoked_at: sql`now()` })
-    .where('id', '=', sessionId)
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
+    .where((eb) => eb.and(live))
     .where('expires_at', '>', sql<Date>`now()`)
     .returning('id')
     .executeTakeFirst();

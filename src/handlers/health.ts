@@ -1,8 +1,8 @@
 import { ok } from './reply';
 import type { Handler, Reply, Services } from './types';
 
-const summary = async ({ config, startedAt }: Services): Promise<Reply<'healthCheck' | 'healthCheckAlias'>> =>
-  ok({ status: 'ok', version: config.server.appVersion, uptime_seconds: Math.floor((Date.now() - startedAt) / 1000) });
+const summary = async ({ about }: Services): Promise<Reply<'healthCheck' | 'healthCheckAlias'>> =>
+  ok({ status: 'ok', version: about.version, uptime_seconds: Math.floor((Date.now() - about.startedAt) / 1000) });
 
 export const healthCheck: Handler<'healthCheck'> = async (_input, services) => summary(services);
 

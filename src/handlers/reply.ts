@@ -6,7 +6,7 @@ type BodyAt<R, S> = R extends { status: S; body: infer B } ? B : never;
 type DataOf<B> = B extends { data: infer D } ? D : never;
 /** The body's fields beside `success` and `data`: `meta` of a list, the token fields of the token URL. */
 type ExtraOf<B> = Omit<B, 'success' | 'data'>;
-type ExtraArgs<B> = {} extends ExtraOf<B> ? [] : [extra: ExtraOf<B>];
+type ExtraArgs<B> = object extends ExtraOf<B> ? [] : [extra: ExtraOf<B>];
 
 /**
  * What the helpers return: the reply R, typed as what an async handler may return, because that is

@@ -1,5 +1,5 @@
 import type { operations } from '../../generated/openapi';
-import type { Config } from '../config';
+import type { KeyRing } from '../config/keys';
 import type { AuthService } from '../services/auth';
 import type { ClientInfo, Principal } from '../services/principal';
 import type { AccountService } from '../services/account';
@@ -75,14 +75,16 @@ export interface Operations {
 
 /** The services a handler may call, built once per app. */
 export interface Services {
-  config: Config;
+  /** What the health check reports of this process: the configured version and when it started. */
+  about: { version: string; startedAt: number };
+  /** The public keys of the token signing keys, as `/.well-known/jwks.json` publishes them. */
+  jwks: KeyRing['jwks'];
   auth: AuthService;
   account: AccountService;
   users: UserService;
   imports: UserImport;
   audit: AuditService;
   health: HealthService;
-  startedAt: number;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

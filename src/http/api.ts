@@ -17,7 +17,7 @@ export interface ContractApi {
    * that the start does not wait for them and no request waits long behind them; an operation asked
    * for before its turn compiles its own on the spot. Returns a function that stops it.
    */
-  compileValidators(onError: (error: unknown, operationId: string) => void): () => void;
+  compileValidators: (onError: (error: unknown, operationId: string) => void) => () => void;
 }
 
 export interface ApiOptions extends DispatchOptions {
@@ -42,7 +42,8 @@ export async function buildApi(document: OpenApiDocument, operations: Operations
   for (const operation of contractOperations) {
     api.register(operation.operationId!, (c: ApiContext, ctx: KoaContext) => {
       rejectNulCharacters(c.request);
-      return run(operation, operationRequest(ctx, { body: c.request.requestBody, query: c.request.query, path: c.request.params }));
+      const { requestBody: body, query, params: path } = c.request as { requestBody: unknown; query: Record<string, unknown>; params: Record<string, unknown> };
+      return run(operation, operationRequest(ctx, { body, query, path }));
     });
   }
   api.register({
@@ -53,7 +54,7 @@ export async function buildApi(document: OpenApiDocument, operations: Operations
       throw securityFailure(c.security);
     },
   });
-  for (const scheme of Object.keys((document.components as any)?.securitySchemes ?? {})) {
+  for (const scheme of Object.keys(document.components?.securitySchemes ?? {})) {
     api.registerSecurityHandler(scheme, (_c: ApiContext, ctx: KoaContext) => principalOf(ctx, authenticate));
   }
 

@@ -4,25 +4,28 @@ import type { ClientInfo, Principal } from '../services/principal';
 import { bearerToken } from './bearer';
 import { unauthorized } from './errors';
 import { clientOf } from './request';
+import { stateOf } from './state';
 
 /** Turns an access token into its principal, or throws the 401 that says why not. */
 export type Authenticate = (accessToken: string, client: ClientInfo) => Promise<Principal>;
 
 /** The caller of the request, from its bearer token; sets `ctx.state.principal`. */
-export async function principalOf(ctx: KoaContext, authenticate: Authenticate): Promise<Principal> {
+export function principalOf(ctx: KoaContext, authenticate: Authenticate): Promise<Principal> {
+  const state = stateOf(ctx);
   // Both security schemes of an operation land here: authenticate once per request.
-  ctx.state.authentication ??= (async () => {
+  state.authentication ??= (async () => {
     const token = bearerToken(ctx.get('authorization'));
     if (token === undefined) throw unauthorized();
     const principal = await authenticate(token, clientOf(ctx));
-    ctx.state.principal = principal;
+    state.principal = principal;
     return principal;
   })();
-  return ctx.state.authentication;
+  return state.authentication;
 }
 
 /** Why openapi-backend refused the request's security: a 401 that says why, or a failure (the database, say) to pass on. */
 export function securityFailure(security: ApiContext['security']): unknown {
-  const failure = Object.values(security).find((result) => result && typeof result === 'object' && result.error);
+  const results = Object.values(security) as unknown[];
+  const failure = results.find((result): result is { error: unknown } => typeof result === 'object' && result !== null && 'error' in result && Boolean(result.error));
   return failure?.error ?? unauthorized();
 }

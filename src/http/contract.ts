@@ -2,10 +2,18 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PaginationConfig, ServerConfig } from '../config';
 
+/** A query parameter as the contract declares it, for the bounds this module adjusts. */
+interface ContractParameter {
+  in: string;
+  name: string;
+  schema: { maximum?: number };
+}
+
 export type OpenApiDocument = {
   openapi: string;
-  info: { version: string; [key: string]: unknown };
-  paths: Record<string, Record<string, any>>;
+  info: { version: string; title?: string; [key: string]: unknown };
+  paths: Record<string, Record<string, { parameters?: ContractParameter[]; [key: string]: unknown } | undefined>>;
+  components?: { securitySchemes?: Record<string, unknown>; [key: string]: unknown };
   [key: string]: unknown;
 };
 
@@ -23,7 +31,7 @@ function readContract(): OpenApiDocument {
 function loadContract(): OpenApiDocument {
   const built = join(__dirname, '..', '..', 'api', 'openapi.json');
   if (__dirname.endsWith(join('dist', 'src', 'http')) && existsSync(built)) return JSON.parse(readFileSync(built, 'utf8')) as OpenApiDocument;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when the contract is read from YAML
   const yaml = require('js-yaml') as typeof import('js-yaml');
   return yaml.load(readFileSync(contractSource(), 'utf8')) as OpenApiDocument;
 }

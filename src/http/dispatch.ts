@@ -1,11 +1,11 @@
 import type { Context as KoaContext } from 'koa';
 import type { Operation } from 'openapi-backend';
-import type { WireReply } from '../handlers/types';
-import type { Principal } from '../services/principal';
+import type { OperationId, WireReply } from '../handlers/types';
 import { clientKey } from '../services/client-address';
 import { asCaller } from '../services/passwords';
 import { badRequest } from './errors';
 import type { RoutedRequest } from './openapi-backend-overrides';
+import { stateOf } from './state';
 
 export interface DispatchOptions {
   /** Runs once the operation is known (`ctx.state.operationId`) and before anything else; may throw. */
@@ -27,7 +27,7 @@ export function dispatcher(operation: Operation, handle: Handle, { guard, bodyGu
   const requestBody = operation.requestBody && 'content' in operation.requestBody ? operation.requestBody : undefined;
   const mediaTypes = Object.keys(requestBody?.content ?? {});
   return async (ctx: KoaContext) => {
-    ctx.state.operationId = operation.operationId;
+    stateOf(ctx).operationId = operation.operationId as OperationId;
     if (guard) await guard(ctx);
     const withBody = hasBody(ctx);
     if (mediaTypes.length > 0) {
@@ -41,7 +41,7 @@ export function dispatcher(operation: Operation, handle: Handle, { guard, bodyGu
       path: ctx.path,
       headers: ctx.headers as RoutedRequest['headers'],
       query: ctx.query as RoutedRequest['query'],
-      params: ctx.params,
+      params: ctx.params as Record<string, string>,
       // A required body that was not sent validates as an empty one, so each missing field is named.
       body: withBody ? ctx.request.body : requestBody?.required ? {} : undefined,
     };
@@ -58,6 +58,6 @@ function hasBody(ctx: KoaContext): boolean {
 }
 
 function hashCallerOf(ctx: KoaContext): string {
-  const principal = ctx.state.principal as Principal | undefined;
+  const principal = stateOf(ctx).principal;
   return principal ? `user:${principal.user.id}` : `client:${clientKey(ctx.ip)}`;
 }

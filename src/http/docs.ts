@@ -1,6 +1,7 @@
 import { createReadStream, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Router from '@koa/router';
+import type { Context } from 'koa';
 import type { OpenApiDocument } from './contract';
 
 const swaggerDir = dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -66,29 +67,31 @@ export function docsRouter(document: OpenApiDocument): Router {
     ctx.type = 'application/json';
     ctx.body = json;
   });
-  router.get('/docs', (ctx) => {
+  const html = (body: string) => (ctx: Context) => {
     ctx.type = 'text/html';
-    ctx.body = page(
-      `${title} – Swagger UI`,
-      '<link rel="stylesheet" href="/docs/swagger-ui.css">\n<link rel="icon" type="image/png" href="/docs/favicon-32x32.png">',
-      '<div id="swagger-ui"></div>\n<script src="/docs/swagger-ui-bundle.js"></script>\n<script src="/docs/swagger-init.js"></script>',
-    );
-  });
+    ctx.body = body;
+  };
+  router.get(
+    '/docs',
+    html(
+      page(
+        `${title} – Swagger UI`,
+        '<link rel="stylesheet" href="/docs/swagger-ui.css">\n<link rel="icon" type="image/png" href="/docs/favicon-32x32.png">',
+        '<div id="swagger-ui"></div>\n<script src="/docs/swagger-ui-bundle.js"></script>\n<script src="/docs/swagger-init.js"></script>',
+      ),
+    ),
+  );
   router.get('/docs/swagger-init.js', (ctx) => {
     ctx.type = 'application/javascript';
     ctx.body = SWAGGER_INIT;
   });
-  router.get('/redoc', (ctx) => {
-    ctx.type = 'text/html';
-    // ReDoc's bundle always renders its sidebar logo from cdn.redoc.ly: the bundle is served with
-    // that address replaced (redocBundleWithoutCdn), and the service-wide Content-Security-Policy
-    // (src/http/security.ts) would stop any other outside request.
-    ctx.body = page(
-      `${title} – ReDoc`,
-      '<style>body { margin: 0; padding: 0; }</style>',
-      '<redoc spec-url="/openapi.json"></redoc>\n<script src="/redoc/redoc.standalone.js"></script>',
-    );
-  });
+  // ReDoc's bundle always renders its sidebar logo from cdn.redoc.ly: the bundle is served with
+  // that address replaced (redocBundleWithoutCdn), and the service-wide Content-Security-Policy
+  // (src/http/security.ts) would stop any other outside request.
+  router.get(
+    '/redoc',
+    html(page(`${title} – ReDoc`, '<style>body { margin: 0; padding: 0; }</style>', '<redoc spec-url="/openapi.json"></redoc>\n<script src="/redoc/redoc.standalone.js"></script>')),
+  );
   router.get('/redoc/redoc.standalone.js', (ctx) => {
     ctx.type = 'application/javascript; charset=utf-8';
     ctx.set('Cache-Control', 'public, max-age=86400');

@@ -14,7 +14,8 @@ const DROP_LOG_INTERVAL_MS = 60_000;
  */
 export function createHttpServer(
   config: Pick<ServerConfig, 'headersTimeoutMs' | 'requestTimeoutMs' | 'maxConnections'>,
-  listener: RequestListener,
+  /** Koa's `app.callback()`: its promise never rejects (Koa answers errors itself). */
+  listener: (...args: Parameters<RequestListener>) => unknown,
   logger: Logger,
 ): Server {
   const server = createServer(

@@ -3,6 +3,7 @@ import type { Context, Middleware, Next } from 'koa';
 import type { Metrics } from '../infra/metrics';
 import { bearerToken } from './bearer';
 import { ApiError, serviceUnavailable, unauthorized } from './errors';
+import { stateOf } from './state';
 
 /** Outside the contract: not an API operation, never rate limited. */
 export const METRICS_PATH = '/metrics';
@@ -10,13 +11,16 @@ export const METRICS_PATH = '/metrics';
 /** Times every request but the scrapes themselves, by operationId, method and final status. */
 export function requestMetrics(metrics: Metrics): Middleware {
   return async (ctx: Context, next: Next) => {
-    if (ctx.path === METRICS_PATH) return next();
+    if (ctx.path === METRICS_PATH) {
+      await next();
+      return;
+    }
     const started = process.hrtime.bigint();
     try {
       await next();
     } finally {
       // The operationId or a fixed label, never the path: paths carry ids and are whatever a client sends.
-      metrics.observeRequest(ctx.state.operationId, ctx.method, ctx.status, Number(process.hrtime.bigint() - started) / 1e9);
+      metrics.observeRequest(stateOf(ctx).operationId, ctx.method, ctx.status, Number(process.hrtime.bigint() - started) / 1e9);
     }
   };
 }
@@ -28,7 +32,10 @@ export function requestMetrics(metrics: Metrics): Middleware {
 export function metricsEndpoint(metrics: Metrics, token: string | undefined): Middleware {
   const expected = token === undefined ? undefined : digest(token);
   return async (ctx: Context, next: Next) => {
-    if (ctx.path !== METRICS_PATH) return next();
+    if (ctx.path !== METRICS_PATH) {
+      await next();
+      return;
+    }
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       throw new ApiError(405, 'METHOD_NOT_ALLOWED', `Method ${ctx.method} not allowed on ${ctx.path}`, undefined, { headers: { Allow: 'GET, HEAD' } });
     }

@@ -3,14 +3,16 @@ import type { Context, Next } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import type { Logger } from '../logger';
 import { ApiError, badRequest, toApiError } from './errors';
+import { stateOf } from './state';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** Takes a sane X-Request-Id from the client or makes one, and echoes it back. */
 export async function requestId(ctx: Context, next: Next): Promise<void> {
   const sent = ctx.get('x-request-id');
-  ctx.state.requestId = REQUEST_ID.test(sent) ? sent : randomUUID();
-  ctx.set('X-Request-Id', ctx.state.requestId);
+  const id = REQUEST_ID.test(sent) ? sent : randomUUID();
+  stateOf(ctx).requestId = id;
+  ctx.set('X-Request-Id', id);
   await next();
 }
 
@@ -30,10 +32,10 @@ export function accessLog(logger: Logger, { quietPaths = [] }: { quietPaths?: re
       const level = ctx.status < 400 && quietPaths.includes(ctx.path) ? 'debug' : 'info';
       access[level](
         {
-          requestId: ctx.state.requestId,
+          requestId: stateOf(ctx).requestId,
           method: ctx.method,
           path: ctx.path,
-          operationId: ctx.state.operationId,
+          operationId: stateOf(ctx).operationId,
           status: ctx.status,
           durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
         },
@@ -51,9 +53,9 @@ export function errors(logger: Logger) {
     } catch (thrown) {
       const error = toApiError(thrown);
       if (error.logLevel) {
-        logger[error.logLevel]({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: error.status, code: error.code }, error.message);
+        logger[error.logLevel]({ requestId: stateOf(ctx).requestId, method: ctx.method, path: ctx.path, status: error.status, code: error.code }, error.message);
       } else if (error.status >= 500) {
-        logger.error({ err: error.cause ?? thrown, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, error.message);
+        logger.error({ err: error.cause ?? thrown, requestId: stateOf(ctx).requestId, method: ctx.method, path: ctx.path }, error.message);
       }
       ctx.status = error.status;
       ctx.set(error.headers);
@@ -81,9 +83,12 @@ export function bodies(limitBytes: number) {
     },
   });
   return async (ctx: Context, next: Next) => {
-    if (!ctx.request.is('multipart/form-data')) return parser(ctx, next);
+    if (!ctx.request.is('multipart/form-data')) {
+      await parser(ctx, next);
+      return;
+    }
     ctx.request.body = await multipartFields(ctx, limitBytes);
-    return next();
+    await next();
   };
 }
 

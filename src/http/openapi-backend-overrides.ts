@@ -22,7 +22,7 @@ export interface RoutedRequest extends Request {
 export function routeOnce(api: OpenAPIBackend, operations: Operation[]): void {
   const byId = new Map(operations.map((operation) => [operation.operationId, operation]));
   const declaredQuery = new Map(
-    operations.map((op) => [op.operationId, new Set((op.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => p.name))]),
+    operations.map((op) => [op.operationId, new Set((op.parameters ?? []).flatMap((p) => ('in' in p && p.in === 'query' ? [p.name] : [])))]),
   );
   const router = api.router;
   router.getOperations = () => operations;
@@ -42,8 +42,8 @@ export function routeOnce(api: OpenAPIBackend, operations: Operation[]): void {
       query,
       params: operation ? (req.params ?? {}) : {},
       cookies: {},
-      requestBody: req.body,
-      body: req.body,
+      requestBody: req.body as unknown,
+      body: req.body as unknown,
     };
   }) as typeof router.parseRequest;
 }

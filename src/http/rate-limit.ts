@@ -5,6 +5,7 @@ import type { OperationId } from '../handlers/types';
 import { clientKey } from '../services/client-address';
 import type { LimiterFactory } from '../infra/rate-limiter';
 import { rateLimited } from './errors';
+import { stateOf } from './state';
 
 /** The operations that take credentials or tokens, or hash a password: the tighter per-IP budget. */
 export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
@@ -65,11 +66,11 @@ export async function rateLimitGuard(
   return {
     guard: async (ctx) => {
       if (UNLIMITED_PATH.test(ctx.path)) return;
-      await spend(ctx, AUTH_OPERATIONS.has(ctx.state.operationId) ? auth : general);
+      await spend(ctx, AUTH_OPERATIONS.has(stateOf(ctx).operationId!) ? auth : general);
     },
     // A request that sets a password through an operation of the general budget spends the credential one too.
     bodyGuard: async (ctx) => {
-      const field = PASSWORD_FIELD_OPERATIONS.get(ctx.state.operationId);
+      const field = PASSWORD_FIELD_OPERATIONS.get(stateOf(ctx).operationId!);
       const body = (ctx.request as { body?: unknown }).body;
       if (field !== undefined && body !== null && typeof body === 'object' && field in body) await spend(ctx, auth);
     },

@@ -1,16 +1,17 @@
 import type { Context as KoaContext } from 'koa';
 import type { OperationRequest } from '../handlers/types';
 import type { ClientInfo } from '../services/principal';
+import { stateOf } from './state';
 
 /** User agents are kept up to this length on sessions and audit events. */
 const MAX_USER_AGENT_LENGTH = 512;
 
 /** Where the request comes from, for the sessions it opens and the audit events it causes. */
 export function clientOf(ctx: KoaContext): ClientInfo {
-  return { ip: ctx.ip || null, userAgent: ctx.get('user-agent').slice(0, MAX_USER_AGENT_LENGTH) || null, requestId: ctx.state.requestId ?? null };
+  return { ip: ctx.ip || null, userAgent: ctx.get('user-agent').slice(0, MAX_USER_AGENT_LENGTH) || null, requestId: stateOf(ctx).requestId ?? null };
 }
 
 /** What an operation is handed: its validated parts, the caller once authenticated, and the client. */
 export function operationRequest(ctx: KoaContext, parts: Pick<OperationRequest, 'body' | 'query' | 'path'>): OperationRequest {
-  return { ...parts, principal: ctx.state.principal, client: clientOf(ctx) };
+  return { ...parts, principal: stateOf(ctx).principal, client: clientOf(ctx) };
 }

@@ -77,7 +77,7 @@ export class AuthService {
       const matches = await this.passwords.verify(password, user?.password_hash);
       return matches && user !== undefined && user.deleted_at === null;
     });
-    const found = user as UserRow | undefined;
+    const found = user;
     if (!valid || !found) {
       // The e-mail that was tried is not kept: people type their password into the wrong field.
       const subject = found?.id ?? null;

@@ -62,27 +62,40 @@ ${html.join('\n')}
 
 const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`;
 
+/** The texts of a message whose link confirms an address (`/verify-email`). */
+interface AddressConfirmation {
+  subject: string;
+  paragraph: string;
+  label: string;
+  footer: string;
+}
+
+function addressConfirmationMail(texts: AddressConfirmation, appUrl: string, to: string, name: string, token: string, expireHours: number): Mail {
+  const link = `${appUrl}/verify-email?token=${token}`;
+  const action = { label: texts.label, link, lifetime: plural(expireHours, 'hour') };
+  return compose({ to, subject: texts.subject, name, paragraphs: [[texts.paragraph]], action, footer: [texts.footer] });
+}
+
 export function verificationMail(appUrl: string, to: string, name: string, token: string, expireHours: number): Mail {
-  return compose({
-    to,
+  const texts = {
     subject: 'Confirm your e-mail address',
-    name,
-    paragraphs: [['Please confirm that this is your e-mail address by opening the link below.']],
-    action: { label: 'Confirm my e-mail address', link: `${appUrl}/verify-email?token=${token}`, lifetime: plural(expireHours, 'hour') },
-    footer: ['If you did not create an account or change your address, ignore this message: nothing changes without the link.'],
-  });
+    paragraph: 'Please confirm that this is your e-mail address by opening the link below.',
+    label: 'Confirm my e-mail address',
+    footer: 'If you did not create an account or change your address, ignore this message: nothing changes without the link.',
+  };
+  return addressConfirmationMail(texts, appUrl, to, name, token, expireHours);
 }
 
 /** Sent to the address a user asked to move to; following it moves the account there. */
 export function emailChangeMail(appUrl: string, to: string, name: string, token: string, expireHours: number): Mail {
-  return compose({
-    to,
+  const texts = {
     subject: 'Confirm your new e-mail address',
-    name,
-    paragraphs: [['Someone asked to move an account to this e-mail address. Open the link below to confirm it; until then the account keeps its current address.']],
-    action: { label: 'Confirm my new e-mail address', link: `${appUrl}/verify-email?token=${token}`, lifetime: plural(expireHours, 'hour') },
-    footer: ['If you did not ask for this, ignore this message: nothing changes without the link.'],
-  });
+    paragraph:
+      'Someone asked to move an account to this e-mail address. Open the link below to confirm it; until then the account keeps its current address.',
+    label: 'Confirm my new e-mail address',
+    footer: 'If you did not ask for this, ignore this message: nothing changes without the link.',
+  };
+  return addressConfirmationMail(texts, appUrl, to, name, token, expireHours);
 }
 
 /** Sent to the current address when its user asks to move to another one. */

@@ -76,14 +76,12 @@ export interface SuiteDatabase {
 }
 
 export interface StartOptions {
-  /** Kept for callers that reopen the database later; every embedded database now lives in a folder of its own. */
-  persistent?: boolean;
   /** Run on the database of another app (a restart, or a second process); the owner drops it. */
   sameDatabaseAs?: TestContext;
 }
 
 /** The database a suite runs on: a fresh PGlite in a folder of its own, or a fresh PostgreSQL database. */
-export async function suiteDatabase(persistent = false): Promise<SuiteDatabase> {
+export async function suiteDatabase(): Promise<SuiteDatabase> {
   if (process.env.TEST_DATABASE_KIND !== 'postgres') {
     // A folder of its own either way: copying the created cluster is much quicker than creating one in memory.
     const { dir, drop } = await copyOfEmptyCluster();
@@ -113,7 +111,7 @@ export async function suiteDatabase(persistent = false): Promise<SuiteDatabase> 
 /** One app per suite, on its own database, with bcrypt at cost 4 and a known secret. */
 export async function startTestApp(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestContext> {
   const shared = options.sameDatabaseAs?.database;
-  const database: SuiteDatabase = shared ? { ...shared, drop: async () => {} } : await suiteDatabase(options.persistent);
+  const database: SuiteDatabase = shared ? { ...shared, drop: async () => {} } : await suiteDatabase();
   const config = loadConfig({
     SECRET_KEY: TEST_SECRET,
     BCRYPT_COST: '4',

@@ -1,0 +1,15 @@
+import type { ParameterizedContext } from 'koa';
+import type { OperationId } from '../handlers/types';
+import type { Principal } from '../services/principal';
+
+/** What the middleware of one request leaves for the next: Koa types `ctx.state` as `any`. */
+export interface RequestState {
+  requestId?: string;
+  /** Set once the contract layer has matched the operation. */
+  operationId?: OperationId;
+  /** The bearer token's check, shared by the operation's security schemes. */
+  authentication?: Promise<Principal>;
+  principal?: Principal;
+}
+
+export const stateOf = (ctx: ParameterizedContext<RequestState>): RequestState => ctx.state;
