@@ -98,7 +98,12 @@ describe('with PWNED_PASSWORDS_CHECK=true', () => {
     expect(sent.body).toBe('');
     // Neither the password nor any more of its hash went out, in any form.
     const everything = JSON.stringify(sent).toUpperCase();
-    for (const secret of [BREACHED, sha1(BREACHED).slice(5, 15), createHash('sha256').update(BREACHED).digest('hex'), Buffer.from(BREACHED).toString('base64')]) {
+    for (const secret of [
+      BREACHED,
+      sha1(BREACHED).slice(5, 15),
+      createHash('sha256').update(BREACHED).digest('hex'),
+      Buffer.from(BREACHED).toString('base64'),
+    ]) {
       expect(everything).not.toContain(secret.toUpperCase());
     }
   });
@@ -111,7 +116,10 @@ describe('with PWNED_PASSWORDS_CHECK=true', () => {
 
   it('refuses a breached password at password change, reset, and an admin creating or updating a user', async () => {
     const user = await t.register({ password: CLEAN });
-    expectBreached(await t.post('/api/auth/change-password', { current_password: CLEAN, new_password: BREACHED }, { token: user.access }), 'body.new_password');
+    expectBreached(
+      await t.post('/api/auth/change-password', { current_password: CLEAN, new_password: BREACHED }, { token: user.access }),
+      'body.new_password',
+    );
 
     expect((await t.post('/api/auth/forgot-password', { email: user.email })).status).toBe(200);
     const mail = await until(() => smtp.to(user.email).find((m) => m.subject === 'Reset your password'), 'the reset mail');
@@ -166,10 +174,15 @@ describe('when the range API fails', () => {
 
   it('logs that a password went through unchecked, and never the password', async () => {
     range.mode = 'hang';
-    const res = await request(app.koa.callback()).post('/api/auth/register').send({ email: uniqueEmail(), name: 'Fay', password: BREACHED });
+    const res = await request(app.koa.callback())
+      .post('/api/auth/register')
+      .send({ email: uniqueEmail(), name: 'Fay', password: BREACHED });
     expect(res.status).toBe(201);
     const warning = log.lines().find((line) => String(line.msg).startsWith('pwned passwords:'));
-    expect(warning).toMatchObject({ level: 40, msg: 'pwned passwords: the range API failed or did not answer in time; the password was let through unchecked' });
+    expect(warning).toMatchObject({
+      level: 40,
+      msg: 'pwned passwords: the range API failed or did not answer in time; the password was let through unchecked',
+    });
     expect(log.text).not.toContain(BREACHED);
   });
 });

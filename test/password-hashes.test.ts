@@ -13,7 +13,8 @@ interface Vector {
 const VECTORS = vectors as Vector[];
 
 /** The hash's format and parameters, without salt or digest, and the password. */
-const label = (v: Vector) => `${/^(\$2[aby]\$\d\d|\$argon2i?d?\$v=19\$[^$]+|pbkdf2_sha256\$\d+)/.exec(v.hash)?.[0]} (${JSON.stringify(v.password)})`;
+const label = (v: Vector) =>
+  `${/^(\$2[aby]\$\d\d|\$argon2i?d?\$v=19\$[^$]+|pbkdf2_sha256\$\d+)/.exec(v.hash)?.[0]} (${JSON.stringify(v.password)})`;
 
 /** Imports one user per vector through the API; returns their e-mails, in the vectors' order. */
 async function importVectors(t: TestContext, vectors: Vector[]): Promise<string[]> {
@@ -123,7 +124,9 @@ describe('with PASSWORD_HASH_ALGORITHM=bcrypt at cost 5', () => {
 
 describe('hashing settings', () => {
   it('reports a wrong algorithm, argon2 parameters or range API URL, each by name', () => {
-    expect(problemsOf({ PASSWORD_HASH_ALGORITHM: 'md5', ARGON2_MEMORY_KIB: '512', ARGON2_ITERATIONS: '0', PWNED_PASSWORDS_URL: 'ftp://x' })).toEqual([
+    expect(
+      problemsOf({ PASSWORD_HASH_ALGORITHM: 'md5', ARGON2_MEMORY_KIB: '512', ARGON2_ITERATIONS: '0', PWNED_PASSWORDS_URL: 'ftp://x' }),
+    ).toEqual([
       'PASSWORD_HASH_ALGORITHM must be one of bcrypt, argon2id, got "md5"',
       'ARGON2_MEMORY_KIB must be between 1024 and 4194304, got 512',
       'ARGON2_ITERATIONS must be between 1 and 100, got 0',

@@ -10,7 +10,8 @@ import { expectError } from './support/expect';
 const VECTORS: Array<{ format: string; password: string; hash: string }> = vectors;
 const BCRYPT = VECTORS.find((v) => v.hash.startsWith('$2b$04$'))!;
 const DJANGO = VECTORS.find((v) => v.hash.startsWith('pbkdf2_sha256$20000$'))!;
-const UNKNOWN_FORMAT = 'password_hash is in an unknown format (bcrypt $2a$/$2b$/$2y$, $argon2id$ or $argon2i$ v=19, or pbkdf2_sha256$ as Django writes it)';
+const UNKNOWN_FORMAT =
+  'password_hash is in an unknown format (bcrypt $2a$/$2b$/$2y$, $argon2id$ or $argon2i$ v=19, or pbkdf2_sha256$ as Django writes it)';
 
 let t: TestContext;
 let first: TestContext;
@@ -36,14 +37,25 @@ async function whileStopped<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-const row = (overrides: Record<string, unknown> = {}) => ({ email: uniqueEmail('import'), name: 'Imported User', password_hash: BCRYPT.hash, ...overrides });
+const row = (overrides: Record<string, unknown> = {}) => ({
+  email: uniqueEmail('import'),
+  name: 'Imported User',
+  password_hash: BCRYPT.hash,
+  ...overrides,
+});
 
 describe('POST /api/users/import', () => {
   it('answers one result per row, in order, creates the valid rows whole and nothing of the others', async () => {
     const taken = await t.register();
     const deleted = await t.register();
     expect((await t.delete(`/api/users/${deleted.id}`, { token: deleted.access })).status).toBe(204);
-    const fresh = row({ email: `  ${uniqueEmail('Mixed').toUpperCase()} `, name: '  Ada  ', role: 'admin', email_verified: true, password_hash: DJANGO.hash });
+    const fresh = row({
+      email: `  ${uniqueEmail('Mixed').toUpperCase()} `,
+      name: '  Ada  ',
+      role: 'admin',
+      email_verified: true,
+      password_hash: DJANGO.hash,
+    });
     const users = [
       fresh,
       row({ email: taken.email.toUpperCase() }),
@@ -77,19 +89,30 @@ describe('POST /api/users/import', () => {
     });
 
     const created = await t.db.selectFrom('users').selectAll().where('email', '=', email(0)).executeTakeFirstOrThrow();
-    expect(created).toMatchObject({ name: 'Ada', role: 'admin', is_active: true, email_verified: true, password_hash: DJANGO.hash, deleted_at: null });
+    expect(created).toMatchObject({
+      name: 'Ada',
+      role: 'admin',
+      is_active: true,
+      email_verified: true,
+      password_hash: DJANGO.hash,
+      deleted_at: null,
+    });
     const invalid = await t.db.selectFrom('users').select('email').where('email', 'in', [3, 5, 6, 7, 8, 9].map(email)).execute();
     expect(invalid).toEqual([]);
     // The account that was there keeps its own password.
     expect((await t.post('/api/auth/login/json', { email: taken.email, password: taken.password })).status).toBe(200);
     const events = await t.db
-      .withTables<{ audit_events: { event_type: string; actor_user_id: number | null; subject_user_id: number | null; details: unknown } }>()
+      .withTables<{
+        audit_events: { event_type: string; actor_user_id: number | null; subject_user_id: number | null; details: unknown };
+      }>()
       .selectFrom('audit_events')
       .select(['event_type', 'actor_user_id', 'details'])
       .where('subject_user_id', '=', created.id)
       .execute();
     const adminId = (await t.db.selectFrom('users').select('id').where('email', '=', 'admin@example.com').executeTakeFirstOrThrow()).id;
-    expect(events).toEqual([{ event_type: 'user.created', actor_user_id: adminId, details: { role: 'admin', is_active: true, source: 'import' } }]);
+    expect(events).toEqual([
+      { event_type: 'user.created', actor_user_id: adminId, details: { role: 'admin', is_active: true, source: 'import' } },
+    ]);
     // The imported user signs in with the password the other system knew.
     expect((await t.post('/api/auth/login/json', { email: email(0), password: DJANGO.password })).status).toBe(200);
   });
@@ -98,7 +121,11 @@ describe('POST /api/users/import', () => {
     const users = [row({ password_hash: 'correct horse battery' })];
     const { data } = await admin.POST('/api/users/import', { body: { users } });
     expect(data?.data[0]).toMatchObject({ status: 'invalid', reason: UNKNOWN_FORMAT });
-    expectError(await t.post('/api/auth/login/json', { email: users[0].email, password: 'correct horse battery' }), 401, 'INVALID_CREDENTIALS');
+    expectError(
+      await t.post('/api/auth/login/json', { email: users[0].email, password: 'correct horse battery' }),
+      401,
+      'INVALID_CREDENTIALS',
+    );
   });
 
   it('takes 1,000 rows in a body over MAX_BODY_BYTES, and refuses 1,001 with 422', async () => {
@@ -145,7 +172,14 @@ describe('npm run cli -- import-users FILE.jsonl', () => {
     const taken = await t.register();
     const users = Array.from({ length: 2500 }, () => row());
     const lines = users.map((user) => JSON.stringify(user));
-    lines.splice(1200, 0, '{"email": "broken', JSON.stringify(row({ email: taken.email })), '', JSON.stringify(row({ password_hash: 'md5$abc$def' })));
+    lines.splice(
+      1200,
+      0,
+      '{"email": "broken',
+      JSON.stringify(row({ email: taken.email })),
+      '',
+      JSON.stringify(row({ password_hash: 'md5$abc$def' })),
+    );
     const file = join(dir, 'users.jsonl');
     await writeFile(file, `${lines.join('\n')}\n`);
     let run = await whileStopped(() => cli(['import-users', file]));
@@ -160,7 +194,15 @@ describe('npm run cli -- import-users FILE.jsonl', () => {
     );
     expect(run.stderr).toBe('error: 2 rows were invalid (listed above); every other row was imported\n');
     expect(run.code).toBe(1);
-    const stored = await t.db.selectFrom('users').select('email').where('email', 'in', users.map((u) => u.email)).execute();
+    const stored = await t.db
+      .selectFrom('users')
+      .select('email')
+      .where(
+        'email',
+        'in',
+        users.map((u) => u.email),
+      )
+      .execute();
     expect(stored).toHaveLength(2500);
     expect((await t.post('/api/auth/login/json', { email: users[2499].email, password: BCRYPT.password })).status).toBe(200);
 
@@ -172,7 +214,11 @@ describe('npm run cli -- import-users FILE.jsonl', () => {
 
   it('says which file it cannot read', async () => {
     const missing = join(dir, 'missing.jsonl');
-    expect(await whileStopped(() => cli(['import-users', missing]))).toEqual({ code: 1, stdout: '', stderr: `error: cannot read ${missing}: ENOENT: no such file or directory, open '${missing}'\n` });
+    expect(await whileStopped(() => cli(['import-users', missing]))).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: cannot read ${missing}: ENOENT: no such file or directory, open '${missing}'\n`,
+    });
     expect(await cli(['import-users'])).toMatchObject({ code: 2, stderr: expect.stringContaining('import-users needs FILE.jsonl') });
   });
 });

@@ -35,7 +35,8 @@ async function importFile(context: Context, file: string): Promise<void> {
     const counts = countByStatus(results);
     for (const status of ['created', 'conflict', 'invalid'] as const) totals[status] += counts[status];
   };
-  const progress = () => io.stderr.write(`${rows} rows: ${totals.created} created, ${totals.conflict} conflicts, ${totals.invalid} invalid\n`);
+  const progress = () =>
+    io.stderr.write(`${rows} rows: ${totals.created} created, ${totals.conflict} conflicts, ${totals.invalid} invalid\n`);
 
   let batch: ImportRow[] = [];
   const flush = async () => {
@@ -51,9 +52,13 @@ async function importFile(context: Context, file: string): Promise<void> {
     if (batch.length >= IMPORT_BATCH_SIZE) await flush();
   }
   if (batch.length > 0) await flush();
-  io.stdout.write(`imported ${file}: ${totals.created} created, ${totals.conflict} conflicts, ${totals.invalid} invalid, of ${rows} rows\n`);
+  io.stdout.write(
+    `imported ${file}: ${totals.created} created, ${totals.conflict} conflicts, ${totals.invalid} invalid, of ${rows} rows\n`,
+  );
   if (totals.invalid > 0) {
-    throw new CommandError(`${totals.invalid} row${totals.invalid === 1 ? ' was' : 's were'} invalid (listed above); every other row was imported`);
+    throw new CommandError(
+      `${totals.invalid} row${totals.invalid === 1 ? ' was' : 's were'} invalid (listed above); every other row was imported`,
+    );
   }
 }
 

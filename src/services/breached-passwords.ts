@@ -21,7 +21,10 @@ export class BreachedPasswords {
       count = await this.range.breachCount(password);
     } catch (error) {
       this.onUnavailable();
-      this.logger.warn({ err: error }, 'pwned passwords: the range API failed or did not answer in time; the password was let through unchecked');
+      this.logger.warn(
+        { err: error },
+        'pwned passwords: the range API failed or did not answer in time; the password was let through unchecked',
+      );
       return;
     }
     if (count > 0) throw new Validation([{ field, message: 'has appeared in a data breach; choose another' }]);

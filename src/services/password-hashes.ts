@@ -68,12 +68,17 @@ export function importProblem(stored: string): string | undefined {
       return parsed.cost > VERIFY_LIMITS.bcryptCost ? `password_hash has a bcrypt cost above ${VERIFY_LIMITS.bcryptCost}` : undefined;
     case 'argon2id':
     case 'argon2i':
-      if (parsed.memoryKib > VERIFY_LIMITS.argon2MemoryKib) return `password_hash uses more than ${VERIFY_LIMITS.argon2MemoryKib} KiB of memory`;
-      if (parsed.iterations > VERIFY_LIMITS.argon2Iterations) return `password_hash has more than ${VERIFY_LIMITS.argon2Iterations} iterations`;
-      if (parsed.parallelism > VERIFY_LIMITS.argon2Parallelism) return `password_hash has a parallelism above ${VERIFY_LIMITS.argon2Parallelism}`;
+      if (parsed.memoryKib > VERIFY_LIMITS.argon2MemoryKib)
+        return `password_hash uses more than ${VERIFY_LIMITS.argon2MemoryKib} KiB of memory`;
+      if (parsed.iterations > VERIFY_LIMITS.argon2Iterations)
+        return `password_hash has more than ${VERIFY_LIMITS.argon2Iterations} iterations`;
+      if (parsed.parallelism > VERIFY_LIMITS.argon2Parallelism)
+        return `password_hash has a parallelism above ${VERIFY_LIMITS.argon2Parallelism}`;
       return undefined;
     case 'pbkdf2_sha256':
-      return parsed.iterations > VERIFY_LIMITS.pbkdf2Iterations ? `password_hash has more than ${VERIFY_LIMITS.pbkdf2Iterations} iterations` : undefined;
+      return parsed.iterations > VERIFY_LIMITS.pbkdf2Iterations
+        ? `password_hash has more than ${VERIFY_LIMITS.pbkdf2Iterations} iterations`
+        : undefined;
   }
 }
 
@@ -83,7 +88,12 @@ const ARGON2ID = 2 as Algorithm;
 /** A new hash of `password` as the policy says; runs on libuv's thread pool. */
 export function makeHash(password: string | Buffer, policy: HashPolicy): Promise<string> {
   if (policy.hashAlgorithm === 'bcrypt') return bcryptHash(password, policy.bcryptCost);
-  return argon2Hash(password, { algorithm: ARGON2ID, memoryCost: policy.argon2MemoryKib, timeCost: policy.argon2Iterations, parallelism: 1 });
+  return argon2Hash(password, {
+    algorithm: ARGON2ID,
+    memoryCost: policy.argon2MemoryKib,
+    timeCost: policy.argon2Iterations,
+    parallelism: 1,
+  });
 }
 
 const pbkdf2Async = promisify(pbkdf2);

@@ -40,7 +40,8 @@ type Checked = { ok: true; email: string; user: NewUserRow } | { ok: false; emai
 
 /** A row's values checked one by one, the first problem named: the same rules as the rest of the API. */
 export function checkImportRow(value: unknown): Checked {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, email: null, reason: 'the row is not a JSON object' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { ok: false, email: null, reason: 'the row is not a JSON object' };
   const row = value as Record<string, unknown>;
   const given = typeof row.email === 'string' ? row.email : null;
   const invalid = (reason: string): Checked => ({ ok: false, email: given, reason });
@@ -112,7 +113,13 @@ export class UserImport {
       }
       await recordEvents(
         trx,
-        created.map((user) => ({ type: 'user.created', actor, subject: user.id, details: { role: user.role, is_active: user.is_active, source }, origin })),
+        created.map((user) => ({
+          type: 'user.created',
+          actor,
+          subject: user.id,
+          details: { role: user.role, is_active: user.is_active, source },
+          origin,
+        })),
       );
     });
     return results;
