@@ -5,7 +5,8 @@
  * Routes: GET /api/auth/me and GET /api/users (page 1 of 20) at 32 connections, one process each and
  * then two (WEB_CONCURRENCY=2 against two baseline workers), and with one process against the baseline
  * again with its queries prepared; JSON login against the bcrypt ceiling
- * measured in the same run, then again with /health/live probed meanwhile; a login overload past
+ * measured in the same run, and with PASSWORD_HASH_ALGORITHM=argon2id at its default parameters
+ * against the argon2id ceiling, then again with /health/live probed meanwhile; a login overload past
  * PASSWORD_HASH_QUEUE_MAX; embedded start, cold and warm. Writes bench/results/<time>.json.
  *
  * BENCH_SECONDS sets the length of each measured run (10 by default).
@@ -13,6 +14,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { verify as argon2Verify, hash as argon2Hash } from '@node-rs/argon2';
 import { hash, verify } from '@node-rs/bcrypt';
 import { Client } from 'pg';
 import { freePort, freshDatabase, load, login, probe, ROOT, SECRET_KEY, startProcess, table, type Figures, type Proc } from './lib';
@@ -35,7 +37,7 @@ interface Row {
   notes?: string;
 }
 
-const serviceEnv = (workers: number): Record<string, string> => ({
+const serviceEnv = (workers: number, extra: Record<string, string> = {}): Record<string, string> => ({
   NODE_ENV: 'production',
   DATABASE_URL,
   SECRET_KEY,
@@ -47,10 +49,11 @@ const serviceEnv = (workers: number): Record<string, string> => ({
   WEB_CONCURRENCY: String(workers),
   // No mail server here: production needs this to start without one (mail goes to the log).
   MAIL_LOG_LINKS: 'true',
+  ...extra,
 });
 
-async function startService(workers: number): Promise<Proc> {
-  return startProcess(['dist/src/server.js'], serviceEnv(workers), await freePort(), '/health/ready');
+async function startService(workers: number, extra: Record<string, string> = {}): Promise<Proc> {
+  return startProcess(['dist/src/server.js'], serviceEnv(workers, extra), await freePort(), '/health/ready');
 }
 
 async function startBaseline(workers: number, prepared = false): Promise<Proc> {
@@ -77,13 +80,24 @@ async function seed(): Promise<void> {
 /** Verifications per second with every core busy: the most logins any server could do. */
 async function bcryptCeiling(seconds: number): Promise<number> {
   const stored = await hash(PASSWORD, COST);
+  return verifyCeiling(seconds, () => verify(PASSWORD, stored));
+}
+
+/** The same ceiling for argon2id at the service's default parameters (ARGON2_MEMORY_KIB 19456, ARGON2_ITERATIONS 2). */
+async function argon2Ceiling(seconds: number): Promise<number> {
+  const stored = await argon2Hash(PASSWORD, { memoryCost: 19_456, timeCost: 2, parallelism: 1 });
+  return verifyCeiling(seconds, () => argon2Verify(stored, PASSWORD));
+}
+
+/** Checks per second with one check running per core: cores ÷ the time of one check. */
+async function verifyCeiling(seconds: number, check: () => Promise<boolean>): Promise<number> {
   const until = Date.now() + seconds * 1000;
   let done = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: availableParallelism() }, async () => {
       while (Date.now() < until) {
-        await verify(PASSWORD, stored);
+        await check();
         done++;
       }
     }),
@@ -169,6 +183,23 @@ async function main(): Promise<void> {
         service: live,
         notes: `p99 target < 20 ms; ${during.rps.toFixed(1)} logins/s meanwhile`,
       });
+      // Login with argon2id at its default parameters, against its own ceiling. The first login of the
+      // user re-hashes its bcrypt hash to argon2id; the measured ones then verify argon2id.
+      await service.stop();
+      service = await startService(1, { PASSWORD_HASH_ALGORITHM: 'argon2id' });
+      const argon2Body = JSON.stringify({ email: 'bench4@example.com', password: PASSWORD });
+      await login(service.url, 'bench4@example.com', PASSWORD);
+      const argon2 = await argon2Ceiling(5);
+      const argon2Logins = await load({ ...loginOptions, body: argon2Body, url: service.url + '/api/auth/login/json' }, service.child.pid);
+      rows.push({
+        route: 'POST /api/auth/login/json, argon2id (8 connections)',
+        processes: 1,
+        service: argon2Logins,
+        ratio: argon2Logins.rps / argon2,
+        notes: `argon2id ceiling ${argon2.toFixed(2)}/s (m=19456 KiB, t=2, p=1)`,
+      });
+      await service.stop();
+      service = await startService(1);
       // More logins than the queue holds: the excess is refused at once instead of waiting.
       const overload = await load({ ...loginOptions, connections: 64, seconds: 5, url: service.url + '/api/auth/login/json' }, service.child.pid);
       rows.push({

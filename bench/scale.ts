@@ -2,10 +2,15 @@
  * `make bench-scale`: the user list and search at 10,000, 100,000 and 1,000,000 users, through the
  * service over HTTP, with the query plans behind them. Users are bulk-loaded with one INSERT ... SELECT
  * from generate_series per step, not through the API. PostgreSQL at BENCH_SCALE_DATABASE_URL (recreated;
- * by default account_bench_scale on the local server). Writes bench/results/scale-<time>.json.
+ * by default account_bench_scale on the local server). Then `import-users` (the CLI, built) brings in
+ * 100,000 more users from a JSON-lines file, timed from spawn to exit. Writes
+ * bench/results/scale-<time>.json.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { hash } from '@node-rs/bcrypt';
 import { Client } from 'pg';
 import { freePort, freshDatabase, login, ROOT, SECRET_KEY, startProcess, table, timeSequential } from './lib';
@@ -14,6 +19,7 @@ const DATABASE_URL = process.env.BENCH_SCALE_DATABASE_URL ?? 'postgres://postgre
 const SIZES = [10_000, 100_000, 1_000_000];
 const RUNS = 200;
 const PASSWORD = 'bench-password-1';
+const IMPORT_ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
 
 const FIRST = ['Ada', 'Alan', 'Barbara', 'Dennis', 'Donald', 'Edsger', 'Frances', 'Grace', 'Hedy', 'John', 'Katherine', 'Ken', 'Linus', 'Margaret', 'Niklaus', 'Radia', 'Shafi', 'Tim', 'Vint', 'Whitfield'];
 const LAST = ['Lovelace', 'Turing', 'Liskov', 'Shannon', 'Knuth', 'Dijkstra', 'Allen', 'Hopper', 'Lamarr', 'McCarthy', 'Johnson', 'Thompson', 'Torvalds', 'Hamilton', 'Wirth', 'Perlman', 'Goldwasser', 'Berners-Lee', 'Cerf', 'Diffie', 'Backus', 'Kay', 'Ritchie', 'Hoare', 'Milner', 'Lamport', 'Codd', 'Gray', 'Stonebraker', 'Engelbart', 'Sutherland', 'Minsky', 'Rivest', 'Shamir', 'Adleman', 'Hellman', 'Kahn', 'Postel', 'Wozniak', 'Bell', 'Floyd', 'Tarjan', 'Hartmanis', 'Stearns', 'Cook', 'Karp', 'Rabin', 'Scott', 'Valiant', 'Yao'];
@@ -40,6 +46,28 @@ async function bulkLoad(client: Client, from: number, size: number, passwordHash
   await client.query('commit');
   await client.query('analyze users');
   return (performance.now() - started) / 1000;
+}
+
+/**
+ * `npm run cli -- import-users` on a file of `rows` users with bcrypt hashes (the hash is only read
+ * on import, so one will do), into the database as it stands; seconds from spawn to exit.
+ */
+async function timeImport(rows: number, passwordHash: string): Promise<{ seconds: number; output: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'account-import-'));
+  try {
+    const file = join(dir, 'users.jsonl');
+    const lines = Array.from({ length: rows }, (_, i) => JSON.stringify({ email: `imported${i + 1}@example.com`, name: `Imported User ${i + 1}`, password_hash: passwordHash }));
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const started = performance.now();
+    const { stdout } = await promisify(execFile)(process.execPath, ['dist/src/cli/index.js', 'import-users', file], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL, SECRET_KEY, LOG_LEVEL: 'warn' },
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return { seconds: (performance.now() - started) / 1000, output: stdout.trim().split('\n').pop() ?? '' };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The statements the service runs for each request measured, as it sends them (see src/db/users.ts). */
@@ -108,18 +136,22 @@ async function main(): Promise<void> {
       }
     }
   }
-  await client.end();
   await service.stop();
+  const imported = await timeImport(IMPORT_ROWS, passwordHash);
+  const importedCount = Number((await client.query(`select count(*) as n from users where email like 'imported%@example.com'`)).rows[0].n);
+  if (importedCount !== IMPORT_ROWS) throw new Error(`import-users created ${importedCount} users, not ${IMPORT_ROWS}`);
+  await client.end();
 
   const header = Object.keys(rows[0]);
   console.log(`\nms over HTTP on loopback, ${RUNS} sequential requests each (50 for the name search)\n`);
   console.log(table(header, rows.map((row) => header.map((key) => row[key]))));
+  console.log(`\nimport-users, ${IMPORT_ROWS.toLocaleString('en')} rows into ${loaded.toLocaleString('en')} users: ${imported.seconds.toFixed(1)} s (${imported.output})`);
   for (const [name, plan] of Object.entries(plans)) console.log(`\n-- ${name} at ${SIZES[SIZES.length - 1].toLocaleString('en')} users\n${plan}`);
 
   const date = new Date().toISOString();
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const file = join(ROOT, 'bench/results', `scale-${date.replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ date, runs: RUNS, rows, plans }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ date, runs: RUNS, rows, importUsers: { rows: IMPORT_ROWS, into: loaded, seconds: imported.seconds }, plans }, null, 2)}\n`);
   console.log(`\nfigures written to ${file}`);
 }
 

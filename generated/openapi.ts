@@ -637,6 +637,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import users with their password hashes (admin)
+         * @description Brings users from another system without knowing their passwords: each row carries the hash
+         *     that system stored. Accepted formats: bcrypt (`$2a$`, `$2b$`, `$2y$`), argon2id and argon2i
+         *     PHC strings (`$argon2id$v=19$m=…,t=…,p=…$…`), and PBKDF2-SHA256 as Django stores it
+         *     (`pbkdf2_sha256$<iterations>$<salt>$<hash>`). A user signs in with their old password; the
+         *     first sign-in replaces the hash with one of `PASSWORD_HASH_ALGORITHM`.
+         *
+         *     Up to 1,000 rows per call (the body may be up to `IMPORT_MAX_BODY_BYTES`, 2 MiB, on this
+         *     route alone). The schema checks the shape of the body; each row's values are then checked
+         *     on their own. The answer has one result per row, in order: `created`; `conflict` when the
+         *     e-mail already has an account (a deleted one included) or came earlier in the same import;
+         *     `invalid` with the `reason` (an e-mail that is not an address, a name the users schema
+         *     refuses, an unknown role, a hash in an unknown format or with parameters too dear to check
+         *     at sign-in). A row is created whole or not at all; the other rows do not depend on it.
+         *     Imported users are active; `email_verified` is false unless the row says true. Each created
+         *     user is recorded as a `user.created` audit event with `source: import`.
+         */
+        post: operations["importUsers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users/{id}": {
         parameters: {
             query?: never;
@@ -1192,6 +1226,42 @@ export interface components {
             success: true;
             data: components["schemas"]["User"][];
             meta: components["schemas"]["PageMeta"] | components["schemas"]["CursorMeta"];
+        };
+        /** @description A user as another system stored it. Values are checked per row (see importUsers). */
+        ImportUser: {
+            /** @description Trimmed and lower-cased like every e-mail; at most 254 characters. */
+            email: string;
+            /** @description The same rule as a user's name (1 to 100 characters after trimming). */
+            name: string;
+            /** @description bcrypt, argon2id, argon2i, or Django's pbkdf2_sha256. */
+            password_hash: string;
+            /** @description `user` (when left out) or `admin`. */
+            role?: string;
+            /** @description False when left out. */
+            email_verified?: boolean;
+        };
+        ImportUsersRequest: {
+            users: components["schemas"]["ImportUser"][];
+        };
+        ImportResult: {
+            /** @description The row's position, from 1 (in the CLI, its line in the file). */
+            row: number;
+            /** @description The row's e-mail (normalized when valid), or null when the row has none. */
+            email: string | null;
+            /** @enum {string} */
+            status: "created" | "conflict" | "invalid";
+            /** @description Why an `invalid` row was refused. */
+            reason?: string;
+        };
+        ImportUsersResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["ImportResult"][];
+            meta: {
+                created: number;
+                conflict: number;
+                invalid: number;
+            };
         };
         SessionListResponse: {
             /** @enum {boolean} */
@@ -3350,6 +3420,87 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    importUsers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "users": [
+                 *         {
+                 *           "email": "ada@example.com",
+                 *           "name": "Ada Lovelace",
+                 *           "password_hash": "pbkdf2_sha256$1000000$Uu2Gn2yQyKkqj6hK0sXl1f$9q0h0S2p4f3oVbWQ8p6R0Yq0xjv1f0cN2q5Yx5hQm1Q=",
+                 *           "email_verified": true
+                 *         },
+                 *         {
+                 *           "email": "grace@example.com",
+                 *           "name": "Grace Hopper",
+                 *           "password_hash": "$2b$12$R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW",
+                 *           "role": "admin"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ImportUsersRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per row, in the order of the rows, and the counts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "row": 1,
+                     *           "email": "ada@example.com",
+                     *           "status": "created"
+                     *         },
+                     *         {
+                     *           "row": 2,
+                     *           "email": "grace@example.com",
+                     *           "status": "conflict"
+                     *         },
+                     *         {
+                     *           "row": 3,
+                     *           "email": "bob@example.com",
+                     *           "status": "invalid",
+                     *           "reason": "password_hash is in an unknown format (bcrypt $2a$/$2b$/$2y$, $argon2id$ or $argon2i$ v=19, or pbkdf2_sha256$ as Django writes it)"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "created": 1,
+                     *         "conflict": 1,
+                     *         "invalid": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ImportUsersResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

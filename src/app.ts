@@ -14,6 +14,7 @@ import { ApiError, notFound } from './http/errors';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
 import { accessLog, bodies, errors, requestId } from './http/middleware';
 import { corsFor, noStoreUnder, securityHeaders } from './http/security';
+import { stateOf } from './http/state';
 import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
@@ -21,6 +22,7 @@ import { AccountMail } from './services/account-mail';
 import { AuditService } from './services/audit';
 import type { AuditEventType } from './services/audit-events';
 import { AuthService } from './services/auth';
+import { BreachedPasswords } from './services/breached-passwords';
 import { CurrentPassword } from './services/current-password';
 import { FactorService, type Clock } from './services/factors';
 import { HealthService } from './services/health';
@@ -30,10 +32,12 @@ import { MfaSignIn } from './services/mfa-sign-in';
 import { Metrics } from './infra/metrics';
 import { createTransport } from './infra/mail-transport';
 import { Outbox } from './infra/outbox';
+import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
 import { TotpCodes } from './services/totp';
+import { UserImport } from './services/user-import';
 import { UserService } from './services/users';
 import { WebAuthnParty } from './services/webauthn';
 
@@ -78,7 +82,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       onCommitted: metrics && ((types) => types.forEach((type) => metrics.countEvent(type as AuditEventType))),
     });
     const passwords = new PasswordHasher({
-      cost: config.passwords.bcryptCost,
+      policy: config.passwords,
       concurrency: config.passwords.hashConcurrency,
       maxWaiting: config.passwords.hashQueueMax,
       maxPerCaller: config.passwords.hashCallerMax,
@@ -93,12 +97,20 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const webauthn = new WebAuthnParty(config.mfa.webauthn);
     const factors = new FactorService(db, transact, totp, webauthn, now);
     const mfa = new MfaSignIn(db, tokens, transact, totp, webauthn, factors, { now, requireVerifiedEmail: config.sessions.requireVerifiedEmail, loginGuard });
+    const breached = config.passwords.pwnedPasswords.enabled
+      ? new BreachedPasswords(
+          new PwnedPasswordsRange(config.passwords.pwnedPasswords),
+          logger,
+          metrics && (() => metrics.countPwnedPasswordsUnavailable()),
+        )
+      : undefined;
     const services: Services = {
       about: { version: config.server.appVersion, startedAt: Date.now() },
       jwks: config.tokens.keys.jwks,
-      auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, mfa),
-      account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard),
-      users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword),
+      auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, mfa, breached),
+      account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard, breached),
+      users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword, breached),
+      imports: new UserImport(transact),
       audit: new AuditService(db, config.pagination),
       health: new HealthService(db, lifecycle),
       factors,
@@ -111,11 +123,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
     const document = contractFor(config.server);
     const limits = limiter && (await rateLimitGuard(config.limits, limiter));
+    // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
+    const [regularBodies, importBodies] = [bodies(config.server.maxBodyBytes), bodies(config.server.importMaxBodyBytes)];
     const { router, compileValidators } = await buildApi(validationContractFor(config.server, config.pagination), operationsFor(services), {
       authenticate: (token, client) => services.auth.authenticate(token, client),
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
-      parseBody: bodies(config.server.maxBodyBytes),
+      parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
     });
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.

@@ -6,7 +6,6 @@ import { allowArguments, allowOptions, CommandError, UsageError, type Command, t
 import { readPassword } from './password-input';
 import { commandServices } from './services';
 
-const MAX_EMAIL_LENGTH = 254;
 const MAX_NAME_LENGTH = 100;
 
 /**
@@ -20,7 +19,7 @@ export function createAdminCommand(invocation: Invocation): Command {
   const { options, env } = invocation;
   const email = normalizeEmail(options.email ?? env.ADMIN_EMAIL ?? '');
   if (email === '') throw new UsageError('create-admin needs --email (or ADMIN_EMAIL)');
-  if (!isEmailAddress(email) || email.length > MAX_EMAIL_LENGTH) throw new UsageError(`"${email}" is not an e-mail address`);
+  if (!isEmailAddress(email)) throw new UsageError(`"${email}" is not an e-mail address`);
   const name = (options.name ?? 'Administrator').trim();
   if (name === '' || name.length > MAX_NAME_LENGTH) throw new UsageError(`--name must be 1 to ${MAX_NAME_LENGTH} characters`);
 

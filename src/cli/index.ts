@@ -4,6 +4,7 @@ import { openDatabase } from '../db/database';
 import { openMigratedDatabase } from '../db/migrate';
 import { CommandError, UsageError, type CliIo, type Command, type Context, type Invocation, type Options } from './command';
 import { createAdminCommand } from './create-admin';
+import { importUsersCommand } from './import-users';
 import { migrateCommand } from './migrate';
 import { purgeCommand } from './purge';
 import { revokeSessionsCommand } from './revoke-sessions';
@@ -23,6 +24,9 @@ Commands:
   revoke-sessions --user <id|e-mail>
                              sign a user out everywhere; prints how many sessions ended
   purge                      purge spent sessions, tokens and mail now; prints the counts
+  import-users FILE.jsonl    import users with their password hashes, one JSON object per line
+                             ({"email", "name", "password_hash", "role"?, "email_verified"?});
+                             lists the rows not created, and exits 1 if any was invalid
   help                       show this text
 
 The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR (stop the server
@@ -35,6 +39,7 @@ const COMMANDS: Record<string, (invocation: Invocation) => Command> = {
   'create-admin': createAdminCommand,
   'revoke-sessions': revokeSessionsCommand,
   purge: purgeCommand,
+  'import-users': importUsersCommand,
 };
 
 /** Runs one command and returns the exit code: 0 done, 1 failed, 2 bad usage. */

@@ -7,20 +7,22 @@ import { createLogger } from '../logger';
 import { AccountMail } from '../services/account-mail';
 import { CurrentPassword } from '../services/current-password';
 import { PasswordHasher } from '../services/passwords';
+import { UserImport } from '../services/user-import';
 import { UserService } from '../services/users';
 
 /** The commands print what they did; the services' own log lines would only repeat it. */
 const QUIET = createLogger({ level: 'silent' });
 
 /** The services the commands act through, on the command's database; nothing is started. */
-export function commandServices({ db, config }: Pick<Context, 'db' | 'config'>): { users: UserService; housekeeping: Housekeeping } {
+export function commandServices({ db, config }: Pick<Context, 'db' | 'config'>): { users: UserService; imports: UserImport; housekeeping: Housekeeping } {
   const transact = transactions(db);
   // A command hashes one password at a time, with nothing queued behind it.
-  const passwords = new PasswordHasher({ cost: config.passwords.bcryptCost, concurrency: 1, maxWaiting: 0 });
+  const passwords = new PasswordHasher({ policy: config.passwords, concurrency: 1, maxWaiting: 0 });
   const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, QUIET), QUIET);
   const mail = new AccountMail(config.account, outbox);
   return {
     users: new UserService(db, config.pagination, mail, passwords, transact, new CurrentPassword(passwords, transact)),
+    imports: new UserImport(transact),
     housekeeping: new Housekeeping(db, config.housekeeping, config.audit, QUIET),
   };
 }

@@ -3,6 +3,8 @@ import type { Algorithm, KeyRing } from './keys';
 export type { Algorithm } from './keys';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export type LogFormat = 'json' | 'pretty';
+/** The algorithms new password hashes are made with (PASSWORD_HASH_ALGORITHM). */
+export type HashAlgorithm = 'bcrypt' | 'argon2id';
 
 /**
  * The service's settings, read once from the environment by `loadConfig` and frozen, one part per
@@ -37,6 +39,8 @@ export interface ServerConfig {
   /** Take the client IP from X-Forwarded-For (only behind a proxy that sets it). */
   readonly trustProxy: boolean;
   readonly maxBodyBytes: number;
+  /** Body limit of POST /api/users/import alone, so that 1,000 rows fit. */
+  readonly importMaxBodyBytes: number;
   /** Origins allowed to call the API from a browser; empty means CORS is off. */
   readonly corsOrigins: readonly string[];
   /** Worker processes (node:cluster); 1 runs the service in this process. */
@@ -89,13 +93,29 @@ export interface SessionConfig {
 }
 
 export interface PasswordConfig {
+  /** The algorithm of new hashes; a stored hash of another, or of a lower cost, is replaced at sign-in. */
+  readonly hashAlgorithm: HashAlgorithm;
   readonly bcryptCost: number;
+  readonly argon2MemoryKib: number;
+  readonly argon2Iterations: number;
   /** Password hashes run at once; by default the cores, up to libuv's thread pool size. */
   readonly hashConcurrency: number;
   /** Hashes that may wait for a slot before more are refused with 503. */
   readonly hashQueueMax: number;
   /** Places in the password-hash queue (running or waiting) one caller may hold at once. */
   readonly hashCallerMax: number;
+  /** The check of new passwords against known breaches. */
+  readonly pwnedPasswords: PwnedPasswordsConfig;
+}
+
+/** PWNED_PASSWORDS_*: the Pwned Passwords range API, asked by k-anonymity. */
+export interface PwnedPasswordsConfig {
+  /** Refuse new passwords found in known breaches. */
+  readonly enabled: boolean;
+  /** The range API's base; the five-character prefix is appended. */
+  readonly url: string;
+  /** Past this, a new password is let through unchecked (logged and counted). */
+  readonly timeoutMs: number;
 }
 
 /** The links and tokens of account mail: verification, e-mail change, password reset. */

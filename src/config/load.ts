@@ -8,6 +8,7 @@ import type {
   AuditConfig,
   Config,
   DatabaseConfig,
+  HashAlgorithm,
   HousekeepingConfig,
   LimitsConfig,
   LogFormat,
@@ -18,6 +19,7 @@ import type {
   MetricsConfig,
   PaginationConfig,
   PasswordConfig,
+  PwnedPasswordsConfig,
   SecretConfig,
   ServerConfig,
   SessionConfig,
@@ -29,6 +31,7 @@ import { ConfigError, EnvReader, type Env } from './reader';
 const ALGORITHMS: readonly Algorithm[] = ['HS256', 'HS384', 'HS512', 'RS256', 'ES256'];
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
+const HASH_ALGORITHMS: readonly HashAlgorithm[] = ['bcrypt', 'argon2id'];
 /**
  * The shortest SECRET_KEY, in bytes, per algorithm: an HMAC key as long as the hash's output
  * (RFC 7518 §3.2). With RS256 and ES256 the secret only seals queued mail.
@@ -119,6 +122,7 @@ function serverPart(read: EnvReader): ServerConfig {
     appVersion: read.string('APP_VERSION') ?? '1.0.0',
     trustProxy: read.boolean('TRUST_PROXY', false),
     maxBodyBytes: read.integer('MAX_BODY_BYTES', 64 * 1024, 1024, 50 * 1024 * 1024),
+    importMaxBodyBytes: read.integer('IMPORT_MAX_BODY_BYTES', 2 * 1024 * 1024, 1024, 50 * 1024 * 1024),
     corsOrigins: Object.freeze(corsOrigins),
     webConcurrency,
     shutdownTimeoutSeconds: read.integer('SHUTDOWN_TIMEOUT_SECONDS', 10, 0, 3600),
@@ -289,10 +293,25 @@ function auditPart(read: EnvReader): AuditConfig {
 
 function passwordPart(read: EnvReader, env: Env): PasswordConfig {
   return Object.freeze({
+    hashAlgorithm: read.oneOf('PASSWORD_HASH_ALGORITHM', HASH_ALGORITHMS, 'bcrypt', (s) => s.toLowerCase()),
     bcryptCost: read.integer('BCRYPT_COST', 12, 4, 31),
+    // OWASP's least argon2id setting: 19 MiB, two passes, one lane.
+    argon2MemoryKib: read.integer('ARGON2_MEMORY_KIB', 19_456, 1024, 4 * 1024 * 1024),
+    argon2Iterations: read.integer('ARGON2_ITERATIONS', 2, 1, 100),
     hashConcurrency: read.integer('PASSWORD_HASH_CONCURRENCY', defaultHashConcurrency(env), 1, 1024),
     hashQueueMax: read.integer('PASSWORD_HASH_QUEUE_MAX', 16, 0, 100_000),
     hashCallerMax: read.integer('PASSWORD_HASH_CALLER_MAX', 2, 1, 100_000),
+    pwnedPasswords: pwnedPasswordsPart(read),
+  });
+}
+
+function pwnedPasswordsPart(read: EnvReader): PwnedPasswordsConfig {
+  const url = read.string('PWNED_PASSWORDS_URL') ?? 'https://api.pwnedpasswords.com/range/';
+  if (!/^https?:\/\/[^/]/.test(url)) read.problem(`PWNED_PASSWORDS_URL must be an http:// or https:// URL, got "${url}"`);
+  return Object.freeze({
+    enabled: read.boolean('PWNED_PASSWORDS_CHECK', false),
+    url,
+    timeoutMs: read.integer('PWNED_PASSWORDS_TIMEOUT_MS', 1500, 50, 60_000),
   });
 }
 

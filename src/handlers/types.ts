@@ -7,6 +7,7 @@ import type { AuditService } from '../services/audit';
 import type { FactorService } from '../services/factors';
 import type { HealthService } from '../services/health';
 import type { MfaSignIn } from '../services/mfa-sign-in';
+import type { UserImport } from '../services/user-import';
 import type { UserService } from '../services/users';
 
 export type OperationId = keyof operations;
@@ -83,6 +84,7 @@ export interface Services {
   auth: AuthService;
   account: AccountService;
   users: UserService;
+  imports: UserImport;
   audit: AuditService;
   health: HealthService;
   factors: FactorService;

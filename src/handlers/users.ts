@@ -1,6 +1,7 @@
 import { created, noContent, ok, signedIn } from './reply';
+import { countByStatus } from '../services/user-import';
 import type { Handler } from './types';
-import { userView } from './views';
+import { importResultView, userView } from './views';
 
 export const listUsers: Handler<'listUsers'> = async (input, { users }) => {
   const { rows, meta } = await users.list(signedIn(input), input.query);
@@ -27,3 +28,8 @@ export const deleteUser: Handler<'deleteUser'> = async (input, { users }) => {
 
 export const restoreUser: Handler<'restoreUser'> = async (input, { users }) =>
   ok(userView(await users.restore(signedIn(input), input.path.id), true));
+
+export const importUsers: Handler<'importUsers'> = async (input, { imports }) => {
+  const results = await imports.importUsers(signedIn(input), input.body.users);
+  return ok(results.map(importResultView), { meta: countByStatus(results) });
+};

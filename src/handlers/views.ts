@@ -2,12 +2,14 @@ import type { components } from '../../generated/openapi';
 import type { AuditEventRow } from '../db/audit';
 import type { MfaFactorRow, SessionRow, UserRow } from '../db/types';
 import type { TokenPair } from '../services/auth';
+import type { ImportResult } from '../services/user-import';
 
 type User = components['schemas']['User'];
 type Session = components['schemas']['Session'];
 type WireTokenPair = components['schemas']['TokenPair'];
 type AuditEvent = components['schemas']['AuditEvent'];
 type Factor = components['schemas']['Factor'];
+type WireImportResult = components['schemas']['ImportResult'];
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
 
@@ -70,4 +72,11 @@ export function factorView(row: MfaFactorRow): Factor {
     created_at: iso(row.created_at),
     last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
   };
+}
+
+/** What became of one imported row; `reason` only for an invalid one. */
+export function importResultView(result: ImportResult): WireImportResult {
+  const view: WireImportResult = { row: result.row, email: result.email, status: result.status };
+  if (result.reason !== undefined) view.reason = result.reason;
+  return view;
 }

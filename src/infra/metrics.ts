@@ -40,6 +40,7 @@ export class Metrics {
   private readonly requestSeconds: Histogram<'operation_id' | 'method' | 'status'>;
   private readonly authEvents: Counter<'event_type'>;
   private readonly passwordHashSeconds: Histogram;
+  private readonly pwnedUnavailable: Counter;
   private readonly merged?: () => Promise<string>;
 
   constructor(sources: MetricSources, options: MetricsOptions = {}) {
@@ -61,8 +62,13 @@ export class Metrics {
     for (const type of AUDIT_EVENT_TYPES) this.authEvents.inc({ event_type: type }, 0);
     this.passwordHashSeconds = new Histogram({
       name: 'password_hash_duration_seconds',
-      help: 'Time bcrypt took to hash or check one password, queueing aside.',
+      help: 'Time one password hash or check took (bcrypt, argon2 or PBKDF2), queueing aside.',
       buckets: [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2, 5],
+      registers,
+    });
+    this.pwnedUnavailable = new Counter({
+      name: 'pwned_passwords_unavailable_total',
+      help: 'New passwords let through unchecked because the Pwned Passwords range API failed or did not answer in time.',
       registers,
     });
     new Gauge({
@@ -118,6 +124,10 @@ export class Metrics {
 
   observePasswordHash(seconds: number): void {
     this.passwordHashSeconds.observe(seconds);
+  }
+
+  countPwnedPasswordsUnavailable(): void {
+    this.pwnedUnavailable.inc();
   }
 
   get contentType(): string {

@@ -11,6 +11,7 @@ import type { Logger } from '../logger';
 import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
 import { normalizeEmail } from './auth';
+import type { BreachedPasswords } from './breached-passwords';
 import type { CurrentPassword } from './current-password';
 import type { LoginGuard } from './login-guard';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
@@ -32,12 +33,15 @@ export class AccountService {
     private readonly currentPassword: CurrentPassword,
     /** Lifted by a completed password reset; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
+    /** Refuses passwords known from breaches; absent unless PWNED_PASSWORDS_CHECK. */
+    private readonly breached?: BreachedPasswords,
   ) {}
 
   /** Keeps the current session and revokes every other one of the user. */
   async changePassword(principal: Principal, currentPassword: string, newPassword: string): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password', principal.user.email);
     await this.currentPassword.confirm(principal.user, currentPassword, principal.client);
+    await this.breached?.refuse(newPassword, 'body.new_password');
     const passwordHash = await this.passwords.hash(newPassword);
     const id = principal.user.id;
     await this.transact(async (trx) => {
@@ -86,6 +90,7 @@ export class AccountService {
   /** Sets a new password with a reset token; every session ends and the e-mail counts as verified. */
   async resetPassword(token: string, newPassword: string, client: ClientInfo): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password');
+    await this.breached?.refuse(newPassword, 'body.new_password');
     const passwordHash = await this.passwords.hash(newPassword);
     const email = await this.transact(async (trx) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');

@@ -5,8 +5,10 @@ import { findAuthenticatedUser, findSessionAssurance, findSessionCreatedAt, revo
 import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
+import { replacePasswordHash } from '../db/password-hashes';
 import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
+import type { BreachedPasswords } from './breached-passwords';
 import { countedCheck, type LoginGuard } from './login-guard';
 import type { ClientInfo, Principal } from './principal';
 import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
@@ -44,6 +46,8 @@ export class AuthService {
     private readonly loginGuard?: LoginGuard,
     /** Asks users with a second factor for it before any session opens. */
     private readonly secondFactor?: SecondFactorGate,
+    /** Refuses passwords known from breaches; absent unless PWNED_PASSWORDS_CHECK. */
+    private readonly breached?: BreachedPasswords,
   ) {
     // The first hash also starts libuv's pool, whose threads then yield to the event loop.
     void passwords.dummyHash().then(lowerHelperThreadPriority);
@@ -51,6 +55,7 @@ export class AuthService {
 
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     checkNewPassword(input.password, 'body.password', input.email);
+    await this.breached?.refuse(input.password, 'body.password');
     const passwordHash = await this.passwords.hash(input.password);
     const registered = await this.transact(async (trx) => {
       const user = await insertUser(trx, {
@@ -99,9 +104,15 @@ export class AuthService {
       await this.transact((trx) => recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' }, origin: client }));
       throw emailNotVerified();
     }
+    // A hash of another algorithm or a lower cost than new ones get is replaced while the password is at hand.
+    const stronger = await this.passwords.rehash(found.password_hash, password);
     const second = await this.secondFactor?.challenge(found, client);
-    if (second) throw new MfaRequired(second.mfaToken, second.methods);
+    if (second) {
+      if (stronger) await this.transact((trx) => replacePasswordHash(trx, found.id, found.password_hash, stronger));
+      throw new MfaRequired(second.mfaToken, second.methods);
+    }
     const { tokens } = await this.transact(async (trx) => {
+      if (stronger) await replacePasswordHash(trx, found.id, found.password_hash, stronger);
       const opened = await this.openSession(trx, found, client);
       await recordEvent(trx, { type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId }, origin: client });
       return opened;

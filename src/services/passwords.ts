@@ -2,9 +2,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { hash, verify } from '@node-rs/bcrypt';
 import { dictionary } from '@zxcvbn-ts/language-common';
 import { RateLimited, Unavailable, Validation } from '../errors';
+import { makeHash, needsRehash, verifyHash, type HashPolicy } from './password-hashes';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
 export const MAX_PASSWORD_BYTES = 72;
@@ -28,7 +28,8 @@ export function asCaller<T>(caller: () => string, work: () => T): T {
 }
 
 export interface HasherOptions {
-  cost: number;
+  /** The algorithm and cost of new hashes (stored hashes of any known format verify). */
+  policy: HashPolicy;
   /** Hashes run at once; more only share the same cores (and libuv's four threads) more thinly. */
   concurrency: number;
   /** Hashes that may wait for a free slot; one more is refused at once with 503. */
@@ -40,8 +41,8 @@ export interface HasherOptions {
 }
 
 /**
- * bcrypt on libuv's thread pool, off the event loop, at most `concurrency` at a time. bcrypt is the
- * one thing here that costs CPU by design, so it is rationed: past `maxWaiting` queued hashes, a
+ * Password hashing (bcrypt, argon2, PBKDF2) on libuv's thread pool, off the event loop, at most
+ * `concurrency` at a time. It is the one thing here that costs CPU by design, so it is rationed: past `maxWaiting` queued hashes, a
  * caller is told to come back (503 with Retry-After) rather than wait for seconds behind the others.
  */
 export class PasswordHasher {
@@ -61,25 +62,40 @@ export class PasswordHasher {
   }
 
   hash(password: string): Promise<string> {
-    return this.rationed(() => hash(password, this.options.cost));
+    return this.rationed(() => makeHash(password, this.options.policy));
   }
 
   /**
-   * True only for the right password. Without a hash (no such account), or for a password bcrypt
-   * could never have hashed, it does the same work against a dummy hash and says false, so a login
+   * A new hash of `password`, which has just matched `stored`, when `stored` is of another algorithm
+   * or a lower cost than new hashes get. Undefined when it is not, or when the queue is full at the
+   * moment: the sign-in goes on and the next one tries again.
+   */
+  async rehash(stored: string, password: string): Promise<string | undefined> {
+    if (!needsRehash(stored, this.options.policy)) return undefined;
+    try {
+      return await this.hash(password);
+    } catch (error) {
+      if (error instanceof Unavailable || error instanceof RateLimited) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * True only for the right password, whatever known format the stored hash is in. Without a hash
+   * (no such account), or for a password over the length limit, it does the same work against a dummy hash and says false, so a login
    * for an unknown account takes as long as one with a wrong password.
    */
   async verify(password: string, passwordHash: string | undefined): Promise<boolean> {
     const bytes = Buffer.from(password, 'utf8');
-    if (passwordHash !== undefined && bytes.length <= MAX_PASSWORD_BYTES) return this.rationed(() => verify(bytes, passwordHash));
+    if (passwordHash !== undefined && bytes.length <= MAX_PASSWORD_BYTES) return this.rationed(() => verifyHash(bytes, passwordHash));
     const dummy = await this.dummyHash();
-    await this.rationed(() => verify(bytes.subarray(0, MAX_PASSWORD_BYTES), dummy));
+    await this.rationed(() => verifyHash(bytes.subarray(0, MAX_PASSWORD_BYTES), dummy));
     return false;
   }
 
-  /** A hash of a random password at the configured cost, made once (outside the ration). */
+  /** A hash of a random password with the configured algorithm and cost, made once (outside the ration). */
   dummyHash(): Promise<string> {
-    this.dummy ??= hash(randomBytes(18).toString('base64url'), this.options.cost);
+    this.dummy ??= makeHash(randomBytes(18).toString('base64url'), this.options.policy);
     return this.dummy;
   }
 

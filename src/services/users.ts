@@ -10,6 +10,7 @@ import * as users from '../db/users';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
+import type { BreachedPasswords } from './breached-passwords';
 import type { CurrentPassword } from './current-password';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
 import { isAdmin, requireAdmin, requireSelfOrAdmin, type Principal } from './principal';
@@ -55,6 +56,8 @@ export class UserService {
     private readonly passwords: PasswordHasher,
     private readonly transact: Transact,
     private readonly currentPassword: CurrentPassword,
+    /** Refuses passwords known from breaches; absent unless PWNED_PASSWORDS_CHECK. */
+    private readonly breached?: BreachedPasswords,
   ) {}
 
   async list(principal: Principal, input: ListInput): Promise<UserList> {
@@ -101,6 +104,7 @@ export class UserService {
   async create(principal: Principal, input: Required<Pick<UserFields, 'name' | 'email' | 'password'>> & UserFields): Promise<UserRow> {
     requireAdmin(principal);
     checkNewPassword(input.password, 'body.password', input.email);
+    await this.breached?.refuse(input.password, 'body.password');
     const passwordHash = await this.passwords.hash(input.password);
     return this.transact(async (trx) => {
       const created = await users.insertUser(trx, {
@@ -150,7 +154,10 @@ export class UserService {
         patch.pending_email = null;
       }
     }
-    if (input.password !== undefined) patch.password_hash = await this.passwords.hash(input.password);
+    if (input.password !== undefined) {
+      await this.breached?.refuse(input.password, 'body.password');
+      patch.password_hash = await this.passwords.hash(input.password);
+    }
     if (input.role !== undefined) patch.role = input.role;
     if (input.is_active !== undefined) patch.is_active = input.is_active;
     const pendingEmail = patch.pending_email;
