@@ -54,9 +54,17 @@ for (const [key, entry] of Object.entries(packages)) {
   for (const platform of PLATFORMS) {
     const found = native.some(([name]) => {
       const dep = resolve(key, name);
-      return dep && matches(dep.os, platform.os) && matches(dep.cpu, platform.cpu) && (platform.libc === undefined || matches(dep.libc, platform.libc));
+      return (
+        dep &&
+        matches(dep.os, platform.os) &&
+        matches(dep.cpu, platform.cpu) &&
+        (platform.libc === undefined || matches(dep.libc, platform.libc))
+      );
     });
-    if (!found) problems.push(`${key}: no native build for ${platform.os}-${platform.cpu}${platform.libc ? `-${platform.libc}` : ''} in the lock file`);
+    if (!found)
+      problems.push(
+        `${key}: no native build for ${platform.os}-${platform.cpu}${platform.libc ? `-${platform.libc}` : ''} in the lock file`,
+      );
   }
 }
 

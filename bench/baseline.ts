@@ -20,7 +20,8 @@ import { Pool } from 'pg';
 const pool = new Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 const key = createSecretKey(Buffer.from(process.env.SECRET_KEY ?? '', 'utf8'));
 const prepared = process.env.PREPARED === '1';
-const query = (name: string, text: string, values: unknown[] = []) => (prepared ? pool.query({ name, text, values }) : pool.query(text, values));
+const query = (name: string, text: string, values: unknown[] = []) =>
+  prepared ? pool.query({ name, text, values }) : pool.query(text, values);
 const USER_COLUMNS = 'id, email, name, role, is_active, email_verified, created_at, updated_at';
 
 async function bearerUser(header: string | undefined) {

@@ -155,7 +155,10 @@ async function main(): Promise<void> {
       const prepared = await startBaseline(1, true);
       const note = { notes: 'against the baseline with prepared statements' };
       rows.push({ ...(await compare('GET /api/auth/me', '/api/auth/me', userToken, 1, service, prepared)), ...note });
-      rows.push({ ...(await compare('GET /api/users (page 1 of 20)', '/api/users?page=1&per_page=20', adminToken, 1, service, prepared)), ...note });
+      rows.push({
+        ...(await compare('GET /api/users (page 1 of 20)', '/api/users?page=1&per_page=20', adminToken, 1, service, prepared)),
+        ...note,
+      });
       await prepared.stop();
       // A fresh process for the login scenario, so that the collection of garbage from the runs above
       // does not land in it.
@@ -166,7 +169,14 @@ async function main(): Promise<void> {
       const loginOptions = { method: 'POST' as const, body, connections: 8, seconds: SECONDS + 5 };
       const base = await load({ ...loginOptions, url: baseline.url + '/api/auth/login/json' }, baseline.child.pid);
       const ours = await load({ ...loginOptions, url: service.url + '/api/auth/login/json' }, service.child.pid);
-      rows.push({ route: 'POST /api/auth/login/json (8 connections)', processes: 1, service: ours, baseline: base, ratio: ours.rps / ceiling, notes: `bcrypt ceiling ${ceiling.toFixed(2)}/s` });
+      rows.push({
+        route: 'POST /api/auth/login/json (8 connections)',
+        processes: 1,
+        service: ours,
+        baseline: base,
+        ratio: ours.rps / ceiling,
+        notes: `bcrypt ceiling ${ceiling.toFixed(2)}/s`,
+      });
       // Then the same logins again, keeping the hashing pool saturated while a prober, in a process of its
       // own, measures how long the event loop takes to answer. (The prober takes CPU time from the
       // hashes, so the login rate is measured above, without it.)
@@ -201,7 +211,10 @@ async function main(): Promise<void> {
       await service.stop();
       service = await startService(1);
       // More logins than the queue holds: the excess is refused at once instead of waiting.
-      const overload = await load({ ...loginOptions, connections: 64, seconds: 5, url: service.url + '/api/auth/login/json' }, service.child.pid);
+      const overload = await load(
+        { ...loginOptions, connections: 64, seconds: 5, url: service.url + '/api/auth/login/json' },
+        service.child.pid,
+      );
       rows.push({
         route: 'POST /api/auth/login/json (64 connections)',
         processes: 1,

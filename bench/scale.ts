@@ -21,8 +21,80 @@ const RUNS = 200;
 const PASSWORD = 'bench-password-1';
 const IMPORT_ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
 
-const FIRST = ['Ada', 'Alan', 'Barbara', 'Dennis', 'Donald', 'Edsger', 'Frances', 'Grace', 'Hedy', 'John', 'Katherine', 'Ken', 'Linus', 'Margaret', 'Niklaus', 'Radia', 'Shafi', 'Tim', 'Vint', 'Whitfield'];
-const LAST = ['Lovelace', 'Turing', 'Liskov', 'Shannon', 'Knuth', 'Dijkstra', 'Allen', 'Hopper', 'Lamarr', 'McCarthy', 'Johnson', 'Thompson', 'Torvalds', 'Hamilton', 'Wirth', 'Perlman', 'Goldwasser', 'Berners-Lee', 'Cerf', 'Diffie', 'Backus', 'Kay', 'Ritchie', 'Hoare', 'Milner', 'Lamport', 'Codd', 'Gray', 'Stonebraker', 'Engelbart', 'Sutherland', 'Minsky', 'Rivest', 'Shamir', 'Adleman', 'Hellman', 'Kahn', 'Postel', 'Wozniak', 'Bell', 'Floyd', 'Tarjan', 'Hartmanis', 'Stearns', 'Cook', 'Karp', 'Rabin', 'Scott', 'Valiant', 'Yao'];
+const FIRST = [
+  'Ada',
+  'Alan',
+  'Barbara',
+  'Dennis',
+  'Donald',
+  'Edsger',
+  'Frances',
+  'Grace',
+  'Hedy',
+  'John',
+  'Katherine',
+  'Ken',
+  'Linus',
+  'Margaret',
+  'Niklaus',
+  'Radia',
+  'Shafi',
+  'Tim',
+  'Vint',
+  'Whitfield',
+];
+const LAST = [
+  'Lovelace',
+  'Turing',
+  'Liskov',
+  'Shannon',
+  'Knuth',
+  'Dijkstra',
+  'Allen',
+  'Hopper',
+  'Lamarr',
+  'McCarthy',
+  'Johnson',
+  'Thompson',
+  'Torvalds',
+  'Hamilton',
+  'Wirth',
+  'Perlman',
+  'Goldwasser',
+  'Berners-Lee',
+  'Cerf',
+  'Diffie',
+  'Backus',
+  'Kay',
+  'Ritchie',
+  'Hoare',
+  'Milner',
+  'Lamport',
+  'Codd',
+  'Gray',
+  'Stonebraker',
+  'Engelbart',
+  'Sutherland',
+  'Minsky',
+  'Rivest',
+  'Shamir',
+  'Adleman',
+  'Hellman',
+  'Kahn',
+  'Postel',
+  'Wozniak',
+  'Bell',
+  'Floyd',
+  'Tarjan',
+  'Hartmanis',
+  'Stearns',
+  'Cook',
+  'Karp',
+  'Rabin',
+  'Scott',
+  'Valiant',
+  'Yao',
+];
 
 /** Appends users up to `size` (ids from `from`): 1 in 50 inactive, 1 in 100 deleted, names from the lists above. */
 async function bulkLoad(client: Client, from: number, size: number, passwordHash: string): Promise<number> {
@@ -56,7 +128,9 @@ async function timeImport(rows: number, passwordHash: string): Promise<{ seconds
   const dir = mkdtempSync(join(tmpdir(), 'account-import-'));
   try {
     const file = join(dir, 'users.jsonl');
-    const lines = Array.from({ length: rows }, (_, i) => JSON.stringify({ email: `imported${i + 1}@example.com`, name: `Imported User ${i + 1}`, password_hash: passwordHash }));
+    const lines = Array.from({ length: rows }, (_, i) =>
+      JSON.stringify({ email: `imported${i + 1}@example.com`, name: `Imported User ${i + 1}`, password_hash: passwordHash }),
+    );
     writeFileSync(file, `${lines.join('\n')}\n`);
     const started = performance.now();
     const { stdout } = await promisify(execFile)(process.execPath, ['dist/src/cli/index.js', 'import-users', file], {
@@ -75,12 +149,30 @@ const COLUMNS = '"id", "email", "name", "password_hash", "role", "is_active", "e
 const LIVE = '"deleted_at" is null';
 const SEARCH = `("email" like $1 or lower("name") like $1)`;
 const PLANS: Record<string, { sql: string; params: (size: number) => unknown[] }> = {
-  'first page': { sql: `select ${COLUMNS} from "users" where ${LIVE} order by "created_at" desc, "id" desc limit 20 offset 0`, params: () => [] },
-  'first page total': { sql: `select coalesce(sum(n), 0)::int as "total" from "user_counts" where "state" in ('active', 'inactive')`, params: () => [] },
-  'cursor page (middle)': { sql: `select ${COLUMNS} from "users" where ${LIVE} and "id" > $1 order by "id" asc limit 21`, params: (size) => [Math.floor(size / 2)] },
-  'q by e-mail': { sql: `select ${COLUMNS} from "users" where ${LIVE} and ${SEARCH} order by "created_at" desc, "id" desc limit 20 offset 0`, params: (size) => [`%user${Math.floor(size / 2)}@%`] },
-  'q by e-mail total': { sql: `select count(*)::int as "total" from "users" where ${LIVE} and ${SEARCH}`, params: (size) => [`%user${Math.floor(size / 2)}@%`] },
-  'q by name': { sql: `select ${COLUMNS} from "users" where ${LIVE} and ${SEARCH} order by "created_at" desc, "id" desc limit 20 offset 0`, params: () => ['%grace hopper%'] },
+  'first page': {
+    sql: `select ${COLUMNS} from "users" where ${LIVE} order by "created_at" desc, "id" desc limit 20 offset 0`,
+    params: () => [],
+  },
+  'first page total': {
+    sql: `select coalesce(sum(n), 0)::int as "total" from "user_counts" where "state" in ('active', 'inactive')`,
+    params: () => [],
+  },
+  'cursor page (middle)': {
+    sql: `select ${COLUMNS} from "users" where ${LIVE} and "id" > $1 order by "id" asc limit 21`,
+    params: (size) => [Math.floor(size / 2)],
+  },
+  'q by e-mail': {
+    sql: `select ${COLUMNS} from "users" where ${LIVE} and ${SEARCH} order by "created_at" desc, "id" desc limit 20 offset 0`,
+    params: (size) => [`%user${Math.floor(size / 2)}@%`],
+  },
+  'q by e-mail total': {
+    sql: `select count(*)::int as "total" from "users" where ${LIVE} and ${SEARCH}`,
+    params: (size) => [`%user${Math.floor(size / 2)}@%`],
+  },
+  'q by name': {
+    sql: `select ${COLUMNS} from "users" where ${LIVE} and ${SEARCH} order by "created_at" desc, "id" desc limit 20 offset 0`,
+    params: () => ['%grace hopper%'],
+  },
   'q by name total': { sql: `select count(*)::int as "total" from "users" where ${LIVE} and ${SEARCH}`, params: () => ['%grace hopper%'] },
 };
 
@@ -89,14 +181,25 @@ async function main(): Promise<void> {
   const service = await startProcess(
     ['dist/src/server.js'],
     // No mail server here: production needs MAIL_LOG_LINKS=true to start without one.
-    { NODE_ENV: 'production', DATABASE_URL, SECRET_KEY, LOG_LEVEL: 'warn', RATE_LIMIT_ENABLED: 'false', BCRYPT_COST: '10', MAIL_LOG_LINKS: 'true' },
+    {
+      NODE_ENV: 'production',
+      DATABASE_URL,
+      SECRET_KEY,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_ENABLED: 'false',
+      BCRYPT_COST: '10',
+      MAIL_LOG_LINKS: 'true',
+    },
     await freePort(),
     '/health/ready',
   );
   const client = new Client({ connectionString: DATABASE_URL });
   await client.connect();
   const passwordHash = await hash(PASSWORD, 10);
-  await client.query(`insert into users (email, name, password_hash, role, email_verified) values ('admin@example.com', 'Admin', $1, 'admin', true)`, [passwordHash]);
+  await client.query(
+    `insert into users (email, name, password_hash, role, email_verified) values ('admin@example.com', 'Admin', $1, 'admin', true)`,
+    [passwordHash],
+  );
   const token = await login(service.url, 'admin@example.com', PASSWORD);
   const get = async (path: string) => {
     const res = await fetch(service.url + path, { headers: { authorization: `Bearer ${token}` } });
@@ -144,14 +247,25 @@ async function main(): Promise<void> {
 
   const header = Object.keys(rows[0]);
   console.log(`\nms over HTTP on loopback, ${RUNS} sequential requests each (50 for the name search)\n`);
-  console.log(table(header, rows.map((row) => header.map((key) => row[key]))));
-  console.log(`\nimport-users, ${IMPORT_ROWS.toLocaleString('en')} rows into ${loaded.toLocaleString('en')} users: ${imported.seconds.toFixed(1)} s (${imported.output})`);
-  for (const [name, plan] of Object.entries(plans)) console.log(`\n-- ${name} at ${SIZES[SIZES.length - 1].toLocaleString('en')} users\n${plan}`);
+  console.log(
+    table(
+      header,
+      rows.map((row) => header.map((key) => row[key])),
+    ),
+  );
+  console.log(
+    `\nimport-users, ${IMPORT_ROWS.toLocaleString('en')} rows into ${loaded.toLocaleString('en')} users: ${imported.seconds.toFixed(1)} s (${imported.output})`,
+  );
+  for (const [name, plan] of Object.entries(plans))
+    console.log(`\n-- ${name} at ${SIZES[SIZES.length - 1].toLocaleString('en')} users\n${plan}`);
 
   const date = new Date().toISOString();
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const file = join(ROOT, 'bench/results', `scale-${date.replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ date, runs: RUNS, rows, importUsers: { rows: IMPORT_ROWS, into: loaded, seconds: imported.seconds }, plans }, null, 2)}\n`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ date, runs: RUNS, rows, importUsers: { rows: IMPORT_ROWS, into: loaded, seconds: imported.seconds }, plans }, null, 2)}\n`,
+  );
   console.log(`\nfigures written to ${file}`);
 }
 

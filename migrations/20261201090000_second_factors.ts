@@ -44,7 +44,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (col) => col.notNull().defaultTo(sql`now()`))
     .addColumn('used_at', 'timestamptz')
     .execute();
-  await db.schema.createIndex('mfa_recovery_codes_user_idx').on('mfa_recovery_codes').columns(['user_id', 'code_hash']).where(sql.ref('used_at'), 'is', null).execute();
+  await db.schema
+    .createIndex('mfa_recovery_codes_user_idx')
+    .on('mfa_recovery_codes')
+    .columns(['user_id', 'code_hash'])
+    .where(sql.ref('used_at'), 'is', null)
+    .execute();
 
   // Short-lived, single-use challenges: the mfa_token a password login hands out (stored as a
   // hash), and the WebAuthn challenges of a passkey registration or sign-in.
@@ -73,7 +78,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema
     .alterTable('sessions')
-    .addColumn('aal', 'text', (col) => col.notNull().defaultTo('aal1').check(sql`aal in ('aal1', 'aal2')`))
+    .addColumn('aal', 'text', (col) =>
+      col
+        .notNull()
+        .defaultTo('aal1')
+        .check(sql`aal in ('aal1', 'aal2')`),
+    )
     .execute();
 }
 

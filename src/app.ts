@@ -96,7 +96,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const totp = new TotpCodes(config.mfa.totp, config.secret.key);
     const webauthn = new WebAuthnParty(config.mfa.webauthn);
     const factors = new FactorService(db, transact, totp, webauthn, now);
-    const mfa = new MfaSignIn(db, tokens, transact, totp, webauthn, factors, { now, requireVerifiedEmail: config.sessions.requireVerifiedEmail, loginGuard });
+    const mfa = new MfaSignIn(db, tokens, transact, totp, webauthn, factors, {
+      now,
+      requireVerifiedEmail: config.sessions.requireVerifiedEmail,
+      loginGuard,
+    });
     const breached = config.passwords.pwnedPasswords.enabled
       ? new BreachedPasswords(
           new PwnedPasswordsRange(config.passwords.pwnedPasswords),

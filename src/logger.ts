@@ -29,18 +29,42 @@ function serializeError(error: unknown): unknown {
  * that could carry a secret are redacted wherever they appear, and errors are logged without the
  * data they may carry.
  */
-export function createLogger(config: Pick<LoggingConfig, 'level'> & Partial<Pick<LoggingConfig, 'format'>>, destination?: DestinationStream): Logger {
+export function createLogger(
+  config: Pick<LoggingConfig, 'level'> & Partial<Pick<LoggingConfig, 'format'>>,
+  destination?: DestinationStream,
+): Logger {
   const options: pino.LoggerOptions = {
     level: config.level,
     base: undefined,
     serializers: { err: serializeError },
     redact: {
       paths: [
-        'password', '*.password', 'new_password', '*.new_password', 'current_password', '*.current_password',
-        'password_hash', '*.password_hash', 'access_token', '*.access_token', 'refresh_token', '*.refresh_token',
-        'refresh_token_hash', '*.refresh_token_hash', 'previous_token_hash', '*.previous_token_hash',
-        'grace_token_hashes', '*.grace_token_hashes', 'token_hash', '*.token_hash',
-        'token', '*.token', 'authorization', '*.authorization', 'req.headers.authorization', 'req.headers.cookie',
+        'password',
+        '*.password',
+        'new_password',
+        '*.new_password',
+        'current_password',
+        '*.current_password',
+        'password_hash',
+        '*.password_hash',
+        'access_token',
+        '*.access_token',
+        'refresh_token',
+        '*.refresh_token',
+        'refresh_token_hash',
+        '*.refresh_token_hash',
+        'previous_token_hash',
+        '*.previous_token_hash',
+        'grace_token_hashes',
+        '*.grace_token_hashes',
+        'token_hash',
+        '*.token_hash',
+        'token',
+        '*.token',
+        'authorization',
+        '*.authorization',
+        'req.headers.authorization',
+        'req.headers.cookie',
       ],
       censor: CENSOR,
     },

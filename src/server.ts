@@ -158,11 +158,14 @@ function supervise(config: Config, logger: Logger): void {
     logger.info({ signal }, 'shutting down: stopping workers');
     signalAll('SIGTERM');
     // Workers cut their own stragglers at the timeout; this is the backstop for one that hangs.
-    setTimeout(() => {
-      logger.error('workers did not stop in time: killing them');
-      signalAll('SIGKILL');
-      process.exit(1);
-    }, (shutdownTimeoutSeconds + 10) * 1000).unref();
+    setTimeout(
+      () => {
+        logger.error('workers did not stop in time: killing them');
+        signalAll('SIGKILL');
+        process.exit(1);
+      },
+      (shutdownTimeoutSeconds + 10) * 1000,
+    ).unref();
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

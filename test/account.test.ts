@@ -131,7 +131,14 @@ describe('e-mail verification', () => {
 
     // The outbox row is marked sent and its content erased.
     const [sent] = await allSent(email);
-    expect(sent).toMatchObject({ recipient: email, subject: VERIFY_SUBJECT, payload: null, attempts: 1, last_error: null, failed_at: null });
+    expect(sent).toMatchObject({
+      recipient: email,
+      subject: VERIFY_SUBJECT,
+      payload: null,
+      attempts: 1,
+      last_error: null,
+      failed_at: null,
+    });
     expect(sent.sent_at).not.toBeNull();
     expect(JSON.stringify(await t.db.selectFrom('mail_outbox').selectAll().execute())).not.toContain(token);
 
@@ -366,7 +373,11 @@ describe('POST /api/auth/reset-password', () => {
     expect((await forgot(u.email)).status).toBe(200);
     const first = linkToken(await nthMail(smtp, u.email, RESET_SUBJECT, 1), 'reset-password');
     // The first link was sent two minutes ago, past the one-mail-a-minute cooldown.
-    await t.db.updateTable('account_tokens').set({ created_at: new Date(Date.now() - 120_000) }).where('user_id', '=', u.id).execute();
+    await t.db
+      .updateTable('account_tokens')
+      .set({ created_at: new Date(Date.now() - 120_000) })
+      .where('user_id', '=', u.id)
+      .execute();
     expect((await forgot(u.email)).status).toBe(200);
     const second = linkToken(await nthMail(smtp, u.email, RESET_SUBJECT, 2), 'reset-password');
     expect(second).not.toBe(first);
@@ -413,7 +424,11 @@ describe('POST /api/auth/change-password', () => {
     const other = await loginJson(u.email, u.password);
     const hashBefore = (await userRow(u.id)).password_hash;
 
-    const res = await t.post('/api/auth/change-password', { current_password: 'wrong-password', new_password: 'brand-new-password' }, { token: u.access });
+    const res = await t.post(
+      '/api/auth/change-password',
+      { current_password: 'wrong-password', new_password: 'brand-new-password' },
+      { token: u.access },
+    );
     expectError(res, 400, 'INVALID_PASSWORD');
     expect(res.body).toEqual({ success: false, error: { code: 'INVALID_PASSWORD', message: 'Current password is incorrect' } });
 
@@ -430,7 +445,11 @@ describe('POST /api/auth/change-password', () => {
     const s2 = (await loginJson(u.email, u.password)).body.data;
     const bystander = await t.register();
 
-    const res = await t.post('/api/auth/change-password', { current_password: u.password, new_password: 'brand-new-password' }, { token: s1.access_token });
+    const res = await t.post(
+      '/api/auth/change-password',
+      { current_password: u.password, new_password: 'brand-new-password' },
+      { token: s1.access_token },
+    );
     expect(res.status).toBe(200);
     expectJson(res);
     expect(res.body).toEqual({ success: true, data: { message: expect.any(String) } });
@@ -454,8 +473,14 @@ describe('POST /api/auth/change-password', () => {
 
   it('validates new_password (422) and needs a bearer token', async () => {
     const u = await t.register();
-    expectValidation(await t.post('/api/auth/change-password', { current_password: u.password, new_password: 'short' }, { token: u.access }), ['body.new_password']);
-    expectValidation(await t.post('/api/auth/change-password', { current_password: u.password, new_password: 'é'.repeat(37) }, { token: u.access }), ['body.new_password']);
+    expectValidation(
+      await t.post('/api/auth/change-password', { current_password: u.password, new_password: 'short' }, { token: u.access }),
+      ['body.new_password'],
+    );
+    expectValidation(
+      await t.post('/api/auth/change-password', { current_password: u.password, new_password: 'é'.repeat(37) }, { token: u.access }),
+      ['body.new_password'],
+    );
     expectUnauthorized(await t.post('/api/auth/change-password', { current_password: u.password, new_password: 'brand-new-password' }));
     expect((await loginJson(u.email, u.password)).status).toBe(200);
   });
@@ -465,7 +490,11 @@ describe('sessions', () => {
   it('lists the live sessions, newest first, with the caller marked current', async () => {
     const email = uniqueEmail('sessions');
     const password = 'password-123';
-    const registered = await t.post('/api/auth/register', { email, password, name: 'Sessions' }, { headers: { 'User-Agent': 'agent/register' } });
+    const registered = await t.post(
+      '/api/auth/register',
+      { email, password, name: 'Sessions' },
+      { headers: { 'User-Agent': 'agent/register' } },
+    );
     expect(registered.status).toBe(201);
     const logins = [];
     for (const n of [1, 2, 3]) logins.push((await loginJson(email, password, { 'User-Agent': `agent/${n}` })).body.data);
@@ -499,7 +528,9 @@ describe('sessions', () => {
 
     // Another caller sees the same list with another current entry.
     const fromFirst = await t.get('/api/auth/sessions', { token: logins[0].access_token });
-    expect(fromFirst.body.data.filter((s: { current: boolean }) => s.current).map((s: { id: string }) => s.id)).toEqual([sidOf(logins[0].access_token)]);
+    expect(fromFirst.body.data.filter((s: { current: boolean }) => s.current).map((s: { id: string }) => s.id)).toEqual([
+      sidOf(logins[0].access_token),
+    ]);
   });
 
   it('DELETE revokes one of my sessions at once; again, or for another user, is a 404', async () => {
@@ -529,7 +560,11 @@ describe('sessions', () => {
     expect((await refresh(stranger.refresh)).status).toBe(200);
 
     // An id that is no session at all; an id that is not a uuid.
-    expectError(await t.delete(`/api/auth/sessions/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`, { token: mine.access_token }), 404, 'NOT_FOUND');
+    expectError(
+      await t.delete(`/api/auth/sessions/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`, { token: mine.access_token }),
+      404,
+      'NOT_FOUND',
+    );
     expectValidation(await t.delete('/api/auth/sessions/not-a-uuid', { token: mine.access_token }), ['path.id']);
     expectUnauthorized(await t.delete(`/api/auth/sessions/${targetSid}`));
 
@@ -622,10 +657,14 @@ describe('mail delivery', () => {
     try {
       const u = await a.register();
       expect((await forgot(u.email, a)).status).toBe(200);
-      await until(async () => {
-        const rows = await outboxRows(u.email, a);
-        return rows.length === 2 && rows.every((r) => r.attempts >= 1 && r.last_error && r.locked_until === null && r.sent_at === null);
-      }, 'both messages failed once', 30_000);
+      await until(
+        async () => {
+          const rows = await outboxRows(u.email, a);
+          return rows.length === 2 && rows.every((r) => r.attempts >= 1 && r.last_error && r.locked_until === null && r.sent_at === null);
+        },
+        'both messages failed once',
+        30_000,
+      );
       await a.stop();
 
       server = await startSmtpServer(port);

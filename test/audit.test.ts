@@ -53,7 +53,8 @@ async function rows(where: (q: ReturnType<typeof base>) => ReturnType<typeof bas
 const base = () => audit().selectFrom('audit_events').selectAll();
 
 /** Events a user did or that were about them, oldest first. */
-const rowsOf = (userId: number) => rows((q) => q.where((eb) => eb.or([eb('actor_user_id', '=', userId), eb('subject_user_id', '=', userId)])));
+const rowsOf = (userId: number) =>
+  rows((q) => q.where((eb) => eb.or([eb('actor_user_id', '=', userId), eb('subject_user_id', '=', userId)])));
 /** Events of one request, by the X-Request-Id it was sent with. */
 const rowsOfRequest = (requestId: string) => rows((q) => q.where('request_id', '=', requestId));
 const typesOf = async (userId: number) => (await rowsOf(userId)).map((row) => row.event_type);
@@ -61,7 +62,10 @@ const typesOf = async (userId: number) => (await rowsOf(userId)).map((row) => ro
 /** A request with its own X-Request-Id and a known User-Agent; returns the response and the id. */
 async function traced(method: string, path: string, body?: unknown, options: Options = {}): Promise<{ res: Response; requestId: string }> {
   const requestId = `audit-${randomUUID()}`;
-  const res = await t.send(method, path, body, { ...options, headers: { 'X-Request-Id': requestId, 'User-Agent': USER_AGENT, ...options.headers } });
+  const res = await t.send(method, path, body, {
+    ...options,
+    headers: { 'X-Request-Id': requestId, 'User-Agent': USER_AGENT, ...options.headers },
+  });
   expect(res.headers['x-request-id']).toBe(requestId);
   return { res, requestId };
 }
@@ -132,7 +136,12 @@ describe('each event is recorded', () => {
     expect(ok.res.status).toBe(200);
     secrets.push(ok.res.body.data.access_token, ok.res.body.data.refresh_token);
     expect(await rowsOfRequest(ok.requestId)).toMatchObject([
-      { event_type: 'login.succeeded', actor_user_id: user.id, subject_user_id: user.id, details: { session_id: sidOf(ok.res.body.data.access_token) } },
+      {
+        event_type: 'login.succeeded',
+        actor_user_id: user.id,
+        subject_user_id: user.id,
+        details: { session_id: sidOf(ok.res.body.data.access_token) },
+      },
     ]);
 
     const wrong = await traced('POST', '/api/auth/login', { username: user.email, password: 'wrong-password-1' }, { form: true });
@@ -145,7 +154,12 @@ describe('each event is recorded', () => {
     const unknown = await traced('POST', '/api/auth/login/json', { email: unknownEmail, password: 'wrong-password-1' });
     expect(unknown.res.status).toBe(401);
     const [row] = await rowsOfRequest(unknown.requestId);
-    expect(row).toMatchObject({ event_type: 'login.failed', actor_user_id: null, subject_user_id: null, details: { reason: 'invalid_credentials' } });
+    expect(row).toMatchObject({
+      event_type: 'login.failed',
+      actor_user_id: null,
+      subject_user_id: null,
+      details: { reason: 'invalid_credentials' },
+    });
     expect(JSON.stringify(row)).not.toContain(unknownEmail.split('@')[0]);
   });
 
@@ -224,7 +238,10 @@ describe('each event is recorded', () => {
 
     const changedTo = 'changed-password-2';
     secrets.push(changedTo);
-    expect((await t.post('/api/auth/change-password', { current_password: user.password, new_password: changedTo }, { token: user.access })).status).toBe(200);
+    expect(
+      (await t.post('/api/auth/change-password', { current_password: user.password, new_password: changedTo }, { token: user.access }))
+        .status,
+    ).toBe(200);
 
     const requested = await traced('POST', '/api/auth/forgot-password', { email: user.email });
     expect(requested.res.status).toBe(200);
@@ -248,7 +265,12 @@ describe('each event is recorded', () => {
   });
 
   it('what admins do to users: create, update, delete, restore', async () => {
-    const created = await traced('POST', '/api/users', { name: 'Made By Admin', email: uniqueEmail('made'), password: 'made-password-1' }, { token: admin });
+    const created = await traced(
+      'POST',
+      '/api/users',
+      { name: 'Made By Admin', email: uniqueEmail('made'), password: 'made-password-1' },
+      { token: admin },
+    );
     expect(created.res.status).toBe(201);
     secrets.push('made-password-1');
     const id: number = created.res.body.data.id;
@@ -260,8 +282,19 @@ describe('each event is recorded', () => {
 
     const events = await rowsOf(id);
     expect(events).toMatchObject([
-      { event_type: 'user.created', actor_user_id: adminId, subject_user_id: id, request_id: created.requestId, details: { role: 'user', is_active: true } },
-      { event_type: 'user.updated', actor_user_id: adminId, subject_user_id: id, details: { fields: ['name', 'is_active'], is_active: false } },
+      {
+        event_type: 'user.created',
+        actor_user_id: adminId,
+        subject_user_id: id,
+        request_id: created.requestId,
+        details: { role: 'user', is_active: true },
+      },
+      {
+        event_type: 'user.updated',
+        actor_user_id: adminId,
+        subject_user_id: id,
+        details: { fields: ['name', 'is_active'], is_active: false },
+      },
       { event_type: 'user.updated', actor_user_id: adminId, subject_user_id: id, details: { fields: ['password', 'role'], role: 'admin' } },
       { event_type: 'user.deleted', actor_user_id: adminId, subject_user_id: id },
       { event_type: 'user.restored', actor_user_id: adminId, subject_user_id: id },
@@ -323,14 +356,22 @@ describe('a change that rolls back leaves no event', () => {
   });
   it('a registration whose commit fails after its event was written; nor is the event counted', async () => {
     // A deferred trigger fails the commit itself, after every statement of the transaction ran.
-    await sql`create function fail_at_commit() returns trigger language plpgsql as $$ begin raise exception 'refused at commit'; end $$`.execute(t.db);
+    await sql`create function fail_at_commit() returns trigger language plpgsql as $$ begin raise exception 'refused at commit'; end $$`.execute(
+      t.db,
+    );
     await sql`create constraint trigger fail_at_commit after insert on sessions deferrable initially deferred
               for each row when (new.user_agent = 'fail-at-commit') execute function fail_at_commit()`.execute(t.db);
     try {
-      const scrape = async () => (await request(t.app.koa.callback()).get('/metrics')).text.match(/^auth_events_total\{event_type="user.registered"\} (\d+)$/m)?.[1];
+      const scrape = async () =>
+        (await request(t.app.koa.callback()).get('/metrics')).text.match(/^auth_events_total\{event_type="user.registered"\} (\d+)$/m)?.[1];
       const counted = await scrape();
       const email = uniqueEmail('never');
-      const { res, requestId } = await traced('POST', '/api/auth/register', { email, password: 'never-password-1', name: 'Never' }, { headers: { 'User-Agent': 'fail-at-commit' } });
+      const { res, requestId } = await traced(
+        'POST',
+        '/api/auth/register',
+        { email, password: 'never-password-1', name: 'Never' },
+        { headers: { 'User-Agent': 'fail-at-commit' } },
+      );
       expectError(res, 500, 'INTERNAL_ERROR');
       expect(await rowsOfRequest(requestId)).toEqual([]);
       expect(await t.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst()).toBeUndefined();
@@ -377,7 +418,9 @@ describe('GET /api/audit-events', () => {
     expect(all.length).toBeGreaterThan(t.config.pagination.defaultPageSize);
 
     const first = await list();
-    expect(first.body.data.map((e: { id: number }) => e.id)).toEqual(all.slice(0, t.config.pagination.defaultPageSize).map((row) => row.id));
+    expect(first.body.data.map((e: { id: number }) => e.id)).toEqual(
+      all.slice(0, t.config.pagination.defaultPageSize).map((row) => row.id),
+    );
     expect(first.body.meta).toEqual({ next_cursor: all[t.config.pagination.defaultPageSize - 1].id, has_more: true });
 
     const seen: unknown[] = [];
@@ -402,7 +445,12 @@ describe('GET /api/audit-events', () => {
   it('filters by type, by user as actor or subject, and by time', async () => {
     const all = await rows();
     const byType = await list({ event_type: 'login.failed', limit: 100 });
-    expect(byType.body.data).toEqual(all.filter((row) => row.event_type === 'login.failed').map(view).slice(0, 100));
+    expect(byType.body.data).toEqual(
+      all
+        .filter((row) => row.event_type === 'login.failed')
+        .map(view)
+        .slice(0, 100),
+    );
 
     // The admin acted on others (actor) and was created at start-up (subject).
     const byAdmin = await list({ user_id: adminId, limit: 100 });
@@ -415,13 +463,28 @@ describe('GET /api/audit-events', () => {
     const pivot = at(all[Math.floor(all.length / 2)]);
     const after = await list({ since: new Date(pivot).toISOString(), limit: 100 });
     const before = await list({ until: new Date(pivot).toISOString(), limit: 100 });
-    expect(after.body.data).toEqual(all.filter((row) => at(row) >= pivot).map(view).slice(0, 100));
-    expect(before.body.data).toEqual(all.filter((row) => at(row) < pivot).map(view).slice(0, 100));
+    expect(after.body.data).toEqual(
+      all
+        .filter((row) => at(row) >= pivot)
+        .map(view)
+        .slice(0, 100),
+    );
+    expect(before.body.data).toEqual(
+      all
+        .filter((row) => at(row) < pivot)
+        .map(view)
+        .slice(0, 100),
+    );
     expect(after.body.data.length).toBeGreaterThan(0);
     expect(before.body.data.length).toBeGreaterThan(0);
 
     // Filters combine.
-    const combined = await list({ event_type: 'user.created', user_id: adminId, since: '0001-01-01T00:00:00Z', until: '9999-12-31T23:59:59Z' });
+    const combined = await list({
+      event_type: 'user.created',
+      user_id: adminId,
+      since: '0001-01-01T00:00:00Z',
+      until: '9999-12-31T23:59:59Z',
+    });
     expect(combined.body.data.length).toBeGreaterThanOrEqual(2);
     for (const event of combined.body.data) expect(event.event_type).toBe('user.created');
   });
@@ -451,7 +514,8 @@ describe('AUDIT_RETENTION_DAYS', () => {
           { ...row, event_type: 'login.succeeded', occurred_at: sql<Date>`now() - interval '29 days'` },
         ])
         .execute();
-      const types = async (c: TestContext) => (await table(c).selectFrom('audit_events').select('event_type').orderBy('id').execute()).map((r) => r.event_type);
+      const types = async (c: TestContext) =>
+        (await table(c).selectFrom('audit_events').select('event_type').orderBy('id').execute()).map((r) => r.event_type);
       expect(await types(first)).toEqual(['user.created', 'login.failed', 'login.failed', 'login.succeeded']);
       await first.stop();
 

@@ -70,7 +70,10 @@ const refresh = (refreshToken: string) => t.post('/api/auth/refresh', { refresh_
 
 /** A token signed with the service's own secret and claims chosen by the test (its issuer and audience unless they say otherwise). */
 function sign(claims: Record<string, unknown>, options: jwt.SignOptions = {}, secret = TEST_SECRET): string {
-  return jwt.sign({ jti: randomUUID(), iss: t.config.tokens.issuer, aud: t.config.tokens.audience, ...claims }, secret, { algorithm: 'HS256', ...options });
+  return jwt.sign({ jti: randomUUID(), iss: t.config.tokens.issuer, aud: t.config.tokens.audience, ...claims }, secret, {
+    algorithm: 'HS256',
+    ...options,
+  });
 }
 
 const VALID = { password: 'password-123', name: 'Ada Lovelace' };
@@ -116,7 +119,11 @@ describe('POST /api/auth/register', () => {
 
   it('stores one session holding the SHA-256 of the refresh token, never the raw token', async () => {
     const before = Date.now();
-    const res = await t.post('/api/auth/register', { email: uniqueEmail('sess'), ...VALID }, { headers: { 'User-Agent': 'auth-test/1.0' } });
+    const res = await t.post(
+      '/api/auth/register',
+      { email: uniqueEmail('sess'), ...VALID },
+      { headers: { 'User-Agent': 'auth-test/1.0' } },
+    );
     expect(res.status).toBe(201);
     const { user, access_token, refresh_token } = res.body.data;
     const sessions = await sessionsOf(user.id);
@@ -164,7 +171,10 @@ describe('POST /api/auth/register', () => {
 
   it('answers 409 CONFLICT for an e-mail already registered, in any case, and creates nothing', async () => {
     const u = await t.register();
-    const before = await t.db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const before = await t.db
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
 
     const same = await t.post('/api/auth/register', { email: u.email, ...VALID });
     expectError(same, 409, 'CONFLICT');
@@ -172,7 +182,10 @@ describe('POST /api/auth/register', () => {
     const upper = await t.post('/api/auth/register', { email: ` ${u.email.toUpperCase()} `, ...VALID });
     expectError(upper, 409, 'CONFLICT');
 
-    const after = await t.db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const after = await t.db
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(after.n)).toBe(Number(before.n));
     expect(await sessionsOf(u.id)).toHaveLength(1);
   });
@@ -196,9 +209,12 @@ describe('POST /api/auth/register', () => {
       expectValidation(await t.post('/api/auth/register'), ['body.email', 'body.password', 'body.name']);
     });
 
-    it.each(['not-an-email', 'a@', '@example.com', 'two@@example.com', 'spaces in@example.com', ''])('refuses the e-mail %j', async (email) => {
-      expectValidation(await t.post('/api/auth/register', { email, ...VALID }), ['body.email']);
-    });
+    it.each(['not-an-email', 'a@', '@example.com', 'two@@example.com', 'spaces in@example.com', ''])(
+      'refuses the e-mail %j',
+      async (email) => {
+        expectValidation(await t.post('/api/auth/register', { email, ...VALID }), ['body.email']);
+      },
+    );
 
     it('refuses a password shorter than 8 characters', async () => {
       const res = await t.post('/api/auth/register', { email: uniqueEmail(), password: 'short12', name: 'X' });
@@ -355,7 +371,14 @@ describe('POST /api/auth/login (form)', () => {
 
   it('accepts and ignores grant_type, scope, client_id and client_secret', async () => {
     const u = await t.register();
-    const res = await loginForm({ grant_type: 'password', username: u.email, password: u.password, scope: 'read write', client_id: 'swagger', client_secret: 's3cret' });
+    const res = await loginForm({
+      grant_type: 'password',
+      username: u.email,
+      password: u.password,
+      scope: 'read write',
+      client_id: 'swagger',
+      client_secret: 's3cret',
+    });
     expect(res.status).toBe(200);
     expect(res.body.token_type).toBe('bearer');
     expect(res.body.data.token_type).toBe('bearer');
@@ -483,7 +506,9 @@ describe('POST /api/auth/login/json', () => {
   it('answers 422 for missing, empty or unknown fields', async () => {
     expectValidation(await t.post('/api/auth/login/json', {}), ['body.email', 'body.password']);
     expectValidation(await t.post('/api/auth/login/json', { email: '', password: '' }), ['body.email', 'body.password']);
-    expectValidation(await t.post('/api/auth/login/json', { email: 'a@example.com', password: 'password-123', username: 'x' }), ['body.username']);
+    expectValidation(await t.post('/api/auth/login/json', { email: 'a@example.com', password: 'password-123', username: 'x' }), [
+      'body.username',
+    ]);
   });
 
   it('answers 400 for a form body and for malformed JSON', async () => {
@@ -529,8 +554,7 @@ describe('GET /api/auth/me', () => {
       // The app's own pool runs this query too, on one of the connections the burst used.
       const preparedOn = async (ctx: TestContext) =>
         (await sql<{ name: string }>`select name from pg_prepared_statements`.execute(ctx.db)).rows.map((row) => row.name);
-      const burst = (ctx: TestContext, token: string) =>
-        Promise.all(Array.from({ length: 12 }, () => ctx.get('/api/auth/me', { token })));
+      const burst = (ctx: TestContext, token: string) => Promise.all(Array.from({ length: 12 }, () => ctx.get('/api/auth/me', { token })));
 
       const u = await t.register();
       for (const res of await burst(t, u.access)) expect(res.status).toBe(200);
@@ -573,7 +597,11 @@ describe('GET /api/auth/me', () => {
   it('answers 401 UNAUTHORIZED for a token signed with another secret', async () => {
     const u = await t.register();
     const c = claimsOf(u.access);
-    const forged = sign({ sub: c.sub, email: c.email, type: 'access', sid: c.sid, exp: now() + 600 }, {}, 'another-secret-that-is-long-enough-for-hs256');
+    const forged = sign(
+      { sub: c.sub, email: c.email, type: 'access', sid: c.sid, exp: now() + 600 },
+      {},
+      'another-secret-that-is-long-enough-for-hs256',
+    );
     expectUnauthorized(await me(forged));
   });
 
@@ -734,7 +762,11 @@ describe('POST /api/auth/refresh', () => {
     expect(later.status).toBe(200);
     expect((await sessionById(sid)).grace_token_hashes).toEqual([]);
     // Only one of the two may rotate: the other is now a replaced token past its use.
-    await t.db.updateTable('sessions').set({ rotated_at: new Date(Date.now() - 3600_000) }).where('id', '=', sid).execute();
+    await t.db
+      .updateTable('sessions')
+      .set({ rotated_at: new Date(Date.now() - 3600_000) })
+      .where('id', '=', sid)
+      .execute();
     expectUnauthorized(await refresh(tabB.body.data.refresh_token));
     expect((await sessionById(sid)).revoked_at).not.toBeNull();
   });
@@ -745,7 +777,11 @@ describe('POST /api/auth/refresh', () => {
     const first = await refresh(u.refresh);
     expect(first.status).toBe(200);
     const newest = first.body.data;
-    await t.db.updateTable('sessions').set({ rotated_at: new Date(Date.now() - 3600_000) }).where('id', '=', sid).execute();
+    await t.db
+      .updateTable('sessions')
+      .set({ rotated_at: new Date(Date.now() - 3600_000) })
+      .where('id', '=', sid)
+      .execute();
 
     expectUnauthorized(await refresh(u.refresh));
     expect((await sessionById(sid)).revoked_at).not.toBeNull();
@@ -760,13 +796,17 @@ describe('POST /api/auth/refresh', () => {
     const other = await loginJson(u.email, u.password);
     const sid = claimsOf(u.refresh).sid;
     expect((await refresh(u.refresh)).status).toBe(200);
-    await t.db.updateTable('sessions').set({ rotated_at: new Date(Date.now() - 3600_000) }).where('id', '=', sid).execute();
+    await t.db
+      .updateTable('sessions')
+      .set({ rotated_at: new Date(Date.now() - 3600_000) })
+      .where('id', '=', sid)
+      .execute();
     expectUnauthorized(await refresh(u.refresh));
     expect((await me(other.body.data.access_token)).status).toBe(200);
     expect((await refresh(other.body.data.refresh_token)).status).toBe(200);
   });
 
-  it('answers 401 UNAUTHORIZED for a refresh token that was never the session\'s', async () => {
+  it("answers 401 UNAUTHORIZED for a refresh token that was never the session's", async () => {
     const u = await t.register();
     const c = claimsOf(u.refresh);
     const stray = sign({ sub: c.sub, type: 'refresh', sid: c.sid, iat: now(), exp: now() + 3600 });
@@ -783,7 +823,11 @@ describe('POST /api/auth/refresh', () => {
     const u = await t.register();
     const c = claimsOf(u.refresh);
     expectUnauthorized(await refresh('not-a-jwt'));
-    expectUnauthorized(await refresh(sign({ sub: c.sub, type: 'refresh', sid: c.sid, exp: now() + 600 }, {}, 'another-secret-that-is-long-enough-for-hs256')));
+    expectUnauthorized(
+      await refresh(
+        sign({ sub: c.sub, type: 'refresh', sid: c.sid, exp: now() + 600 }, {}, 'another-secret-that-is-long-enough-for-hs256'),
+      ),
+    );
     expectUnauthorized(await refresh(sign({ sub: c.sub, type: 'refresh', sid: randomUUID(), exp: now() + 600 })));
   });
 
@@ -823,7 +867,11 @@ describe('POST /api/auth/refresh', () => {
       expect(first.status).toBe(200);
       expectUnauthorized(await strict.post('/api/auth/refresh', { refresh_token: u.refresh }));
 
-      const session = await strict.db.selectFrom('sessions').selectAll().where('id', '=', claimsOf(u.refresh).sid).executeTakeFirstOrThrow();
+      const session = await strict.db
+        .selectFrom('sessions')
+        .selectAll()
+        .where('id', '=', claimsOf(u.refresh).sid)
+        .executeTakeFirstOrThrow();
       expect(session.revoked_at).not.toBeNull();
       expectUnauthorized(await strict.post('/api/auth/refresh', { refresh_token: first.body.data.refresh_token }));
       expectUnauthorized(await strict.get('/api/auth/me', { token: first.body.data.access_token }));
@@ -899,7 +947,11 @@ describe('POST /api/auth/logout', () => {
     expectUnauthorized(await t.post('/api/auth/logout', { all: true }));
     expectUnauthorized(await t.post('/api/auth/logout', undefined, { token: u.refresh }));
     const c = claimsOf(u.access);
-    expectExpired(await t.post('/api/auth/logout', undefined, { token: sign({ sub: c.sub, email: c.email, type: 'access', sid: c.sid, iat: now() - 3600, exp: now() - 1 }) }));
+    expectExpired(
+      await t.post('/api/auth/logout', undefined, {
+        token: sign({ sub: c.sub, email: c.email, type: 'access', sid: c.sid, iat: now() - 3600, exp: now() - 1 }),
+      }),
+    );
     expect((await sessionById(c.sid)).revoked_at).toBeNull();
     expect((await me(u.access)).status).toBe(200);
   });
@@ -922,9 +974,10 @@ describe('account operations: authentication and validation come first', () => {
     const body = { current_password: u.password, new_password: 'another-password-1' };
     expectUnauthorized(await t.post('/api/auth/change-password', body));
     expectValidation(await t.post('/api/auth/change-password', {}, { token: u.access }), ['body.current_password', 'body.new_password']);
-    expectValidation(await t.post('/api/auth/change-password', { current_password: u.password, new_password: 'short' }, { token: u.access }), [
-      'body.new_password',
-    ]);
+    expectValidation(
+      await t.post('/api/auth/change-password', { current_password: u.password, new_password: 'short' }, { token: u.access }),
+      ['body.new_password'],
+    );
     const res = await t.post('/api/auth/change-password', body, { token: u.access });
     expect(res.status).toBe(200);
     expectJson(res);

@@ -118,7 +118,10 @@ describe('migrate', () => {
   const statusLines = async () => {
     const run = await migrate('status');
     expect(run.code).toBe(0);
-    return run.stdout.trimEnd().split('\n').map((line) => line.split(/\s+/).slice(0, 2).join(' '));
+    return run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => line.split(/\s+/).slice(0, 2).join(' '));
   };
 
   it('lists, applies and undoes migrations one step at a time', async () => {
@@ -179,10 +182,15 @@ describe('commands beside the service', () => {
   }
 
   const login = async (email: string, password: string) => (await service()).post('/api/auth/login/json', { email, password });
-  const userByEmail = async (email: string) => (await service()).db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+  const userByEmail = async (email: string) =>
+    (await service()).db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
   /** Asks the command line itself whether an account exists, so that no app has to start for it. */
   const noAccount = async (email: string) =>
-    expect(await cliOnAppDatabase(['revoke-sessions', '--user', email])).toEqual({ code: 1, stdout: '', stderr: `error: no user with e-mail ${email}\n` });
+    expect(await cliOnAppDatabase(['revoke-sessions', '--user', email])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: no user with e-mail ${email}\n`,
+    });
 
   /** A stdin that acts as a terminal and answers each prompt with the next of `answers`. */
   function terminal(answers: string[]) {
@@ -204,7 +212,9 @@ describe('commands beside the service', () => {
       expect(created).toMatchObject({ role: 'admin', name: 'Root Admin', email_verified: true, is_active: true, deleted_at: null });
       const events = await sql<{ event_type: string; actor_user_id: number | null; details: unknown }>`
         select event_type, actor_user_id, details from audit_events where subject_user_id = ${created?.id}`.execute((await service()).db);
-      expect(events.rows).toEqual([{ event_type: 'user.created', actor_user_id: null, details: { role: 'admin', is_active: true, source: 'cli' } }]);
+      expect(events.rows).toEqual([
+        { event_type: 'user.created', actor_user_id: null, details: { role: 'admin', is_active: true, source: 'cli' } },
+      ]);
 
       const res = await login(email, 'a-long-admin-secret');
       expect(res.status).toBe(200);
@@ -214,7 +224,10 @@ describe('commands beside the service', () => {
 
     it('reads the password from the first line of stdin when it is not a terminal, and takes the e-mail from ADMIN_EMAIL', async () => {
       const email = uniqueEmail('piped');
-      const run = await cliOnAppDatabase(['create-admin'], { env: { ADMIN_EMAIL: email }, stdin: Readable.from(['piped-admin-secret\n', 'ignored\n']) });
+      const run = await cliOnAppDatabase(['create-admin'], {
+        env: { ADMIN_EMAIL: email },
+        stdin: Readable.from(['piped-admin-secret\n', 'ignored\n']),
+      });
       expect(run.code).toBe(0);
       expect((await userByEmail(email))?.name).toBe('Administrator');
       expect((await login(email, 'piped-admin-secret')).status).toBe(200);
@@ -269,7 +282,11 @@ describe('commands beside the service', () => {
     it('leaves an existing account as it is rather than promoting it', async () => {
       const user = await (await service()).register();
       const run = await cliOnAppDatabase(['create-admin', '--email', user.email], { env: { ADMIN_PASSWORD: 'another-admin-secret' } });
-      expect(run).toEqual({ code: 1, stdout: '', stderr: `error: an account with the e-mail ${user.email} already exists; nothing was changed\n` });
+      expect(run).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `error: an account with the e-mail ${user.email} already exists; nothing was changed\n`,
+      });
       expect(await userByEmail(user.email)).toMatchObject({ role: 'user' });
       expect((await login(user.email, user.password)).status).toBe(200);
       expectError(await login(user.email, 'another-admin-secret'), 401, 'INVALID_CREDENTIALS');
@@ -302,24 +319,53 @@ describe('commands beside the service', () => {
       expect((await cliOnAppDatabase(['revoke-sessions', '--user', String(user.id)])).code).toBe(0);
 
       const after = await service();
-      const events = await after.db.withTables<{ audit_events: AuditEventTable }>().selectFrom('audit_events').selectAll().where('subject_user_id', '=', user.id).where('event_type', '=', 'session.revoked').execute();
+      const events = await after.db
+        .withTables<{ audit_events: AuditEventTable }>()
+        .selectFrom('audit_events')
+        .selectAll()
+        .where('subject_user_id', '=', user.id)
+        .where('event_type', '=', 'session.revoked')
+        .execute();
       expect(events).toEqual([
-        expect.objectContaining({ actor_user_id: null, ip: null, user_agent: null, request_id: null, details: { all: true, sessions: 2, source: 'cli' } }),
+        expect.objectContaining({
+          actor_user_id: null,
+          ip: null,
+          user_agent: null,
+          request_id: null,
+          details: { all: true, sessions: 2, source: 'cli' },
+        }),
       ]);
       // An admin reads it through the API like any other event.
-      const listed = await after.get(`/api/audit-events?user_id=${user.id}&event_type=session.revoked`, { token: await after.adminToken() });
+      const listed = await after.get(`/api/audit-events?user_id=${user.id}&event_type=session.revoked`, {
+        token: await after.adminToken(),
+      });
       expect(listed.status).toBe(200);
-      expect(listed.body.data).toEqual([expect.objectContaining({ event_type: 'session.revoked', actor_user_id: null, subject_user_id: user.id, details: { all: true, sessions: 2, source: 'cli' } })]);
+      expect(listed.body.data).toEqual([
+        expect.objectContaining({
+          event_type: 'session.revoked',
+          actor_user_id: null,
+          subject_user_id: user.id,
+          details: { all: true, sessions: 2, source: 'cli' },
+        }),
+      ]);
     });
 
     it('finds a user by id, and counts only sessions that were still live', async () => {
       const user = await (await service()).register();
-      expect((await cliOnAppDatabase(['revoke-sessions', '--user', String(user.id)])).stdout).toBe(`revoked 1 session of user ${user.id} (${user.email})\n`);
-      expect((await cliOnAppDatabase(['revoke-sessions', '--user', String(user.id)])).stdout).toBe(`revoked 0 sessions of user ${user.id} (${user.email})\n`);
+      expect((await cliOnAppDatabase(['revoke-sessions', '--user', String(user.id)])).stdout).toBe(
+        `revoked 1 session of user ${user.id} (${user.email})\n`,
+      );
+      expect((await cliOnAppDatabase(['revoke-sessions', '--user', String(user.id)])).stdout).toBe(
+        `revoked 0 sessions of user ${user.id} (${user.email})\n`,
+      );
     });
 
     it('exits 1 for a user that does not exist', async () => {
-      expect(await cliOnAppDatabase(['revoke-sessions', '--user', '987654321'])).toEqual({ code: 1, stdout: '', stderr: 'error: no user with id 987654321\n' });
+      expect(await cliOnAppDatabase(['revoke-sessions', '--user', '987654321'])).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: 'error: no user with id 987654321\n',
+      });
       await noAccount('nobody@example.com');
     });
   });
@@ -330,11 +376,21 @@ describe('commands beside the service', () => {
       const user = await app.register();
       const longAgo = new Date(Date.now() - 48 * 3600 * 1000);
       for (let i = 0; i < 3; i++) {
-        await app.db.insertInto('sessions').values({ id: randomUUID(), user_id: user.id, refresh_token_hash: randomUUID(), expires_at: longAgo }).execute();
+        await app.db
+          .insertInto('sessions')
+          .values({ id: randomUUID(), user_id: user.id, refresh_token_hash: randomUUID(), expires_at: longAgo })
+          .execute();
       }
       await app.db
         .insertInto('account_tokens')
-        .values({ user_id: user.id, purpose: 'password_reset', token_hash: randomUUID(), email: user.email, expires_at: longAgo, used_at: longAgo })
+        .values({
+          user_id: user.id,
+          purpose: 'password_reset',
+          token_hash: randomUUID(),
+          email: user.email,
+          expires_at: longAgo,
+          used_at: longAgo,
+        })
         .execute();
 
       const run = await cliOnAppDatabase(['purge'], { env: { HOUSEKEEPING_BATCH_SIZE: '2' } });
@@ -354,9 +410,13 @@ const root = join(__dirname, '..');
 /** The real build, into a folder of its own so it never races a build of dist/; resolves with that folder. */
 async function build(): Promise<string> {
   const outDir = await mkdtemp(join(tmpdir(), 'account-cli-build-'));
-  await promisify(execFile)(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', outDir], {
-    cwd: root,
-  }).catch(() => undefined); // type errors elsewhere still emit; the file check below is what counts
+  await promisify(execFile)(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', outDir],
+    {
+      cwd: root,
+    },
+  ).catch(() => undefined); // type errors elsewhere still emit; the file check below is what counts
   return outDir;
 }
 
@@ -397,7 +457,11 @@ builtOnce('the built command, as its own process', () => {
 
   it('prints the usage and exits 0, or 2 for a command it does not know', async () => {
     expect(await run(['--help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('Usage: npm run cli'), stderr: '' });
-    expect(await run(['frobnicate'])).toMatchObject({ code: 2, stdout: '', stderr: expect.stringContaining('unknown command "frobnicate"') });
+    expect(await run(['frobnicate'])).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringContaining('unknown command "frobnicate"'),
+    });
   });
 
   it('migrates, creates an admin from stdin and exits 0; a dead database exits 1 without a stack', async () => {
@@ -408,7 +472,10 @@ builtOnce('the built command, as its own process', () => {
     const email = uniqueEmail('process');
     const created = await run(['create-admin', '--email', email], database.env, 'process-admin-secret\n');
     expect(created).toMatchObject({ code: 0, stdout: expect.stringContaining(`created the admin ${email}`), stderr: '' });
-    expect(await run(['revoke-sessions', '--user', email], database.env)).toMatchObject({ code: 0, stdout: expect.stringContaining('revoked 0 sessions') });
+    expect(await run(['revoke-sessions', '--user', email], database.env)).toMatchObject({
+      code: 0,
+      stdout: expect.stringContaining('revoked 0 sessions'),
+    });
 
     const dead = await run(['purge'], { DATABASE_URL: DEAD_DATABASE_URL });
     expect(dead.code).toBe(1);

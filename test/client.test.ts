@@ -19,10 +19,16 @@ afterAll(() => app?.close());
 describe('createAccountClient', () => {
   it('carries an account from registration to restore', async () => {
     const email = uniqueEmail('client-flow');
-    const registered = await app.client.POST('/api/auth/register', { body: { email: ` ${email.toUpperCase()} `, password: 'password-123', name: 'Client Flow' } });
+    const registered = await app.client.POST('/api/auth/register', {
+      body: { email: ` ${email.toUpperCase()} `, password: 'password-123', name: 'Client Flow' },
+    });
     expect(registered.response.status).toBe(201);
     const userId = registered.data!.data.user.id;
-    expect(registered.data!.data).toMatchObject({ user: { email, name: 'Client Flow', role: 'user' }, token_type: 'bearer', expires_in: 1800 });
+    expect(registered.data!.data).toMatchObject({
+      user: { email, name: 'Client Flow', role: 'user' },
+      token_type: 'bearer',
+      expires_in: 1800,
+    });
 
     // The form login. openapi-fetch serializes form bodies by itself when given the content type,
     // but its check (`headers.get instanceof Function`) fails across Jest's module realm.
@@ -51,7 +57,9 @@ describe('createAccountClient', () => {
     expect(updated.data!.data).toMatchObject({ id: userId, name: 'Renamed by Client' });
 
     const admin = app.clientFor(await app.adminToken());
-    const page = await admin.GET('/api/users', { params: { query: { q: 'client-flow', sort: 'email', order: 'asc', per_page: 5, page: 1 } } });
+    const page = await admin.GET('/api/users', {
+      params: { query: { q: 'client-flow', sort: 'email', order: 'asc', per_page: 5, page: 1 } },
+    });
     expect(page.response.status).toBe(200);
     expect(page.data!.data.map((u) => u.id)).toEqual([userId]);
     expect(page.data!.meta).toEqual({ page: 1, per_page: 5, total: 1, pages: 1, has_next: false, has_prev: false });
@@ -140,7 +148,8 @@ builtOnce('the package export', () => {
       copyFileSync(join(root, 'package.json'), join(pkg, 'package.json'));
       symlinkSync(join(root, 'node_modules'), join(pkg, 'node_modules'), 'dir');
 
-      const script = "const { createAccountClient } = require('account-service/client'); process.stdout.write(typeof createAccountClient({ baseUrl: 'http://x' }).GET);";
+      const script =
+        "const { createAccountClient } = require('account-service/client'); process.stdout.write(typeof createAccountClient({ baseUrl: 'http://x' }).GET);";
       expect(execFileSync(process.execPath, ['-e', script], { cwd: pkg }).toString()).toBe('function');
 
       writeFileSync(
@@ -154,11 +163,21 @@ builtOnce('the package export', () => {
           "export const nowhere = client.GET('/api/nowhere');",
         ].join('\n'),
       );
-      const check = ['--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16', '--skipLibCheck', '--types', 'node', 'consumer.ts'];
+      const check = [
+        '--noEmit',
+        '--strict',
+        '--module',
+        'node16',
+        '--moduleResolution',
+        'node16',
+        '--skipLibCheck',
+        '--types',
+        'node',
+        'consumer.ts',
+      ];
       execFileSync(process.execPath, [tsc, ...check], { cwd: pkg, stdio: 'pipe' });
     } finally {
       rmSync(pkg, { recursive: true, force: true });
     }
   }, 120_000);
 });
-

@@ -33,7 +33,11 @@ function together<T>(count: number, request: (i: number) => Promise<T>): Promise
 }
 
 async function usersWithEmail(email: string): Promise<number> {
-  const row = await t.db.selectFrom('users').select(sql<number>`count(*)::int`.as('n')).where('email', '=', email).executeTakeFirstOrThrow();
+  const row = await t.db
+    .selectFrom('users')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where('email', '=', email)
+    .executeTakeFirstOrThrow();
   return row.n;
 }
 
@@ -193,7 +197,11 @@ describe('one refresh token presented by several clients at once', () => {
     const responses = await burst(user);
     expect(statusesOf(responses)).toEqual(Array(BURST).fill(200));
     // Let the grace period pass without waiting for it.
-    await t.db.updateTable('sessions').set({ rotated_at: new Date(Date.now() - 3600_000) }).where('id', '=', sid).execute();
+    await t.db
+      .updateTable('sessions')
+      .set({ rotated_at: new Date(Date.now() - 3600_000) })
+      .where('id', '=', sid)
+      .execute();
 
     const reuse = await refresh(user.refresh);
     expect(reuse.status).toBe(401);
@@ -209,7 +217,11 @@ describe('one refresh token presented by several clients at once', () => {
     const user = await t.register({ password: PASSWORD });
     const sid = claimsOf(user.refresh).sid;
     expect((await refresh(user.refresh)).status).toBe(200);
-    await t.db.updateTable('sessions').set({ rotated_at: new Date(Date.now() - 3600_000) }).where('id', '=', sid).execute();
+    await t.db
+      .updateTable('sessions')
+      .set({ rotated_at: new Date(Date.now() - 3600_000) })
+      .where('id', '=', sid)
+      .execute();
     const responses = await together(BURST, () => refresh(user.refresh));
     expectNoServerError(responses);
     expect(statusesOf(responses)).toEqual(Array(BURST).fill(401));
@@ -249,12 +261,17 @@ describe('one user deleted and restored at once', () => {
       const before = await observedState(user.id);
       const want = round % 2 === 0 ? 'live' : 'deleted';
       if (before !== want) {
-        const res = want === 'live' ? await t.post(`/api/users/${user.id}/restore`, undefined, { token: admin }) : await t.delete(`/api/users/${user.id}`, { token: admin });
+        const res =
+          want === 'live'
+            ? await t.post(`/api/users/${user.id}/restore`, undefined, { token: admin })
+            : await t.delete(`/api/users/${user.id}`, { token: admin });
         expect(res.status).toBe(want === 'live' ? 200 : 204);
       }
 
       const responses = await together(8, (i) =>
-        i % 2 === 0 ? t.delete(`/api/users/${user.id}`, { token: admin }) : t.post(`/api/users/${user.id}/restore`, undefined, { token: admin }),
+        i % 2 === 0
+          ? t.delete(`/api/users/${user.id}`, { token: admin })
+          : t.post(`/api/users/${user.id}/restore`, undefined, { token: admin }),
       );
       expectNoServerError(responses);
       const deletes = responses.filter((_, i) => i % 2 === 0).map((res) => res.status);

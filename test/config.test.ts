@@ -5,9 +5,22 @@ describe('configuration', () => {
   it('has the documented defaults', () => {
     const config = loadConfig({ SECRET_KEY: 'x'.repeat(32) });
     expect(config).toMatchObject({
-      server: { host: '127.0.0.1', port: 8000, appVersion: '1.0.0', headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, maxConnections: 10_000 },
+      server: {
+        host: '127.0.0.1',
+        port: 8000,
+        appVersion: '1.0.0',
+        headersTimeoutMs: 20_000,
+        requestTimeoutMs: 60_000,
+        maxConnections: 10_000,
+      },
       database: { url: undefined, preparedStatements: true, dataDir: './data' },
-      tokens: { algorithm: 'HS256', accessTokenExpireMinutes: 30, refreshTokenExpireDays: 7, issuer: 'http://127.0.0.1:8000', audience: 'account-service' },
+      tokens: {
+        algorithm: 'HS256',
+        accessTokenExpireMinutes: 30,
+        refreshTokenExpireDays: 7,
+        issuer: 'http://127.0.0.1:8000',
+        audience: 'account-service',
+      },
       sessions: { maxDays: 30, refreshReuseGraceSeconds: 10, requireVerifiedEmail: false },
       passwords: { bcryptCost: 12 },
       pagination: { defaultPageSize: 20, maxPageSize: 100 },
@@ -23,33 +36,57 @@ describe('configuration', () => {
   });
 
   it('refuses to start in production without a secret key, and with a short one anywhere', () => {
-    expect(problemsOf({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' })).toEqual([expect.stringContaining('SECRET_KEY is required')]);
+    expect(problemsOf({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' })).toEqual([
+      expect.stringContaining('SECRET_KEY is required'),
+    ]);
     expect(problemsOf({ SECRET_KEY: 'short' })).toEqual(['SECRET_KEY must be at least 32 bytes with HS256, got 5']);
   });
 
-  it('asks SECRET_KEY for as many bytes as the HMAC algorithm\'s hash: 32 for HS256, 48 for HS384, 64 for HS512', () => {
-    for (const [algorithm, bytes] of [['HS256', 32], ['HS384', 48], ['HS512', 64]] as const) {
-      expect(problemsOf({ ALGORITHM: algorithm, SECRET_KEY: 'x'.repeat(bytes - 1) })).toEqual([`SECRET_KEY must be at least ${bytes} bytes with ${algorithm}, got ${bytes - 1}`]);
+  it("asks SECRET_KEY for as many bytes as the HMAC algorithm's hash: 32 for HS256, 48 for HS384, 64 for HS512", () => {
+    for (const [algorithm, bytes] of [
+      ['HS256', 32],
+      ['HS384', 48],
+      ['HS512', 64],
+    ] as const) {
+      expect(problemsOf({ ALGORITHM: algorithm, SECRET_KEY: 'x'.repeat(bytes - 1) })).toEqual([
+        `SECRET_KEY must be at least ${bytes} bytes with ${algorithm}, got ${bytes - 1}`,
+      ]);
       expect(problemsOf({ ALGORITHM: algorithm, SECRET_KEY: 'x'.repeat(bytes) })).toEqual([]);
-      expect(problemsOf({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com', ALGORITHM: algorithm })).toEqual([`SECRET_KEY is required when NODE_ENV=production (at least ${bytes} bytes with ${algorithm})`]);
+      expect(problemsOf({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com', ALGORITHM: algorithm })).toEqual([
+        `SECRET_KEY is required when NODE_ENV=production (at least ${bytes} bytes with ${algorithm})`,
+      ]);
       // The key made in development is long enough for each.
       expect(Buffer.byteLength(loadConfig({ ALGORITHM: algorithm }).secret.key)).toBeGreaterThanOrEqual(bytes);
     }
     // Bytes, not characters: 31 two-byte characters are 62 bytes.
-    expect(problemsOf({ ALGORITHM: 'HS512', SECRET_KEY: 'é'.repeat(31) })).toEqual(['SECRET_KEY must be at least 64 bytes with HS512, got 62']);
+    expect(problemsOf({ ALGORITHM: 'HS512', SECRET_KEY: 'é'.repeat(31) })).toEqual([
+      'SECRET_KEY must be at least 64 bytes with HS512, got 62',
+    ]);
     expect(problemsOf({ ALGORITHM: 'HS512', SECRET_KEY: 'é'.repeat(32) })).toEqual([]);
   });
 
   it('reads the session and token settings, JWT_ISSUER following APP_URL unless set', () => {
-    const config = loadConfig({ SECRET_KEY: 'x'.repeat(32), APP_URL: 'https://accounts.example.com/', SESSION_MAX_DAYS: '90', REQUIRE_VERIFIED_EMAIL: 'true' });
+    const config = loadConfig({
+      SECRET_KEY: 'x'.repeat(32),
+      APP_URL: 'https://accounts.example.com/',
+      SESSION_MAX_DAYS: '90',
+      REQUIRE_VERIFIED_EMAIL: 'true',
+    });
     expect(config).toMatchObject({
       tokens: { issuer: 'https://accounts.example.com', audience: 'account-service' },
       sessions: { maxDays: 90, requireVerifiedEmail: true },
     });
-    expect(loadConfig({ SECRET_KEY: 'x'.repeat(32), JWT_ISSUER: 'https://id.example.com', JWT_AUDIENCE: 'api' }).tokens).toMatchObject({ issuer: 'https://id.example.com', audience: 'api' });
+    expect(loadConfig({ SECRET_KEY: 'x'.repeat(32), JWT_ISSUER: 'https://id.example.com', JWT_AUDIENCE: 'api' }).tokens).toMatchObject({
+      issuer: 'https://id.example.com',
+      audience: 'api',
+    });
     // A session cannot be shorter than the refresh token that keeps it going.
-    expect(problemsOf({ SECRET_KEY: 'x'.repeat(32), SESSION_MAX_DAYS: '5' })).toEqual(['SESSION_MAX_DAYS (5) must not be less than REFRESH_TOKEN_EXPIRE_DAYS (7)']);
-    expect(problemsOf({ SECRET_KEY: 'x'.repeat(32), SESSION_MAX_DAYS: '0' })).toEqual(['SESSION_MAX_DAYS must be between 1 and 3650, got 0']);
+    expect(problemsOf({ SECRET_KEY: 'x'.repeat(32), SESSION_MAX_DAYS: '5' })).toEqual([
+      'SESSION_MAX_DAYS (5) must not be less than REFRESH_TOKEN_EXPIRE_DAYS (7)',
+    ]);
+    expect(problemsOf({ SECRET_KEY: 'x'.repeat(32), SESSION_MAX_DAYS: '0' })).toEqual([
+      'SESSION_MAX_DAYS must be between 1 and 3650, got 0',
+    ]);
   });
 
   it('makes a random key in development and says so', () => {
@@ -79,7 +116,13 @@ describe('configuration', () => {
   });
 
   it('parses booleans and numbers from their usual spellings', () => {
-    const config = loadConfig({ SECRET_KEY: 'x'.repeat(32), DOCS_ENABLED: 'false', PORT: '9000', BCRYPT_COST: '4', DATABASE_PREPARED_STATEMENTS: 'false' });
+    const config = loadConfig({
+      SECRET_KEY: 'x'.repeat(32),
+      DOCS_ENABLED: 'false',
+      PORT: '9000',
+      BCRYPT_COST: '4',
+      DATABASE_PREPARED_STATEMENTS: 'false',
+    });
     expect(config.docs.enabled).toBe(false);
     expect(config.database.preparedStatements).toBe(false);
     expect(config.server.port).toBe(9000);

@@ -86,7 +86,10 @@ describe('Dockerfile', () => {
   it('copies only files that exist and that .dockerignore lets through', () => {
     for (const stage of stages) {
       for (const copy of all(stage, 'COPY').filter((c) => !c.args.includes('--from='))) {
-        const sources = copy.args.split(/\s+/).filter((part) => !part.startsWith('--')).slice(0, -1);
+        const sources = copy.args
+          .split(/\s+/)
+          .filter((part) => !part.startsWith('--'))
+          .slice(0, -1);
         for (const source of sources) {
           expect([source, existsSync(join(root, source))]).toEqual([source, true]);
           expect([source, ignored(source)]).toEqual([source, false]);
@@ -99,7 +102,9 @@ describe('Dockerfile', () => {
     const user = last(runtime, 'USER')?.args;
     expect(user).toBeDefined();
     expect(['root', '0', '0:0']).not.toContain(user);
-    const env = all(runtime, 'ENV').map((e) => e.args).join(' ');
+    const env = all(runtime, 'ENV')
+      .map((e) => e.args)
+      .join(' ');
     expect(env).toMatch(/NODE_ENV=production/);
     expect(env).toMatch(/HOST=0\.0\.0\.0/);
     expect(all(runtime, 'EXPOSE').map((e) => e.args)).toContain('8000');

@@ -41,7 +41,8 @@ const nthMail = (address: string, subject: string, n = 1): Promise<ReceivedMail>
   until(() => mailsTo(address, subject)[n - 1], `mail #${n} "${subject}" to ${address}`);
 
 const userRow = (id: number, app = t) => app.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-const outbox = (recipient: string, app = t) => app.db.selectFrom('mail_outbox').selectAll().where('recipient', '=', recipient).orderBy('id').execute();
+const outbox = (recipient: string, app = t) =>
+  app.db.selectFrom('mail_outbox').selectAll().where('recipient', '=', recipient).orderBy('id').execute();
 /** Waits until every message queued for the recipient has been handed to the SMTP server. */
 const allSent = (recipient: string, app = t) =>
   until(async () => {
@@ -50,7 +51,16 @@ const allSent = (recipient: string, app = t) =>
   }, `outbox rows for ${recipient} marked sent`);
 const sessionsOf = (userId: number, app = t) => app.db.selectFrom('sessions').selectAll().where('user_id', '=', userId).execute();
 const auditOf = (subject: number, type: string, app = t) =>
-  app.db.withTables<{ audit_events: { id: number; event_type: string; actor_user_id: number | null; subject_user_id: number | null; details: Record<string, unknown> } }>()
+  app.db
+    .withTables<{
+      audit_events: {
+        id: number;
+        event_type: string;
+        actor_user_id: number | null;
+        subject_user_id: number | null;
+        details: Record<string, unknown>;
+      };
+    }>()
     .selectFrom('audit_events')
     .selectAll()
     .where('subject_user_id', '=', subject)
@@ -98,7 +108,11 @@ describe('a stolen access token alone cannot change the credentials', () => {
 
     expectValidation(await t.put(`/api/users/${u.id}`, { email: attacker }, { token: u.access }), 'body.current_password');
     expectValidation(await t.put(`/api/users/${u.id}`, { email: attacker, name: 'Mallory' }, { token: u.access }), 'body.current_password');
-    expectError(await t.put(`/api/users/${u.id}`, { email: attacker, current_password: 'a-guess-1' }, { token: u.access }), 400, 'INVALID_PASSWORD');
+    expectError(
+      await t.put(`/api/users/${u.id}`, { email: attacker, current_password: 'a-guess-1' }, { token: u.access }),
+      400,
+      'INVALID_PASSWORD',
+    );
 
     expect(await userRow(u.id)).toEqual(before);
     expect(await outbox(attacker)).toEqual([]);
@@ -109,14 +123,22 @@ describe('a stolen access token alone cannot change the credentials', () => {
     const row = await t.db.selectFrom('users').selectAll().where('email', '=', ADMIN.email).executeTakeFirstOrThrow();
     expectValidation(await t.put(`/api/users/${row.id}`, { password: 'attacker-password' }, { token: admin }), 'body.current_password');
     expectValidation(await t.put(`/api/users/${row.id}`, { email: uniqueEmail('attacker') }, { token: admin }), 'body.current_password');
-    expectError(await t.put(`/api/users/${row.id}`, { password: 'attacker-password', current_password: 'not-it-at-all' }, { token: admin }), 400, 'INVALID_PASSWORD');
+    expectError(
+      await t.put(`/api/users/${row.id}`, { password: 'attacker-password', current_password: 'not-it-at-all' }, { token: admin }),
+      400,
+      'INVALID_PASSWORD',
+    );
     expect(await userRow(row.id)).toEqual(row);
   });
 
   it('a wrong current password counts as a failed login: the account locks, for change-password too', async () => {
     const u = await registered({ password: 'original-password' });
     for (let i = 0; i < MAX_FAILURES - 1; i++) {
-      expectError(await t.put(`/api/users/${u.id}`, { password: 'attacker-password', current_password: `guess-${i}` }, { token: u.access }), 400, 'INVALID_PASSWORD');
+      expectError(
+        await t.put(`/api/users/${u.id}`, { password: 'attacker-password', current_password: `guess-${i}` }, { token: u.access }),
+        400,
+        'INVALID_PASSWORD',
+      );
     }
     expectError(
       await t.post('/api/auth/change-password', { current_password: 'last-guess', new_password: 'attacker-password' }, { token: u.access }),
@@ -124,9 +146,17 @@ describe('a stolen access token alone cannot change the credentials', () => {
       'INVALID_PASSWORD',
     );
     // Locked: even the right password is refused, by PUT, change-password and sign-in alike.
-    expectError(await t.put(`/api/users/${u.id}`, { password: 'attacker-password', current_password: 'original-password' }, { token: u.access }), 429, 'RATE_LIMITED');
     expectError(
-      await t.post('/api/auth/change-password', { current_password: 'original-password', new_password: 'attacker-password' }, { token: u.access }),
+      await t.put(`/api/users/${u.id}`, { password: 'attacker-password', current_password: 'original-password' }, { token: u.access }),
+      429,
+      'RATE_LIMITED',
+    );
+    expectError(
+      await t.post(
+        '/api/auth/change-password',
+        { current_password: 'original-password', new_password: 'attacker-password' },
+        { token: u.access },
+      ),
       429,
       'RATE_LIMITED',
     );
@@ -150,7 +180,11 @@ describe('a new e-mail of your own stays pending until its link is followed', ()
     const u = await registered({ password: 'original-password', name: 'Ada Lovelace' });
     const next = uniqueEmail('next');
 
-    const res = await t.put(`/api/users/${u.id}`, { email: next.toUpperCase(), current_password: 'original-password' }, { token: u.access });
+    const res = await t.put(
+      `/api/users/${u.id}`,
+      { email: next.toUpperCase(), current_password: 'original-password' },
+      { token: u.access },
+    );
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ id: u.id, email: u.email, pending_email: next, email_verified: false });
     expect(await userRow(u.id)).toMatchObject({ email: u.email, pending_email: next });
@@ -186,13 +220,17 @@ describe('a new e-mail of your own stays pending until its link is followed', ()
     expectError(await verify(token), 400, 'INVALID_TOKEN');
   });
 
-  it('a second change voids the first one\'s link; resend sends a new link to the pending address', async () => {
+  it("a second change voids the first one's link; resend sends a new link to the pending address", async () => {
     const u = await registered({ password: 'original-password' });
     const first = uniqueEmail('first');
     const second = uniqueEmail('second');
-    expect((await t.put(`/api/users/${u.id}`, { email: first, current_password: 'original-password' }, { token: u.access })).status).toBe(200);
+    expect((await t.put(`/api/users/${u.id}`, { email: first, current_password: 'original-password' }, { token: u.access })).status).toBe(
+      200,
+    );
     const firstToken = linkToken(await nthMail(first, CHANGE_SUBJECT), 'verify-email');
-    expect((await t.put(`/api/users/${u.id}`, { email: second, current_password: 'original-password' }, { token: u.access })).status).toBe(200);
+    expect((await t.put(`/api/users/${u.id}`, { email: second, current_password: 'original-password' }, { token: u.access })).status).toBe(
+      200,
+    );
     const secondToken = linkToken(await nthMail(second, CHANGE_SUBJECT), 'verify-email');
     await nthMail(u.email, REQUESTED_SUBJECT, 2);
 
@@ -225,7 +263,11 @@ describe('a new e-mail of your own stays pending until its link is followed', ()
   it('an address another account has is a 409 at once; one taken after the request is a 409 when the link is followed', async () => {
     const u = await registered({ password: 'original-password' });
     const other = await registered();
-    expectError(await t.put(`/api/users/${u.id}`, { email: other.email, current_password: 'original-password' }, { token: u.access }), 409, 'CONFLICT');
+    expectError(
+      await t.put(`/api/users/${u.id}`, { email: other.email, current_password: 'original-password' }, { token: u.access }),
+      409,
+      'CONFLICT',
+    );
     expect(await userRow(u.id)).toMatchObject({ email: u.email, pending_email: null });
 
     const wanted = uniqueEmail('contested');
@@ -244,7 +286,9 @@ describe('several users confirming one new address at once', () => {
     const wanted = uniqueEmail('raced');
     const users = await Promise.all([0, 1, 2].map(() => registered({ password: 'original-password' })));
     for (const u of users) {
-      expect((await t.put(`/api/users/${u.id}`, { email: wanted, current_password: 'original-password' }, { token: u.access })).status).toBe(200);
+      expect(
+        (await t.put(`/api/users/${u.id}`, { email: wanted, current_password: 'original-password' }, { token: u.access })).status,
+      ).toBe(200);
     }
     await until(() => mailsTo(wanted, CHANGE_SUBJECT).length === users.length, `${users.length} links to ${wanted}`);
     const tokens = mailsTo(wanted, CHANGE_SUBJECT).map((m) => linkToken(m, 'verify-email'));
@@ -258,7 +302,7 @@ describe('several users confirming one new address at once', () => {
 });
 
 describe('an admin changing another user', () => {
-  it("applies a new e-mail at once, tells the old address, and audits which fields changed and by whom", async () => {
+  it('applies a new e-mail at once, tells the old address, and audits which fields changed and by whom', async () => {
     const u = await registered({ password: 'original-password' });
     const adminRow = await t.db.selectFrom('users').select('id').where('email', '=', ADMIN.email).executeTakeFirstOrThrow();
     const next = uniqueEmail('by-admin');
@@ -285,10 +329,15 @@ describe('every password change or reset sends a notice', () => {
     // With a change of address pending, notices still go to the current address.
     await t.put(`/api/users/${u.id}`, { email: pending, current_password: 'password-one' }, { token: u.access });
 
-    expect((await t.post('/api/auth/change-password', { current_password: 'password-one', new_password: 'password-two' }, { token: u.access })).status).toBe(200);
+    expect(
+      (await t.post('/api/auth/change-password', { current_password: 'password-one', new_password: 'password-two' }, { token: u.access }))
+        .status,
+    ).toBe(200);
     // Queued in the transaction of the change: the row exists when the answer arrives.
     expect((await outbox(u.email)).filter((r) => r.subject === PASSWORD_SUBJECT)).toHaveLength(1);
-    expect((await t.put(`/api/users/${u.id}`, { password: 'password-three', current_password: 'password-two' }, { token: u.access })).status).toBe(200);
+    expect(
+      (await t.put(`/api/users/${u.id}`, { password: 'password-three', current_password: 'password-two' }, { token: u.access })).status,
+    ).toBe(200);
     expect((await outbox(u.email)).filter((r) => r.subject === PASSWORD_SUBJECT)).toHaveLength(2);
     expect((await t.put(`/api/users/${u.id}`, { password: 'password-four' }, { token: admin })).status).toBe(200);
     expect((await outbox(u.email)).filter((r) => r.subject === PASSWORD_SUBJECT)).toHaveLength(3);
@@ -298,7 +347,10 @@ describe('every password change or reset sends a notice', () => {
     expect((await t.post('/api/auth/reset-password', { token: resetToken, new_password: 'password-five' })).status).toBe(200);
     expect((await outbox(u.email)).filter((r) => r.subject === PASSWORD_SUBJECT)).toHaveLength(4);
 
-    const notices = await until(() => mailsTo(u.email, PASSWORD_SUBJECT).length === 4 && mailsTo(u.email, PASSWORD_SUBJECT), 'four password notices');
+    const notices = await until(
+      () => mailsTo(u.email, PASSWORD_SUBJECT).length === 4 && mailsTo(u.email, PASSWORD_SUBJECT),
+      'four password notices',
+    );
     // Delivery order is not queue order: compare the set of reasons given.
     expect(notices.map((m) => m.text.split('\n')[2]).sort()).toEqual([
       'An administrator just set a new password for your account.',
@@ -312,7 +364,11 @@ describe('every password change or reset sends a notice', () => {
 
   it('a refused change sends no notice', async () => {
     const u = await registered({ password: 'password-one' });
-    expectError(await t.post('/api/auth/change-password', { current_password: 'wrong-one', new_password: 'password-two' }, { token: u.access }), 400, 'INVALID_PASSWORD');
+    expectError(
+      await t.post('/api/auth/change-password', { current_password: 'wrong-one', new_password: 'password-two' }, { token: u.access }),
+      400,
+      'INVALID_PASSWORD',
+    );
     expect((await outbox(u.email)).map((r) => r.subject)).toEqual([VERIFY_SUBJECT]);
   });
 });
@@ -353,7 +409,9 @@ describe('names and addresses in mail', () => {
     expect(mail.html).not.toMatch(/[\u2028\u202E\u0085]/);
     expect(mail.html).toContain('&#60;b&#62;now&#60;/b&#62;');
     expect(mail.html).not.toContain('<b>now');
-    expect(mail.html).toMatch(/<p>Hello Eve\uFFFD+Your account is suspended\. Call \+1 555 0100\uFFFD+exe\.txt\uFFFD&#60;b&#62;now&#60;\/b&#62;,<\/p>/);
+    expect(mail.html).toMatch(
+      /<p>Hello Eve\uFFFD+Your account is suspended\. Call \+1 555 0100\uFFFD+exe\.txt\uFFFD&#60;b&#62;now&#60;\/b&#62;,<\/p>/,
+    );
   });
 });
 
@@ -370,7 +428,16 @@ describe('the last admin', () => {
   });
 
   const activeAdmins = async () =>
-    (await a.db.selectFrom('users').select('id').where('role', '=', 'admin').where('is_active', '=', true).where('deleted_at', 'is', null).orderBy('id').execute()).map((r) => r.id);
+    (
+      await a.db
+        .selectFrom('users')
+        .select('id')
+        .where('role', '=', 'admin')
+        .where('is_active', '=', true)
+        .where('deleted_at', 'is', null)
+        .orderBy('id')
+        .execute()
+    ).map((r) => r.id);
 
   it('cannot demote, disable or delete themselves: 409, and nothing changes', async () => {
     const token = await a.adminToken();

@@ -45,7 +45,9 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
     expectUnavailable(await login());
     expectUnavailable(await app().get('/api/auth/me', { token: outage.user.access }));
     expectUnavailable(await app().post('/api/auth/refresh', { refresh_token: outage.user.refresh }));
-    expectUnavailable(await app().post('/api/auth/register', { email: 'new-during-outage@example.com', password: 'password-123', name: 'Outage' }));
+    expectUnavailable(
+      await app().post('/api/auth/register', { email: 'new-during-outage@example.com', password: 'password-123', name: 'Outage' }),
+    );
     expectUnavailable(await app().post('/api/auth/login', { username: outage.user.email, password: outage.user.password }, { form: true }));
     // Forgot-password answers before it touches the database (its timing must not tell which e-mails
     // exist), so it answers as always; the lookup after the answer fails and is logged.
@@ -54,7 +56,9 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
 
     // The same again, many at once: every one answers with the 503.
     const burst = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? app().get('/health/ready') : i % 3 === 1 ? login() : app().get('/api/auth/me', { token: outage.user.access }))),
+      Array.from({ length: 12 }, (_, i) =>
+        i % 3 === 0 ? app().get('/health/ready') : i % 3 === 1 ? login() : app().get('/api/auth/me', { token: outage.user.access }),
+      ),
     );
     for (const res of burst) expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: UNAVAILABLE });
 
@@ -102,7 +106,11 @@ describeOutage(`the PostgreSQL server goes away and comes back${skipReason ? ` (
               ? await app().get('/api/users?per_page=5', { token: adminAccess })
               : i % 4 === 2
                 ? await app().get('/health/ready')
-                : await app().post('/api/auth/register', { email: `race-${i}-${statuses.length}-${Date.now()}@example.com`, password: 'password-123', name: 'Race' });
+                : await app().post('/api/auth/register', {
+                    email: `race-${i}-${statuses.length}-${Date.now()}@example.com`,
+                    password: 'password-123',
+                    name: 'Race',
+                  });
         statuses.push(res.status);
         if (res.status >= 300) bodies.push(res.body);
       }

@@ -32,7 +32,6 @@ describeOutage(`answers quickly while the PostgreSQL server is away${skipReason 
     await until(async () => (await login()).status === 200, 'login to work again', RECOVERY_BUDGET_MS, 200);
   };
 
-
   it('answers within budget once the server stops (immediate shutdown)', async () => {
     await outage.cluster.stop('immediate');
 
@@ -44,15 +43,23 @@ describeOutage(`answers quickly while the PostgreSQL server is away${skipReason 
     expectQuick503(await timed(login));
     expectQuick503(await timed(() => app().get('/api/auth/me', { token: outage.user.access })));
     expectQuick503(await timed(() => app().post('/api/auth/refresh', { refresh_token: outage.user.refresh })));
-    expectQuick503(await timed(() => app().post('/api/auth/register', { email: 'new-during-timed-outage@example.com', password: 'password-123', name: 'Outage' })));
-    expectQuick503(await timed(() => app().post('/api/auth/login', { username: outage.user.email, password: outage.user.password }, { form: true })));
+    expectQuick503(
+      await timed(() =>
+        app().post('/api/auth/register', { email: 'new-during-timed-outage@example.com', password: 'password-123', name: 'Outage' }),
+      ),
+    );
+    expectQuick503(
+      await timed(() => app().post('/api/auth/login', { username: outage.user.email, password: outage.user.password }, { form: true })),
+    );
     const forgot = await timed(() => app().post('/api/auth/forgot-password', { email: outage.user.email }));
     expect(forgot.res.status).toBe(200);
     expect(forgot.ms).toBeLessThan(REQUEST_BUDGET_MS);
 
     const started = Date.now();
     const burst = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? app().get('/health/ready') : i % 3 === 1 ? login() : app().get('/api/auth/me', { token: outage.user.access }))),
+      Array.from({ length: 12 }, (_, i) =>
+        i % 3 === 0 ? app().get('/health/ready') : i % 3 === 1 ? login() : app().get('/api/auth/me', { token: outage.user.access }),
+      ),
     );
     expect(Date.now() - started).toBeLessThan(REQUEST_BUDGET_MS * 2);
     for (const res of burst) expect(res.status).toBe(503);
@@ -76,7 +83,11 @@ describeOutage(`answers quickly while the PostgreSQL server is away${skipReason 
               ? await app().get('/api/users?per_page=5', { token: adminAccess })
               : i % 4 === 2
                 ? await app().get('/health/ready')
-                : await app().post('/api/auth/register', { email: `timed-race-${i}-${statuses.length}-${Date.now()}@example.com`, password: 'password-123', name: 'Race' });
+                : await app().post('/api/auth/register', {
+                    email: `timed-race-${i}-${statuses.length}-${Date.now()}@example.com`,
+                    password: 'password-123',
+                    name: 'Race',
+                  });
         durations.push(Date.now() - started);
         statuses.push(res.status);
       }

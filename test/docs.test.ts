@@ -133,11 +133,14 @@ describe('documentation, enabled', () => {
   });
 
   it.each(ASSETS)('$path is served with a matching content type', async ({ path, type }) => {
-    const res = await http.get(path).buffer(true).parse((response, done) => {
-      let size = 0;
-      response.on('data', (chunk: Buffer) => (size += chunk.length));
-      response.on('end', () => done(null, size));
-    });
+    const res = await http
+      .get(path)
+      .buffer(true)
+      .parse((response, done) => {
+        let size = 0;
+        response.on('data', (chunk: Buffer) => (size += chunk.length));
+        response.on('end', () => done(null, size));
+      });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(type);
     expect(res.body).toBeGreaterThan(0);

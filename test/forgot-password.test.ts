@@ -22,20 +22,40 @@ afterAll(async () => {
 const forgot = (email: string) => t.post('/api/auth/forgot-password', { email });
 const resetMails = (email: string) => smtp.to(email).filter((mail) => mail.subject === RESET_SUBJECT);
 const tokenRows = (userId: number) =>
-  t.db.selectFrom('account_tokens').select(['used_at', 'created_at']).where('user_id', '=', userId).where('purpose', '=', 'password_reset').orderBy('id').execute();
+  t.db
+    .selectFrom('account_tokens')
+    .select(['used_at', 'created_at'])
+    .where('user_id', '=', userId)
+    .where('purpose', '=', 'password_reset')
+    .orderBy('id')
+    .execute();
 
 /** Every reset request answered so far has done its work, and every mail it queued has gone out. */
 async function quiet(email: string): Promise<void> {
   await t.app.services.account.settled();
   await until(
-    async () => (await t.db.selectFrom('mail_outbox').select('id').where('recipient', '=', email).where('sent_at', 'is', null).where('failed_at', 'is', null).execute()).length === 0,
+    async () =>
+      (
+        await t.db
+          .selectFrom('mail_outbox')
+          .select('id')
+          .where('recipient', '=', email)
+          .where('sent_at', 'is', null)
+          .where('failed_at', 'is', null)
+          .execute()
+      ).length === 0,
     `mail to ${email} to go out`,
   );
 }
 
 /** Moves every reset link of the user back in time, as if sent that long ago. */
 const age = (userId: number, seconds: number) =>
-  t.db.updateTable('account_tokens').set({ created_at: new Date(Date.now() - seconds * 1000) }).where('user_id', '=', userId).where('purpose', '=', 'password_reset').execute();
+  t.db
+    .updateTable('account_tokens')
+    .set({ created_at: new Date(Date.now() - seconds * 1000) })
+    .where('user_id', '=', userId)
+    .where('purpose', '=', 'password_reset')
+    .execute();
 
 describe('the reset-mail cooldown', () => {
   it('two requests in a row send one mail, and its link still works', async () => {
@@ -58,7 +78,10 @@ describe('the reset-mail cooldown', () => {
       .execute();
     expect(events).toHaveLength(1);
 
-    const reset = await t.post('/api/auth/reset-password', { token: linkToken(first, 'reset-password'), new_password: 'after-the-cooldown-1' });
+    const reset = await t.post('/api/auth/reset-password', {
+      token: linkToken(first, 'reset-password'),
+      new_password: 'after-the-cooldown-1',
+    });
     expect(reset.status).toBe(200);
     expect((await t.post('/api/auth/login/json', { email: user.email, password: 'after-the-cooldown-1' })).status).toBe(200);
   });
@@ -91,7 +114,9 @@ describe('the reset-mail cooldown', () => {
     await quiet(user.email);
     expect(resetMails(user.email)).toHaveLength(5);
     expect(await tokenRows(user.id)).toHaveLength(5);
-    expect((await t.post('/api/auth/reset-password', { token: linkToken(fifth, 'reset-password'), new_password: 'the-fifth-link-2' })).status).toBe(200);
+    expect(
+      (await t.post('/api/auth/reset-password', { token: linkToken(fifth, 'reset-password'), new_password: 'the-fifth-link-2' })).status,
+    ).toBe(200);
   });
 
   it('answers the same for an unknown e-mail, and sends nothing', async () => {

@@ -71,7 +71,10 @@ describe('forgot-password timing', () => {
     const unknown: number[] = [];
     // Interleaved, in alternating order, so that whatever else the machine does weighs on both alike.
     for (let i = 0; i < ROUNDS; i++) {
-      const sample = [async () => known.push(await timed(users[i % users.length].email)), async () => unknown.push(await timed(uniqueEmail('nobody')))];
+      const sample = [
+        async () => known.push(await timed(users[i % users.length].email)),
+        async () => unknown.push(await timed(uniqueEmail('nobody'))),
+      ];
       if (i % 2) sample.reverse();
       for (const take of sample) await take();
     }

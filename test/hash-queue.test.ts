@@ -63,7 +63,9 @@ describe('when more password hashes wait than PASSWORD_HASH_QUEUE_MAX', () => {
 
   it('creates no account for a refused registration', async () => {
     const emails = Array.from({ length: 6 }, () => uniqueEmail('burst'));
-    const burst = await Promise.all(emails.map((email) => t.post('/api/auth/register', { email, password: 'burst-password-1', name: 'Burst' })));
+    const burst = await Promise.all(
+      emails.map((email) => t.post('/api/auth/register', { email, password: 'burst-password-1', name: 'Burst' })),
+    );
     expect(statuses(burst)).toEqual([201, 201, 503, 503, 503, 503]);
     for (const [index, res] of burst.entries()) {
       const { rows } = await sql<{ n: number }>`select count(*)::int as n from users where email = ${emails[index]}`.execute(t.db);
@@ -119,23 +121,25 @@ describe('one caller flooding the hash queue', () => {
   let base: TestContext;
   let app: App;
   let text = '';
-  const logLines = () => text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>);
+  const logLines = () =>
+    text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, any>);
 
   beforeAll(async () => {
-    base = await startTestApp(
-      {
-        BCRYPT_COST: '10',
-        PASSWORD_HASH_CONCURRENCY: '1',
-        PASSWORD_HASH_QUEUE_MAX: '4',
-        PASSWORD_HASH_CALLER_MAX: '2',
-        RATE_LIMIT_ENABLED: 'true',
-        AUTH_RATE_LIMIT_PER_MINUTE: '100000',
-        RATE_LIMIT_PER_MINUTE: '100000',
-        LOGIN_MAX_FAILURES: '1000',
-        LOGIN_ACCOUNT_MAX_FAILURES: '100000',
-        TRUST_PROXY: 'true',
-      },
-    );
+    base = await startTestApp({
+      BCRYPT_COST: '10',
+      PASSWORD_HASH_CONCURRENCY: '1',
+      PASSWORD_HASH_QUEUE_MAX: '4',
+      PASSWORD_HASH_CALLER_MAX: '2',
+      RATE_LIMIT_ENABLED: 'true',
+      AUTH_RATE_LIMIT_PER_MINUTE: '100000',
+      RATE_LIMIT_PER_MINUTE: '100000',
+      LOGIN_MAX_FAILURES: '1000',
+      LOGIN_ACCOUNT_MAX_FAILURES: '100000',
+      TRUST_PROXY: 'true',
+    });
     await base.stop();
     app = await createApp(base.config, { logger: createLogger({ level: 'info' }, { write: (chunk: string) => void (text += chunk) }) });
   });
@@ -158,14 +162,19 @@ describe('one caller flooding the hash queue', () => {
     return { email, password: 'flood-password-1', access: res.body.data.access_token as string };
   };
 
-  it('120 parallel change-password calls from one user: other users\' logins from other addresses are answered, never 503', async () => {
+  it("120 parallel change-password calls from one user: other users' logins from other addresses are answered, never 503", async () => {
     const flooder = await register('198.51.100.1');
     const others = await Promise.all(['198.51.100.11', '198.51.100.12', '198.51.100.13'].map(register));
     let refusedOnce: () => void = () => {};
     const refused = new Promise<void>((resolve) => (refusedOnce = resolve));
     const flood = Promise.all(
       Array.from({ length: FLOOD }, async () => {
-        const res = await post('/api/auth/change-password', { current_password: flooder.password, new_password: 'flood-password-2' }, '198.51.100.1', flooder.access);
+        const res = await post(
+          '/api/auth/change-password',
+          { current_password: flooder.password, new_password: 'flood-password-2' },
+          '198.51.100.1',
+          flooder.access,
+        );
         if (res.status !== 200) refusedOnce();
         return res;
       }),
@@ -173,7 +182,13 @@ describe('one caller flooding the hash queue', () => {
     // Once the flood is being refused, it holds every place it can: now the others sign in.
     await refused;
     const logins = await Promise.all(
-      others.map((other, i) => post('/api/auth/login/json', { email: other.email, password: i === 0 ? 'not-the-password-9' : other.password }, `203.0.113.${i + 1}`)),
+      others.map((other, i) =>
+        post(
+          '/api/auth/login/json',
+          { email: other.email, password: i === 0 ? 'not-the-password-9' : other.password },
+          `203.0.113.${i + 1}`,
+        ),
+      ),
     );
     expect(logins.map((res) => res.status)).toEqual([401, 200, 200]);
 
@@ -182,7 +197,10 @@ describe('one caller flooding the hash queue', () => {
     expect(counts(200) + counts(429)).toBe(FLOOD);
     expect(counts(429)).toBeGreaterThan(FLOOD / 2);
     for (const res of answers.filter((r) => r.status === 429)) {
-      expect(res.body).toEqual({ success: false, error: { code: 'RATE_LIMITED', message: 'Too many password operations at once; try again shortly' } });
+      expect(res.body).toEqual({
+        success: false,
+        error: { code: 'RATE_LIMITED', message: 'Too many password operations at once; try again shortly' },
+      });
       expect(res.headers['retry-after']).toMatch(/^[1-9]\d*$/);
     }
   });
@@ -192,7 +210,11 @@ describe('one caller flooding the hash queue', () => {
     // Many clients at once, each within its share: the queue itself fills.
     const burst = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        request(app.koa.callback()).post('/api/auth/login/json').set('X-Forwarded-For', `192.0.2.${i + 1}`).set('X-Request-Id', `full-queue-${i}`).send({ email: user.email, password: user.password }),
+        request(app.koa.callback())
+          .post('/api/auth/login/json')
+          .set('X-Forwarded-For', `192.0.2.${i + 1}`)
+          .set('X-Request-Id', `full-queue-${i}`)
+          .send({ email: user.email, password: user.password }),
       ),
     );
     const busy = burst.filter((res) => res.status === 503);
@@ -201,7 +223,16 @@ describe('one caller flooding the hash queue', () => {
     const refusals = logLines().filter((line) => String(line.requestId).startsWith('full-queue-') && line.msg === BUSY_MESSAGE);
     expect(refusals).toHaveLength(busy.length);
     for (const line of refusals) {
-      expect(line).toEqual({ level: 40, time: expect.any(Number), requestId: line.requestId, method: 'POST', path: '/api/auth/login/json', status: 503, code: 'SERVICE_UNAVAILABLE', msg: BUSY_MESSAGE });
+      expect(line).toEqual({
+        level: 40,
+        time: expect.any(Number),
+        requestId: line.requestId,
+        method: 'POST',
+        path: '/api/auth/login/json',
+        status: 503,
+        code: 'SERVICE_UNAVAILABLE',
+        msg: BUSY_MESSAGE,
+      });
     }
     expect(text).not.toMatch(/"stack"/);
     expect(logLines().filter((line) => line.level >= 50)).toEqual([]);

@@ -33,14 +33,28 @@ const withConfig = (overrides: Partial<HousekeepingConfig>): HousekeepingConfig 
 async function addSession(ctx: TestContext, user: number, label: string, times: { expires: Date; revoked?: Date }): Promise<void> {
   await ctx.db
     .insertInto('sessions')
-    .values({ id: randomUUID(), user_id: user, refresh_token_hash: randomUUID(), user_agent: label, expires_at: times.expires, revoked_at: times.revoked ?? null })
+    .values({
+      id: randomUUID(),
+      user_id: user,
+      refresh_token_hash: randomUUID(),
+      user_agent: label,
+      expires_at: times.expires,
+      revoked_at: times.revoked ?? null,
+    })
     .execute();
 }
 
 async function addToken(label: string, times: { expires: Date; used?: Date }): Promise<void> {
   await t.db
     .insertInto('account_tokens')
-    .values({ user_id: userId, purpose: 'password_reset', token_hash: label, email: 'fixture@example.com', expires_at: times.expires, used_at: times.used ?? null })
+    .values({
+      user_id: userId,
+      purpose: 'password_reset',
+      token_hash: label,
+      email: 'fixture@example.com',
+      expires_at: times.expires,
+      used_at: times.used ?? null,
+    })
     .execute();
 }
 
@@ -63,22 +77,44 @@ async function addMail(label: string, times: { created: Date; sent?: Date; faile
 async function addChallenge(label: string, times: { expires: Date; used?: Date }): Promise<void> {
   await t.db
     .insertInto('mfa_challenges')
-    .values({ id: randomUUID(), purpose: 'passkey_login', user_id: null, challenge: label, expires_at: times.expires, used_at: times.used ?? null })
+    .values({
+      id: randomUUID(),
+      purpose: 'passkey_login',
+      user_id: null,
+      challenge: label,
+      expires_at: times.expires,
+      used_at: times.used ?? null,
+    })
     .execute();
 }
 
 async function sessionLabels(prefix: string): Promise<string[]> {
-  const rows = await t.db.selectFrom('sessions').select('user_agent').where('user_agent', 'like', `${prefix}%`).orderBy('user_agent').execute();
+  const rows = await t.db
+    .selectFrom('sessions')
+    .select('user_agent')
+    .where('user_agent', 'like', `${prefix}%`)
+    .orderBy('user_agent')
+    .execute();
   return rows.map((row) => row.user_agent ?? '');
 }
 
 async function tokenLabels(prefix: string): Promise<string[]> {
-  const rows = await t.db.selectFrom('account_tokens').select('token_hash').where('token_hash', 'like', `${prefix}%`).orderBy('token_hash').execute();
+  const rows = await t.db
+    .selectFrom('account_tokens')
+    .select('token_hash')
+    .where('token_hash', 'like', `${prefix}%`)
+    .orderBy('token_hash')
+    .execute();
   return rows.map((row) => row.token_hash);
 }
 
 async function challengeLabels(prefix: string): Promise<string[]> {
-  const rows = await t.db.selectFrom('mfa_challenges').select('challenge').where('challenge', 'like', `${prefix}%`).orderBy('challenge').execute();
+  const rows = await t.db
+    .selectFrom('mfa_challenges')
+    .select('challenge')
+    .where('challenge', 'like', `${prefix}%`)
+    .orderBy('challenge')
+    .execute();
   return rows.map((row) => row.challenge ?? '');
 }
 
@@ -125,7 +161,12 @@ describe('a purge', () => {
     expect(await t.db.selectFrom('sessions').select('id').where('user_agent', 'not like', 'a:%').execute()).toEqual(sessionsBefore);
 
     // Nothing is left to purge.
-    expect((await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge()).removed).toEqual({ sessions: 0, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 });
+    expect((await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge()).removed).toEqual({
+      sessions: 0,
+      account_tokens: 0,
+      mail_outbox: 0,
+      mfa_challenges: 0,
+    });
   });
 
   it('deletes at most a batch per statement, and every batch in a pass', async () => {
@@ -205,7 +246,9 @@ describe('the worker', () => {
     try {
       const user = await other.register();
       await addSession(other, user.id, 'e:expired', { expires: hoursAgo(30) });
-      await eventually(async () => (await other.db.selectFrom('sessions').select('id').where('user_agent', '=', 'e:expired').execute()).length === 0);
+      await eventually(
+        async () => (await other.db.selectFrom('sessions').select('id').where('user_agent', '=', 'e:expired').execute()).length === 0,
+      );
     } finally {
       await other.close();
     }

@@ -38,7 +38,14 @@ async function me(app: TestContext, token: string) {
 describe.each([
   // The RSA key in PKCS#8 PEM, the EC key in SEC1 PEM on one line with `\n` escapes; RS256 with the
   // default issuer (APP_URL) and audience, ES256 with both configured.
-  { algorithm: 'RS256' as const, keys: rsaKey(), privatePem: (key: KeyObject) => pkcs8(key), env: {} as Record<string, string>, issuer: 'http://127.0.0.1:8000', audience: 'account-service' },
+  {
+    algorithm: 'RS256' as const,
+    keys: rsaKey(),
+    privatePem: (key: KeyObject) => pkcs8(key),
+    env: {} as Record<string, string>,
+    issuer: 'http://127.0.0.1:8000',
+    audience: 'account-service',
+  },
   {
     algorithm: 'ES256' as const,
     keys: ecKey(),
@@ -82,10 +89,19 @@ describe.each([
     const verifyOptions = { algorithms: [algorithm], issuer, audience };
     const { payload, protectedHeader } = await jose.jwtVerify(login!.data.access_token, keySet, verifyOptions);
     expect(protectedHeader.kid).toBe(jwks.keys[0].kid);
-    expect(payload).toMatchObject({ iss: issuer, aud: audience, sub: String(user.id), email: user.email, email_verified: false, type: 'access' });
+    expect(payload).toMatchObject({
+      iss: issuer,
+      aud: audience,
+      sub: String(user.id),
+      email: user.email,
+      email_verified: false,
+      type: 'access',
+    });
     expect(payload.exp! - payload.iat!).toBe(30 * 60);
     await expect(jose.jwtVerify(login!.data.refresh_token, keySet, verifyOptions)).resolves.toMatchObject({ payload: { type: 'refresh' } });
-    await expect(jose.jwtVerify(login!.data.access_token, keySet, { ...verifyOptions, audience: 'another-service' })).rejects.toThrow(/aud/);
+    await expect(jose.jwtVerify(login!.data.access_token, keySet, { ...verifyOptions, audience: 'another-service' })).rejects.toThrow(
+      /aud/,
+    );
 
     // And the service itself takes them: the access token on /me, the refresh token on refresh.
     expect((await me(app, login!.data.access_token)).body.data.email).toBe(user.email);
@@ -106,9 +122,16 @@ describe.each([
     // The public key as an HMAC secret: the classic algorithm confusion.
     const confused = jwt.sign({ ...claims, jti: randomUUID() }, spki(keys.publicKey), { algorithm: 'HS256', keyid: jwks.keys[0].kid });
     // Our own key, for another audience or issuer.
-    const otherAudience = jwt.sign({ ...claims, aud: 'another-service', jti: randomUUID() }, keys.privateKey, { algorithm, keyid: jwks.keys[0].kid });
-    const otherIssuer = jwt.sign({ ...claims, iss: 'https://staging.example.com', jti: randomUUID() }, keys.privateKey, { algorithm, keyid: jwks.keys[0].kid });
-    for (const token of [noKid, unknownKid, forged, confused, otherAudience, otherIssuer]) expectError(await me(app, token), 401, 'UNAUTHORIZED');
+    const otherAudience = jwt.sign({ ...claims, aud: 'another-service', jti: randomUUID() }, keys.privateKey, {
+      algorithm,
+      keyid: jwks.keys[0].kid,
+    });
+    const otherIssuer = jwt.sign({ ...claims, iss: 'https://staging.example.com', jti: randomUUID() }, keys.privateKey, {
+      algorithm,
+      keyid: jwks.keys[0].kid,
+    });
+    for (const token of [noKid, unknownKid, forged, confused, otherAudience, otherIssuer])
+      expectError(await me(app, token), 401, 'UNAUTHORIZED');
 
     // The same claims, signed properly, pass: the refusals above are about the key alone.
     const good = jwt.sign({ ...claims, jti: randomUUID() }, keys.privateKey, { algorithm, keyid: jwks.keys[0].kid });
@@ -143,7 +166,10 @@ describe('key rotation', () => {
 
       // Several retired keys, concatenated, in one variable.
       const previous = `${spki(unrelated.publicKey)}${spki(key1.publicKey)}`;
-      b = await startTestApp({ ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(key2.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: previous }, { sameDatabaseAs: a });
+      b = await startTestApp(
+        { ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(key2.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: previous },
+        { sameDatabaseAs: a },
+      );
       const { jwks } = await jwksOf(b);
       expect(jwks.keys.map((k) => k.alg)).toEqual(['ES256', 'ES256', 'RS256']);
       expect(jwks.keys[2]).toEqual(before.keys[0]);
@@ -195,7 +221,14 @@ describe('ALGORITHM=HS256', () => {
     const secret = new TextEncoder().encode(TEST_SECRET);
     const options = { algorithms: ['HS256'], issuer: 'http://127.0.0.1:8000', audience: 'account-service' };
     const { payload } = await jose.jwtVerify(user.access, secret, options);
-    expect(payload).toMatchObject({ iss: options.issuer, aud: options.audience, sub: String(user.id), email: user.email, email_verified: false, type: 'access' });
+    expect(payload).toMatchObject({
+      iss: options.issuer,
+      aud: options.audience,
+      sub: String(user.id),
+      email: user.email,
+      email_verified: false,
+      type: 'access',
+    });
     await expect(jose.jwtVerify(user.refresh, secret, options)).resolves.toMatchObject({ payload: { type: 'refresh' } });
     await expect(jose.jwtVerify(user.access, secret, { ...options, audience: 'another-service' })).rejects.toThrow(/aud/);
     await expect(jose.jwtVerify(user.access, secret, { ...options, issuer: 'https://elsewhere.example' })).rejects.toThrow(/iss/);
@@ -249,7 +282,12 @@ describe('signing keys at start-up', () => {
       expect(config.tokens.keys.signing.key.type).toBe('private');
       expect(config.tokens.keys.signing.key.equals(env.ALGORITHM === 'ES256' ? ec.privateKey : rsa.privateKey)).toBe(true);
     }
-    const config = loadConfig({ SECRET_KEY, ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(ec.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: oneLine(spki(rsa.publicKey) + spki(ec.publicKey)) });
+    const config = loadConfig({
+      SECRET_KEY,
+      ALGORITHM: 'ES256',
+      JWT_PRIVATE_KEY: pkcs8(ec.privateKey),
+      JWT_PREVIOUS_PUBLIC_KEYS: oneLine(spki(rsa.publicKey) + spki(ec.publicKey)),
+    });
     // The current key first; the retired EC key is the current one, so it is listed once.
     expect(config.tokens.keys.jwks.keys.map((key) => key.kty)).toEqual(['EC', 'RSA']);
   });
@@ -257,8 +295,12 @@ describe('signing keys at start-up', () => {
   it('requires the key for RS256 and ES256, and refuses one with HS*', () => {
     expect(problemsOf({ ALGORITHM: 'RS256' })).toEqual(['JWT_PRIVATE_KEY is required when ALGORITHM is RS256 (a PEM private key)']);
     expect(problemsOf({ ALGORITHM: 'ES256' })).toEqual(['JWT_PRIVATE_KEY is required when ALGORITHM is ES256 (a PEM private key)']);
-    expect(problemsOf({ JWT_PRIVATE_KEY: pkcs8(rsa.privateKey) })).toEqual([expect.stringMatching(/^JWT_PRIVATE_KEY is set but ALGORITHM is HS256/)]);
-    expect(problemsOf({ JWT_PREVIOUS_PUBLIC_KEYS: spki(rsa.publicKey) })).toEqual([expect.stringMatching(/^JWT_PREVIOUS_PUBLIC_KEYS is set but ALGORITHM is HS256/)]);
+    expect(problemsOf({ JWT_PRIVATE_KEY: pkcs8(rsa.privateKey) })).toEqual([
+      expect.stringMatching(/^JWT_PRIVATE_KEY is set but ALGORITHM is HS256/),
+    ]);
+    expect(problemsOf({ JWT_PREVIOUS_PUBLIC_KEYS: spki(rsa.publicKey) })).toEqual([
+      expect.stringMatching(/^JWT_PREVIOUS_PUBLIC_KEYS is set but ALGORITHM is HS256/),
+    ]);
     expect(() => loadConfig({ SECRET_KEY, ALGORITHM: 'RS256' })).toThrow(ConfigError);
   });
 
@@ -267,7 +309,9 @@ describe('signing keys at start-up', () => {
     expect(one('RS256', ec.privateKey)).toEqual(['JWT_PRIVATE_KEY is an EC key on prime256v1, which signs ES256, but ALGORITHM is RS256']);
     expect(one('ES256', rsa.privateKey)).toEqual(['JWT_PRIVATE_KEY is an RSA key of 2048 bits, which signs RS256, but ALGORITHM is ES256']);
     expect(one('RS256', rsaKey(1024).privateKey)).toEqual(['JWT_PRIVATE_KEY is an RSA key of 1024 bits; RS256 needs at least 2048 bits']);
-    expect(one('ES256', ecKey('secp384r1').privateKey)).toEqual(['JWT_PRIVATE_KEY is an EC key on secp384r1; ES256 needs the curve P-256 (prime256v1)']);
+    expect(one('ES256', ecKey('secp384r1').privateKey)).toEqual([
+      'JWT_PRIVATE_KEY is an EC key on secp384r1; ES256 needs the curve P-256 (prime256v1)',
+    ]);
     expect(one('ES256', generateKeyPairSync('ed25519').privateKey)).toEqual([
       'JWT_PRIVATE_KEY is an ed25519 key; use an RSA key (RS256) or an EC key on P-256 (ES256)',
     ]);
@@ -277,7 +321,9 @@ describe('signing keys at start-up', () => {
     const garbage = (pem: string) => problemsOf({ ALGORITHM: 'RS256', JWT_PRIVATE_KEY: pem });
     expect(garbage('not a key at all')).toEqual(['JWT_PRIVATE_KEY is not a PEM private key (-----BEGIN PRIVATE KEY----- ...)']);
     expect(garbage(spki(rsa.publicKey))).toEqual(['JWT_PRIVATE_KEY is not a PEM private key (-----BEGIN PRIVATE KEY----- ...)']);
-    expect(garbage('-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----')).toEqual(['JWT_PRIVATE_KEY could not be read as a PEM private key']);
+    expect(garbage('-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----')).toEqual([
+      'JWT_PRIVATE_KEY could not be read as a PEM private key',
+    ]);
     for (const type of ['pkcs8', 'pkcs1'] as const) {
       const encrypted = rsa.privateKey.export({ type, format: 'pem', cipher: 'aes-256-cbc', passphrase: 'secret' }).toString();
       expect(garbage(encrypted)).toEqual(['JWT_PRIVATE_KEY is encrypted; give the key without a passphrase']);
@@ -285,22 +331,32 @@ describe('signing keys at start-up', () => {
   });
 
   it('refuses retired keys that are not PEM public keys of a usable type, naming the bad one', () => {
-    const previous = (text: string) => problemsOf({ ALGORITHM: 'RS256', JWT_PRIVATE_KEY: pkcs8(rsa.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: text });
+    const previous = (text: string) =>
+      problemsOf({ ALGORITHM: 'RS256', JWT_PRIVATE_KEY: pkcs8(rsa.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: text });
     const valid = spki(ec.publicKey);
     expect(previous('garbage')).toEqual([expect.stringMatching(/^JWT_PREVIOUS_PUBLIC_KEYS must hold one or more PEM public keys/)]);
     // A block cut short is refused, not skipped.
-    expect(previous(valid + valid.slice(0, 60))).toEqual([expect.stringMatching(/^JWT_PREVIOUS_PUBLIC_KEYS must hold one or more PEM public keys/)]);
+    expect(previous(valid + valid.slice(0, 60))).toEqual([
+      expect.stringMatching(/^JWT_PREVIOUS_PUBLIC_KEYS must hold one or more PEM public keys/),
+    ]);
     expect(previous(valid + pkcs8(rsa.privateKey))).toEqual(['JWT_PREVIOUS_PUBLIC_KEYS key 2 is a private key; list public keys only']);
     expect(previous(`${valid}-----BEGIN PUBLIC KEY-----\nbm90IGEga2V5\n-----END PUBLIC KEY-----\n`)).toEqual([
       'JWT_PREVIOUS_PUBLIC_KEYS key 2 could not be read as a PEM public key',
     ]);
-    expect(previous(spki(rsaKey(1024).publicKey))).toEqual(['JWT_PREVIOUS_PUBLIC_KEYS key 1 is an RSA key of 1024 bits; RS256 needs at least 2048 bits']);
+    expect(previous(spki(rsaKey(1024).publicKey))).toEqual([
+      'JWT_PREVIOUS_PUBLIC_KEYS key 1 is an RSA key of 1024 bits; RS256 needs at least 2048 bits',
+    ]);
   });
 
   it('still requires SECRET_KEY in production, which seals mail and more', () => {
     const problems = (() => {
       try {
-        loadConfig({ NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com', ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(ec.privateKey) });
+        loadConfig({
+          NODE_ENV: 'production',
+          SMTP_URL: 'smtps://mail.example.com',
+          ALGORITHM: 'ES256',
+          JWT_PRIVATE_KEY: pkcs8(ec.privateKey),
+        });
       } catch (error) {
         return (error as ConfigError).problems;
       }

@@ -39,7 +39,8 @@ const freshIp = () => {
   return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
 };
 const from = (ip: string) => ({ headers: { 'X-Forwarded-For': ip } });
-const login = (app: TestContext, email: string, password: string, ip: string) => app.post('/api/auth/login/json', { email, password }, from(ip));
+const login = (app: TestContext, email: string, password: string, ip: string) =>
+  app.post('/api/auth/login/json', { email, password }, from(ip));
 
 function expectLocked(res: Response, maxSeconds = LOCKOUT_SECONDS): void {
   expectError(res, 429, 'RATE_LIMITED');
@@ -89,7 +90,11 @@ describe('a lockout attempt from another client', () => {
 
     const rows = await failureRows(owner.id);
     expect(rows).toEqual([
-      ...Array.from({ length: MAX_FAILURES }, () => ({ event_type: 'login.failed', ip: attacker, details: { reason: 'invalid_credentials' } })),
+      ...Array.from({ length: MAX_FAILURES }, () => ({
+        event_type: 'login.failed',
+        ip: attacker,
+        details: { reason: 'invalid_credentials' },
+      })),
       { event_type: 'login.locked', ip: attacker, details: { scope: 'client' } },
     ]);
   });
@@ -124,7 +129,9 @@ describe('parallel guesses', () => {
     // One failure per checked guess, and one lock.
     const rows = await failureRows(owner.id);
     expect(rows.filter((row) => row.event_type === 'login.failed')).toHaveLength(MAX_FAILURES);
-    expect(rows.filter((row) => row.event_type === 'login.locked')).toEqual([{ event_type: 'login.locked', ip: attacker, details: { scope: 'client' } }]);
+    expect(rows.filter((row) => row.event_type === 'login.locked')).toEqual([
+      { event_type: 'login.locked', ip: attacker, details: { scope: 'client' } },
+    ]);
     expectLocked(await login(t, owner.email, owner.password, attacker));
     expect((await login(t, owner.email, owner.password, freshIp())).status).toBe(200);
   });
@@ -151,7 +158,11 @@ describe('the account-wide limit', () => {
     // The owner resets the password by mail, and signs in again.
     expect((await t.post('/api/auth/forgot-password', { email: owner.email }, from(home))).status).toBe(200);
     const mail = await smtp.waitFor((m) => m.to.includes(owner.email) && m.subject === 'Reset your password', 10_000);
-    const reset = await t.post('/api/auth/reset-password', { token: linkToken(mail, 'reset-password'), new_password: 'a-new-owner-password-2' }, from(home));
+    const reset = await t.post(
+      '/api/auth/reset-password',
+      { token: linkToken(mail, 'reset-password'), new_password: 'a-new-owner-password-2' },
+      from(home),
+    );
     expect(reset.status).toBe(200);
     const res = await login(t, owner.email, 'a-new-owner-password-2', freshIp());
     expect(res.status).toBe(200);
@@ -164,7 +175,11 @@ describe('a wrong current password at change-password', () => {
     const owner = await registerFresh();
     const client = freshIp();
     const change = (current: string) =>
-      t.post('/api/auth/change-password', { current_password: current, new_password: 'another-password-3' }, { token: owner.access, ...from(client) });
+      t.post(
+        '/api/auth/change-password',
+        { current_password: current, new_password: 'another-password-3' },
+        { token: owner.access, ...from(client) },
+      );
     for (let i = 0; i < MAX_FAILURES; i++) expectError(await change(WRONG), 400, 'INVALID_PASSWORD');
     expectLocked(await change(owner.password));
     expectLocked(await login(t, owner.email, owner.password, client));

@@ -82,7 +82,14 @@ describe('metrics scrapes at debug level', () => {
     const log = captureLog();
     const app = await createApp(base.config, { logger: createLogger({ level: 'debug' }, log.stream) });
     try {
-      expect((await request(app.koa.callback()).get('/metrics').set('Authorization', 'Bearer scrape-token-0123456789').set('X-Request-Id', 'scrape-2')).status).toBe(200);
+      expect(
+        (
+          await request(app.koa.callback())
+            .get('/metrics')
+            .set('Authorization', 'Bearer scrape-token-0123456789')
+            .set('X-Request-Id', 'scrape-2')
+        ).status,
+      ).toBe(200);
       expect((await request(app.koa.callback()).get('/metrics').set('X-Request-Id', 'scrape-3')).status).toBe(401);
       const lines = log.lines().filter((line) => line.msg === 'request');
       expect(lines.find((line) => line.requestId === 'scrape-2')).toMatchObject({ level: 20, status: 200 });
@@ -107,7 +114,9 @@ describe('LOG_FORMAT', () => {
 
   it('can be set either way, in any case; anything else stops the start', () => {
     expect(loadConfig({ ...env, LOG_FORMAT: 'json' }, true).logging.format).toBe('json');
-    expect(loadConfig({ ...env, LOG_FORMAT: 'PRETTY', NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, false).logging.format).toBe('pretty');
+    expect(
+      loadConfig({ ...env, LOG_FORMAT: 'PRETTY', NODE_ENV: 'production', SMTP_URL: 'smtps://mail.example.com' }, false).logging.format,
+    ).toBe('pretty');
     expect(() => loadConfig({ ...env, LOG_FORMAT: 'xml' })).toThrow(ConfigError);
     expect(() => loadConfig({ ...env, LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT must be one of json, pretty, got "xml"/);
   });
@@ -142,7 +151,10 @@ describe('LOG_FORMAT', () => {
       logger.info({ requestId: 'json-1' }, 'request');
     });
     jest.dontMock('pino-pretty');
-    const lines = text.trim().split('\n').map((line) => JSON.parse(line));
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(lines).toEqual([
       expect.objectContaining({ level: 40, msg: expect.stringContaining('pino-pretty is not installed') }),
       expect.objectContaining({ level: 30, requestId: 'json-1', msg: 'request' }),

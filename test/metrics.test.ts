@@ -42,7 +42,9 @@ describe('GET /metrics', () => {
     ]) {
       expect(res.text).toContain(`# TYPE ${name} `);
     }
-    expect(sample(res.text, 'http_request_duration_seconds_count{operation_id="healthLive",method="GET",status="200"}')).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(res.text, 'http_request_duration_seconds_count{operation_id="healthLive",method="GET",status="200"}'),
+    ).toBeGreaterThanOrEqual(1);
     // Every event type is there from the start, at 0 until it happens.
     expect(sample(res.text, 'auth_events_total{event_type="session.refresh_reuse_detected"}')).toBe(0);
     expect(sample(res.text, 'password_hash_waiting')).toBe(0);
@@ -70,7 +72,9 @@ describe('GET /metrics', () => {
     expect(sample(text, 'http_request_duration_seconds_count{operation_id="none",method="GET",status="404"}')).toBeGreaterThanOrEqual(1);
     expect(text).not.toContain('12345');
     // Scrapes do not time themselves: no other request of this suite is a GET outside the contract that succeeds.
-    expect(sample((await scrape(t)).text, 'http_request_duration_seconds_count{operation_id="none",method="GET",status="200"}')).toBeUndefined();
+    expect(
+      sample((await scrape(t)).text, 'http_request_duration_seconds_count{operation_id="none",method="GET",status="200"}'),
+    ).toBeUndefined();
   });
 
   it('reports the outbox backlog from the database at each scrape', async () => {

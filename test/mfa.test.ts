@@ -31,7 +31,13 @@ interface Enrolled {
 const audit = (t: TestContext) => t.db.withTables<{ audit_events: AuditEventTable }>();
 
 function auditRows(t: TestContext, subject: number, type: string) {
-  return audit(t).selectFrom('audit_events').selectAll().where('subject_user_id', '=', subject).where('event_type', '=', type).orderBy('id').execute();
+  return audit(t)
+    .selectFrom('audit_events')
+    .selectAll()
+    .where('subject_user_id', '=', subject)
+    .where('event_type', '=', type)
+    .orderBy('id')
+    .execute();
 }
 
 function suite(t: () => TestContext) {
@@ -41,7 +47,10 @@ function suite(t: () => TestContext) {
     const started = await api.POST('/api/auth/mfa/totp', { body: { name: 'Phone' } });
     expect(started.response.status).toBe(201);
     const { factor_id: factorId, secret } = started.data!.data;
-    const confirmed = await api.POST('/api/auth/mfa/totp/{id}/confirm', { params: { path: { id: factorId } }, body: { code: codeFor(secret) } });
+    const confirmed = await api.POST('/api/auth/mfa/totp/{id}/confirm', {
+      params: { path: { id: factorId } },
+      body: { code: codeFor(secret) },
+    });
     expect(confirmed.response.status).toBe(200);
     return { ...user, secret, factorId, recoveryCodes: confirmed.data!.data.recovery_codes! };
   }
@@ -69,7 +78,13 @@ function suite(t: () => TestContext) {
       expect(url.protocol).toBe('otpauth:');
       expect(url.host).toBe('totp');
       expect(decodeURIComponent(url.pathname)).toBe(`/Account Service:${user.email}`);
-      expect(Object.fromEntries(url.searchParams)).toEqual({ issuer: 'Account Service', secret, algorithm: 'SHA1', digits: '6', period: '30' });
+      expect(Object.fromEntries(url.searchParams)).toEqual({
+        issuer: 'Account Service',
+        secret,
+        algorithm: 'SHA1',
+        digits: '6',
+        period: '30',
+      });
 
       // Sealed at rest: the row holds neither the secret nor anything that decodes to it in clear.
       const row = await t().db.selectFrom('mfa_factors').selectAll().where('id', '=', factor_id).executeTakeFirstOrThrow();
@@ -87,7 +102,11 @@ function suite(t: () => TestContext) {
       const user = await t().register();
       const started = await t().post('/api/auth/mfa/totp', {}, { token: user.access });
       const { factor_id, secret } = started.body.data;
-      expectError(await t().post(`/api/auth/mfa/totp/${factor_id}/confirm`, { code: codeFor(secret, clock + 2 * STEP_MS) }, { token: user.access }), 400, 'INVALID_CODE');
+      expectError(
+        await t().post(`/api/auth/mfa/totp/${factor_id}/confirm`, { code: codeFor(secret, clock + 2 * STEP_MS) }, { token: user.access }),
+        400,
+        'INVALID_CODE',
+      );
 
       const res = await t().post(`/api/auth/mfa/totp/${factor_id}/confirm`, { code: codeFor(secret) }, { token: user.access });
       expect(res.status).toBe(200);
@@ -103,22 +122,42 @@ function suite(t: () => TestContext) {
       const list = await t().get('/api/auth/mfa/factors', { token: user.access });
       expect(list.body.data).toEqual([res.body.data.factor]);
       expect(list.body.meta).toEqual({ recovery_codes_remaining: 10 });
-      expectError(await t().post(`/api/auth/mfa/totp/${factor_id}/confirm`, { code: codeFor(secret) }, { token: user.access }), 409, 'CONFLICT');
+      expectError(
+        await t().post(`/api/auth/mfa/totp/${factor_id}/confirm`, { code: codeFor(secret) }, { token: user.access }),
+        409,
+        'CONFLICT',
+      );
 
       // A second app is not the first factor: no new codes.
       const second = await t().post('/api/auth/mfa/totp', { name: 'Tablet' }, { token: user.access });
-      const confirmed = await t().post(`/api/auth/mfa/totp/${second.body.data.factor_id}/confirm`, { code: codeFor(second.body.data.secret) }, { token: user.access });
+      const confirmed = await t().post(
+        `/api/auth/mfa/totp/${second.body.data.factor_id}/confirm`,
+        { code: codeFor(second.body.data.secret) },
+        { token: user.access },
+      );
       expect(confirmed.status).toBe(200);
       expect(confirmed.body.data).not.toHaveProperty('recovery_codes');
       expect((await auditRows(t(), user.id, 'mfa.factor_added')).map((r) => r.details.first)).toEqual([true, false]);
     });
 
-    it('refuses another user\'s factor with 404 and a malformed code with 422', async () => {
+    it("refuses another user's factor with 404 and a malformed code with 422", async () => {
       const owner = await t().register();
       const other = await t().register();
       const started = await t().post('/api/auth/mfa/totp', {}, { token: owner.access });
-      expectError(await t().post(`/api/auth/mfa/totp/${started.body.data.factor_id}/confirm`, { code: codeFor(started.body.data.secret) }, { token: other.access }), 404, 'NOT_FOUND');
-      expectError(await t().post(`/api/auth/mfa/totp/${started.body.data.factor_id}/confirm`, { code: '12345' }, { token: owner.access }), 422, 'VALIDATION_ERROR');
+      expectError(
+        await t().post(
+          `/api/auth/mfa/totp/${started.body.data.factor_id}/confirm`,
+          { code: codeFor(started.body.data.secret) },
+          { token: other.access },
+        ),
+        404,
+        'NOT_FOUND',
+      );
+      expectError(
+        await t().post(`/api/auth/mfa/totp/${started.body.data.factor_id}/confirm`, { code: '12345' }, { token: owner.access }),
+        422,
+        'VALIDATION_ERROR',
+      );
     });
 
     it('revokes every other session of the user on the first factor and raises this one to aal2', async () => {
@@ -128,11 +167,23 @@ function suite(t: () => TestContext) {
       expect(claimsOf(user.access)).not.toHaveProperty('aal');
 
       const started = await t().post('/api/auth/mfa/totp', {}, { token: user.access });
-      expect((await t().post(`/api/auth/mfa/totp/${started.body.data.factor_id}/confirm`, { code: codeFor(started.body.data.secret) }, { token: user.access })).status).toBe(200);
+      expect(
+        (
+          await t().post(
+            `/api/auth/mfa/totp/${started.body.data.factor_id}/confirm`,
+            { code: codeFor(started.body.data.secret) },
+            { token: user.access },
+          )
+        ).status,
+      ).toBe(200);
 
       expectUnauthorized(await t().get('/api/auth/me', { token: other.access_token }));
       expectUnauthorized(await t().post('/api/auth/refresh', { refresh_token: other.refresh_token }));
-      const session = await t().db.selectFrom('sessions').select(['amr', 'aal', 'revoked_at']).where('id', '=', claimsOf(user.access).sid).executeTakeFirstOrThrow();
+      const session = await t()
+        .db.selectFrom('sessions')
+        .select(['amr', 'aal', 'revoked_at'])
+        .where('id', '=', claimsOf(user.access).sid)
+        .executeTakeFirstOrThrow();
       expect(session).toEqual({ amr: ['pwd', 'otp', 'mfa'], aal: 'aal2', revoked_at: null });
       const refreshed = await t().post('/api/auth/refresh', { refresh_token: user.refresh });
       expect(refreshed.status).toBe(200);
@@ -146,7 +197,12 @@ function suite(t: () => TestContext) {
       const sessionsBefore = await t().db.selectFrom('sessions').select('id').where('user_id', '=', user.id).execute();
       const res = await t().post('/api/auth/login/json', { email: user.email, password: user.password });
       expectError(res, 403, 'MFA_REQUIRED');
-      expect(res.body.error).toEqual({ code: 'MFA_REQUIRED', message: 'A second factor is required', mfa_token: expect.any(String), methods: ['totp', 'recovery_code'] });
+      expect(res.body.error).toEqual({
+        code: 'MFA_REQUIRED',
+        message: 'A second factor is required',
+        mfa_token: expect.any(String),
+        methods: ['totp', 'recovery_code'],
+      });
       const form = await t().post('/api/auth/login', { username: user.email, password: user.password }, { form: true });
       expectError(form, 403, 'MFA_REQUIRED');
       expect(form.body).not.toHaveProperty('access_token');
@@ -158,7 +214,9 @@ function suite(t: () => TestContext) {
     it('verifies a current code and answers the login body with amr and aal in the access token', async () => {
       const user = await enrol();
       clock += STEP_MS;
-      const { data, response } = await t().client.POST('/api/auth/mfa/verify', { body: { mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret) } });
+      const { data, response } = await t().client.POST('/api/auth/mfa/verify', {
+        body: { mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret) },
+      });
       expect(response.status).toBe(200);
       expect(data!.data.user.email).toBe(user.email);
       expect(claimsOf(data!.data.access_token)).toMatchObject({ sub: String(user.id), amr: ['pwd', 'otp', 'mfa'], aal: 'aal2' });
@@ -173,12 +231,20 @@ function suite(t: () => TestContext) {
       const user = await enrol();
       for (const offset of [-2, 2]) {
         clock += 4 * STEP_MS;
-        expectError(await verify({ mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret, clock + offset * STEP_MS) }), 400, 'INVALID_CODE');
+        expectError(
+          await verify({ mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret, clock + offset * STEP_MS) }),
+          400,
+          'INVALID_CODE',
+        );
       }
       clock += 4 * STEP_MS;
-      expect((await verify({ mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret, clock - STEP_MS) })).status).toBe(200);
+      expect((await verify({ mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret, clock - STEP_MS) })).status).toBe(
+        200,
+      );
       clock += 4 * STEP_MS;
-      expect((await verify({ mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret, clock + STEP_MS) })).status).toBe(200);
+      expect((await verify({ mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret, clock + STEP_MS) })).status).toBe(
+        200,
+      );
     });
 
     it('takes a code once, and no older code after it', async () => {
@@ -188,11 +254,17 @@ function suite(t: () => TestContext) {
       expect((await verify({ mfa_token: await mfaToken(user), method: 'totp', code })).status).toBe(200);
       expectError(await verify({ mfa_token: await mfaToken(user), method: 'totp', code }), 400, 'INVALID_CODE');
       // The previous step is within the drift window, but older than the step already taken.
-      expectError(await verify({ mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret, clock - STEP_MS) }), 400, 'INVALID_CODE');
+      expectError(
+        await verify({ mfa_token: await mfaToken(user), method: 'totp', code: codeFor(user.secret, clock - STEP_MS) }),
+        400,
+        'INVALID_CODE',
+      );
       // Two requests with one fresh code: one signs in.
       clock += STEP_MS;
       const fresh = codeFor(user.secret);
-      const answers = await Promise.all([mfaToken(user), mfaToken(user)].map(async (token) => verify({ mfa_token: await token, method: 'totp', code: fresh })));
+      const answers = await Promise.all(
+        [mfaToken(user), mfaToken(user)].map(async (token) => verify({ mfa_token: await token, method: 'totp', code: fresh })),
+      );
       expect(answers.map((r) => r.status).sort()).toEqual([200, 400]);
     });
 
@@ -205,7 +277,9 @@ function suite(t: () => TestContext) {
       expectError(await verify({ mfa_token: await mfaToken(user), method: 'recovery_code', code: first }), 400, 'INVALID_CODE');
       const [used] = await auditRows(t(), user.id, 'mfa.recovery_code_used');
       expect(used.details).toEqual({ remaining: 9 });
-      expect((await t().get('/api/auth/mfa/factors', { token: res.body.data.access_token })).body.meta).toEqual({ recovery_codes_remaining: 9 });
+      expect((await t().get('/api/auth/mfa/factors', { token: res.body.data.access_token })).body.meta).toEqual({
+        recovery_codes_remaining: 9,
+      });
 
       const renewed = await t().clientFor(res.body.data.access_token).POST('/api/auth/mfa/recovery-codes');
       expect(renewed.response.status).toBe(200);
@@ -218,7 +292,8 @@ function suite(t: () => TestContext) {
     it('voids the mfa_token at the fifth wrong code', async () => {
       const user = await enrol();
       const token = await mfaToken(user);
-      for (let i = 0; i < 5; i++) expectError(await verify({ mfa_token: token, method: 'totp', code: wrongCodeFor(user.secret) }), 400, 'INVALID_CODE');
+      for (let i = 0; i < 5; i++)
+        expectError(await verify({ mfa_token: token, method: 'totp', code: wrongCodeFor(user.secret) }), 400, 'INVALID_CODE');
       expectUnauthorized(await verify({ mfa_token: token, method: 'totp', code: codeFor(user.secret) }));
       expect((await auditRows(t(), user.id, 'mfa.failed')).map((r) => r.details.failures)).toEqual([1, 2, 3, 4, 5]);
     });
@@ -251,11 +326,17 @@ function suite(t: () => TestContext) {
       const user = await enrol();
       const other = await t().register();
       expectError(await t().delete(`/api/auth/mfa/factors/${user.factorId}`, { token: other.access }), 404, 'NOT_FOUND');
-      const del = await t().clientFor(user.access).DELETE('/api/auth/mfa/factors/{id}', { params: { path: { id: user.factorId } } });
+      const del = await t()
+        .clientFor(user.access)
+        .DELETE('/api/auth/mfa/factors/{id}', { params: { path: { id: user.factorId } } });
       expect(del.response.status).toBe(204);
       expectError(await t().delete(`/api/auth/mfa/factors/${user.factorId}`, { token: user.access }), 404, 'NOT_FOUND');
       expect(await t().db.selectFrom('mfa_recovery_codes').select('id').where('user_id', '=', user.id).execute()).toEqual([]);
-      expect((await t().get('/api/auth/mfa/factors', { token: user.access })).body).toEqual({ success: true, data: [], meta: { recovery_codes_remaining: 0 } });
+      expect((await t().get('/api/auth/mfa/factors', { token: user.access })).body).toEqual({
+        success: true,
+        data: [],
+        meta: { recovery_codes_remaining: 0 },
+      });
       const login = await t().post('/api/auth/login/json', { email: user.email, password: user.password });
       expect(login.status).toBe(200);
       expect(claimsOf(login.body.data.access_token)).not.toHaveProperty('amr');
@@ -264,14 +345,16 @@ function suite(t: () => TestContext) {
       expect(removed.details).toEqual({ factor_id: user.factorId, type: 'totp', factors_left: 0 });
     });
 
-    it('lets an admin reset a user\'s factors, audited; others get 403', async () => {
+    it("lets an admin reset a user's factors, audited; others get 403", async () => {
       const user = await enrol();
       const stranger = await t().register();
       expectError(await t().delete(`/api/users/${user.id}/mfa`, { token: stranger.access }), 403, 'FORBIDDEN');
       const pending = await mfaToken(user);
       const admin = await t().adminToken();
       expectError(await t().delete('/api/users/2147483647/mfa', { token: admin }), 404, 'NOT_FOUND');
-      const res = await t().clientFor(admin).DELETE('/api/users/{id}/mfa', { params: { path: { id: user.id } } });
+      const res = await t()
+        .clientFor(admin)
+        .DELETE('/api/users/{id}/mfa', { params: { path: { id: user.id } } });
       expect(res.response.status).toBe(204);
       expect(await t().db.selectFrom('mfa_factors').select('id').where('user_id', '=', user.id).execute()).toEqual([]);
       expect(await t().db.selectFrom('mfa_recovery_codes').select('id').where('user_id', '=', user.id).execute()).toEqual([]);
@@ -288,7 +371,12 @@ function suite(t: () => TestContext) {
     const token = await mfaToken(user);
     await verify({ mfa_token: token, method: 'totp', code: wrongCodeFor(user.secret) });
     await verify({ mfa_token: token, method: 'recovery_code', code: user.recoveryCodes[3] });
-    const rows = await audit(t()).selectFrom('audit_events').select(['event_type', 'details']).where('subject_user_id', '=', user.id).orderBy('id').execute();
+    const rows = await audit(t())
+      .selectFrom('audit_events')
+      .select(['event_type', 'details'])
+      .where('subject_user_id', '=', user.id)
+      .orderBy('id')
+      .execute();
     expect(rows.map((r) => r.event_type)).toEqual([
       'user.registered',
       'mfa.totp_enrolment_started',
@@ -339,7 +427,12 @@ describe('second factors and the login lockout', () => {
   let t: TestContext;
   beforeAll(async () => {
     t = await startTestApp(
-      { RATE_LIMIT_ENABLED: 'true', AUTH_RATE_LIMIT_PER_MINUTE: '100000', RATE_LIMIT_PER_MINUTE: '100000', LOGIN_MAX_FAILURES: String(MAX_FAILURES) },
+      {
+        RATE_LIMIT_ENABLED: 'true',
+        AUTH_RATE_LIMIT_PER_MINUTE: '100000',
+        RATE_LIMIT_PER_MINUTE: '100000',
+        LOGIN_MAX_FAILURES: String(MAX_FAILURES),
+      },
       { clock: () => clock },
     );
   });
@@ -355,10 +448,16 @@ describe('second factors and the login lockout', () => {
     const login = await t.post('/api/auth/login/json', { email: user.email, password: user.password });
     const token = login.body.error.mfa_token;
     const wrong = wrongCodeFor(secret);
-    for (let i = 0; i < MAX_FAILURES; i++) expectError(await t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'totp', code: wrong }), 400, 'INVALID_CODE');
+    for (let i = 0; i < MAX_FAILURES; i++)
+      expectError(await t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'totp', code: wrong }), 400, 'INVALID_CODE');
     expectError(await t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'totp', code: codeFor(secret) }), 429, 'RATE_LIMITED');
     expectError(await t.post('/api/auth/login/json', { email: user.email, password: user.password }), 429, 'RATE_LIMITED');
-    const locked = await audit(t).selectFrom('audit_events').select('details').where('subject_user_id', '=', user.id).where('event_type', '=', 'login.locked').execute();
+    const locked = await audit(t)
+      .selectFrom('audit_events')
+      .select('details')
+      .where('subject_user_id', '=', user.id)
+      .where('event_type', '=', 'login.locked')
+      .execute();
     expect(locked).toEqual([{ details: { scope: 'client' } }]);
   });
 });

@@ -69,9 +69,18 @@ describe('OAuth2 clients (simple-oauth2)', () => {
 describe('the token URL and /api/auth/refresh take form-encoded refresh grants', () => {
   it('POST /api/auth/login with grant_type=refresh_token rotates the session', async () => {
     const user = await t.register();
-    const res = await t.post('/api/auth/login', { grant_type: 'refresh_token', refresh_token: user.refresh, client_id: 'x' }, { form: true });
+    const res = await t.post(
+      '/api/auth/login',
+      { grant_type: 'refresh_token', refresh_token: user.refresh, client_id: 'x' },
+      { form: true },
+    );
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ success: true, token_type: 'bearer', expires_in: 1800, data: { token_type: 'bearer', expires_in: 1800 } });
+    expect(res.body).toMatchObject({
+      success: true,
+      token_type: 'bearer',
+      expires_in: 1800,
+      data: { token_type: 'bearer', expires_in: 1800 },
+    });
     expect(res.body.access_token).toBe(res.body.data.access_token);
     expect(res.body.refresh_token).toBe(res.body.data.refresh_token);
     expect((await session(sidOf(user.refresh))).refresh_token_hash).toBe(sha256(res.body.refresh_token));
@@ -90,7 +99,10 @@ describe('the token URL and /api/auth/refresh take form-encoded refresh grants',
   it('a refresh grant with a forged token is a 401 and changes no session', async () => {
     const user = await t.register();
     const before = await session(sidOf(user.refresh));
-    const forged = jwt.sign({ sub: String(user.id), type: 'refresh', sid: sidOf(user.refresh), jti: 'x' }, 'another-secret-that-is-long-enough-for-hs256');
+    const forged = jwt.sign(
+      { sub: String(user.id), type: 'refresh', sid: sidOf(user.refresh), jti: 'x' },
+      'another-secret-that-is-long-enough-for-hs256',
+    );
     const res = await t.post('/api/auth/login', { grant_type: 'refresh_token', refresh_token: forged }, { form: true });
     expectError(res, 401, 'UNAUTHORIZED');
     expect(await session(sidOf(user.refresh))).toEqual(before);
@@ -98,7 +110,11 @@ describe('the token URL and /api/auth/refresh take form-encoded refresh grants',
 
   it('an unknown grant type is a 422 that names grant_type', async () => {
     const user = await t.register();
-    const res = await t.post('/api/auth/login', { grant_type: 'client_credentials', username: user.email, password: user.password }, { form: true });
+    const res = await t.post(
+      '/api/auth/login',
+      { grant_type: 'client_credentials', username: user.email, password: user.password },
+      { form: true },
+    );
     expectError(res, 422, 'VALIDATION_ERROR');
     expect(res.body.error.details).toEqual([{ field: 'body.grant_type', message: expect.any(String) }]);
     const sessions = await t.db.selectFrom('sessions').select('id').where('user_id', '=', user.id).execute();
@@ -136,7 +152,10 @@ describe('the token URL takes multipart/form-data too, as some generated clients
   });
 
   it('answers 413 to a multipart body over the limit', async () => {
-    const res = await request(t.app.koa.callback()).post('/api/auth/login').field('username', 'x'.repeat(t.config.server.maxBodyBytes)).field('password', 'p');
+    const res = await request(t.app.koa.callback())
+      .post('/api/auth/login')
+      .field('username', 'x'.repeat(t.config.server.maxBodyBytes))
+      .field('password', 'p');
     expect(res.status).toBe(413);
     expect(res.body.error.code).toBe('PAYLOAD_TOO_LARGE');
   });

@@ -118,17 +118,46 @@ const cases: Case[] = [
   { name: 'a trailing slash', method: 'get', path: '/api/users/12/', token: 'good' },
   { name: 'an id that is no integer', method: 'get', path: '/api/users/abc', token: 'good' },
   { name: 'an update', method: 'put', path: '/api/users/5', token: 'good', body: { name: 'Ada', is_active: false } },
-  { name: 'an update with an unknown field', method: 'put', path: '/api/users/5', token: 'good', body: { nickname: 'x', is_active: 'maybe' } },
+  {
+    name: 'an update with an unknown field',
+    method: 'put',
+    path: '/api/users/5',
+    token: 'good',
+    body: { nickname: 'x', is_active: 'maybe' },
+  },
   { name: 'a restore', method: 'post', path: '/api/users/5/restore', token: 'good' },
   { name: 'a session by id', method: 'delete', path: '/api/auth/sessions/6f1c1d2e-8a4b-4c3d-9e2f-1a2b3c4d5e6f', token: 'good' },
   { name: 'a session id that is no uuid', method: 'delete', path: '/api/auth/sessions/nope', token: 'good' },
-  { name: 'a registration', method: 'post', path: '/api/auth/register', body: { email: ' ada@example.com ', password: 'correct-horse-battery', name: 'Ada' } },
+  {
+    name: 'a registration',
+    method: 'post',
+    path: '/api/auth/register',
+    body: { email: ' ada@example.com ', password: 'correct-horse-battery', name: 'Ada' },
+  },
   { name: 'a registration missing fields', method: 'post', path: '/api/auth/register', body: { email: 'not-an-address' } },
   { name: 'a NUL character', method: 'post', path: '/api/auth/login/json', body: { email: 'ada@example.com', password: 'a\u0000b' } },
-  { name: 'a password grant as a form', method: 'post', path: '/api/auth/login', form: true, body: { username: 'ada@example.com', password: 'pw' } },
-  { name: 'a grant of neither shape', method: 'post', path: '/api/auth/login', form: true, body: { grant_type: 'refresh_token', username: 'ada@example.com' } },
+  {
+    name: 'a password grant as a form',
+    method: 'post',
+    path: '/api/auth/login',
+    form: true,
+    body: { username: 'ada@example.com', password: 'pw' },
+  },
+  {
+    name: 'a grant of neither shape',
+    method: 'post',
+    path: '/api/auth/login',
+    form: true,
+    body: { grant_type: 'refresh_token', username: 'ada@example.com' },
+  },
   { name: 'a logout of every session', method: 'post', path: '/api/auth/logout', token: 'good', body: { all: true } },
-  { name: 'audit events', method: 'get', path: '/api/audit-events', query: { cursor: '3', limit: '2', since: '2024-01-01T00:00:00Z' }, token: 'good' },
+  {
+    name: 'audit events',
+    method: 'get',
+    path: '/api/audit-events',
+    query: { cursor: '3', limit: '2', since: '2024-01-01T00:00:00Z' },
+    token: 'good',
+  },
   // Served by the direct path:
   { name: 'the caller', method: 'get', path: '/api/auth/me', token: 'good' },
   { name: 'the caller without a token', method: 'get', path: '/api/auth/me' },
@@ -147,7 +176,8 @@ beforeAll(async () => {
 });
 
 async function throughService(c: Case): Promise<Outcome> {
-  let call = request(service.callback())[c.method](c.path).query(c.query ?? {});
+  const agent = request(service.callback());
+  let call = agent[c.method](c.path).query(c.query ?? {});
   if (c.token) call = call.set('Authorization', c.token.includes(' ') ? c.token : `Bearer ${c.token}`);
   if (c.body) call = call.type(c.form ? 'form' : 'json').send(c.body);
   return json((await call).body);

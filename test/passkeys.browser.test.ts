@@ -98,7 +98,14 @@ describeInBrowser('passkeys in a browser', () => {
     const session = await opened.context().newCDPSession(opened);
     await session.send('WebAuthn.enable');
     const { authenticatorId: id } = await session.send('WebAuthn.addVirtualAuthenticator', {
-      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
     });
     await opened.goto(`${pageOrigin}/passkeys`);
     return { page: opened, cdp: session, authenticatorId: id };
@@ -142,7 +149,11 @@ describeInBrowser('passkeys in a browser', () => {
       expect(alone.status).toBe(200);
       expect(alone.body.data.user.email).toBe(user.email);
       expect(claimsOf(alone.body.data.access_token)).toMatchObject({ sub: String(user.id), amr: ['hwk', 'mfa'], aal: 'aal2' });
-      const afterUse = await t.db.selectFrom('mfa_factors').select(['sign_count', 'last_used_at']).where('id', '=', factorId).executeTakeFirstOrThrow();
+      const afterUse = await t.db
+        .selectFrom('mfa_factors')
+        .select(['sign_count', 'last_used_at'])
+        .where('id', '=', factorId)
+        .executeTakeFirstOrThrow();
       expect(Number(afterUse.sign_count)).toBeGreaterThan(Number(stored.sign_count));
       expect(afterUse.last_used_at).not.toBeNull();
 
@@ -161,7 +172,9 @@ describeInBrowser('passkeys in a browser', () => {
       expect(refused.body.error.code).toBe('INVALID_CREDENTIALS');
       // Nothing names the account of a passkey the service no longer has.
       const failed = await t.db
-        .withTables<{ audit_events: { id: number; event_type: string; subject_user_id: number | null; details: Record<string, unknown> } }>()
+        .withTables<{
+          audit_events: { id: number; event_type: string; subject_user_id: number | null; details: Record<string, unknown> };
+        }>()
         .selectFrom('audit_events')
         .select(['subject_user_id', 'details'])
         .where('event_type', '=', 'login.failed')
@@ -179,7 +192,9 @@ describeInBrowser('passkeys in a browser', () => {
     async () => {
       const user = await t.register();
       const answer = await inPage<unknown>(`registrationAnswer(${JSON.stringify(user.access)})`);
-      expect((await t.post('/api/auth/passkeys/registration', { credential: answer }, { token: user.access })).body.data).toMatchObject({ name: 'Passkey' });
+      expect((await t.post('/api/auth/passkeys/registration', { credential: answer }, { token: user.access })).body.data).toMatchObject({
+        name: 'Passkey',
+      });
       // Answered twice: the challenge is spent.
       const again = await t.post('/api/auth/passkeys/registration', { credential: answer }, { token: user.access });
       expect(again.status).toBe(400);
@@ -191,7 +206,10 @@ describeInBrowser('passkeys in a browser', () => {
       expect((await t.post('/api/auth/passkeys/login', assertion)).body.error.code).toBe('UNAUTHORIZED');
       // Replayed against a fresh challenge: the signature is over the old one.
       const fresh = await t.post('/api/auth/passkeys/login/options', {});
-      const replay = await t.post('/api/auth/passkeys/login', { challenge_id: fresh.body.data.challenge_id, credential: assertion.credential });
+      const replay = await t.post('/api/auth/passkeys/login', {
+        challenge_id: fresh.body.data.challenge_id,
+        credential: assertion.credential,
+      });
       expect(replay.status).toBe(401);
       expect(replay.body.error.code).toBe('INVALID_CREDENTIALS');
 

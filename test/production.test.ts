@@ -16,7 +16,6 @@ import { until } from './support/wait';
 const PRODUCTION = { NODE_ENV: 'production', SECRET_KEY: TEST_SECRET };
 const listening = (line: Record<string, any>) => typeof line.msg === 'string' && line.msg.startsWith('listening on');
 
-
 describe('mail in production', () => {
   it('refuses to start without SMTP_URL, naming MAIL_LOG_LINKS as the way to accept links in the log', () => {
     expect(problemsOf(PRODUCTION)).toEqual([
@@ -366,7 +365,6 @@ function expectEnveloped(reply: RawReply, status: number, code: string, message:
 }
 
 describe('the HTTP server', () => {
-
   it('has documented timeouts and a connection cap, and keeps headers within the request timeout', () => {
     expect(loadConfig({}).server).toMatchObject({ headersTimeoutMs: 20_000, requestTimeoutMs: 60_000, maxConnections: 10_000 });
     expect(problemsOf({ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' })).toEqual([
@@ -428,17 +426,21 @@ describe('the HTTP server', () => {
         socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n');
         expect(await answered).toMatch(/^HTTP\/1\.1 200 /);
       }
-      const refused = await rawExchange(server.port, 'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').catch((error: NodeJS.ErrnoException) => ({
-        text: '',
-        error: error.code,
-      }));
+      const refused = await rawExchange(server.port, 'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').catch(
+        (error: NodeJS.ErrnoException) => ({
+          text: '',
+          error: error.code,
+        }),
+      );
       expect(refused.text).toBe('');
       const warned = await server.waitFor((line) => line.msg === 'connections refused: MAX_CONNECTIONS reached');
       expect(warned).toMatchObject({ level: 40, maxConnections: 2, dropped: 1 });
 
       held.shift()!.destroy();
       const served = await until(async () => {
-        const { text } = await rawExchange(server.port, 'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').catch(() => ({ text: '' }));
+        const { text } = await rawExchange(server.port, 'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').catch(() => ({
+          text: '',
+        }));
         return text.startsWith('HTTP/1.1 200 ') && text;
       }, 'a connection served once one was freed');
       expect(parse(served).body.data.status).toBe('alive');

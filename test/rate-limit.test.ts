@@ -60,7 +60,8 @@ function expectLocked(res: Response, lockoutSeconds: number): void {
   expect(int(res, 'Retry-After')).toBeLessThanOrEqual(lockoutSeconds);
 }
 
-const loginJson = (t: TestContext, email: string, password: string, ip = freshIp()) => t.post('/api/auth/login/json', { email, password }, from(ip));
+const loginJson = (t: TestContext, email: string, password: string, ip = freshIp()) =>
+  t.post('/api/auth/login/json', { email, password }, from(ip));
 const loginForm = (t: TestContext, email: string, password: string, ip = freshIp()) =>
   t.post('/api/auth/login', { username: email, password }, { form: true, ...from(ip) });
 const WRONG = 'wrong-password-1';
@@ -121,8 +122,14 @@ describe('rate limits behind a trusted proxy', () => {
       expect((await t.post('/api/auth/login/json', { email: user.email, password: user.password }, from(ip))).status).toBe(200);
       expect((await t.post('/api/auth/refresh', { refresh_token: 'not-a-token' }, from(ip))).status).toBe(401);
       expect((await t.post('/api/auth/verify-email', { token: 'nope' }, from(ip))).status).toBe(400);
-      expectIpLimited(await t.post('/api/auth/login', { username: user.email, password: user.password }, { form: true, ...from(ip) }), AUTH_LIMIT);
-      expectIpLimited(await t.post('/api/auth/register', { email: uniqueEmail(), password: 'password-123', name: 'X' }, from(ip)), AUTH_LIMIT);
+      expectIpLimited(
+        await t.post('/api/auth/login', { username: user.email, password: user.password }, { form: true, ...from(ip) }),
+        AUTH_LIMIT,
+      );
+      expectIpLimited(
+        await t.post('/api/auth/register', { email: uniqueEmail(), password: 'password-123', name: 'X' }, from(ip)),
+        AUTH_LIMIT,
+      );
       expectIpLimited(await t.post('/api/auth/reset-password', { token: 'x', new_password: 'password-456' }, from(ip)), AUTH_LIMIT);
       expectIpLimited(await t.post('/api/auth/verify-email/resend', undefined, { token: user.access, ...from(ip) }), AUTH_LIMIT);
     });
@@ -152,7 +159,11 @@ describe('rate limits behind a trusted proxy', () => {
       const ip = freshIp();
       const user = await registerFresh();
       const admin = await t.adminToken();
-      const changed = await t.post('/api/auth/change-password', { current_password: 'not-the-password-9', new_password: 'another-password-1' }, { token: user.access, ...from(ip) });
+      const changed = await t.post(
+        '/api/auth/change-password',
+        { current_password: 'not-the-password-9', new_password: 'another-password-1' },
+        { token: user.access, ...from(ip) },
+      );
       expect(changed.status).toBe(400);
       expectBudget(changed, AUTH_LIMIT, AUTH_LIMIT - 1);
       const id = Number(JSON.parse(Buffer.from(user.access.split('.')[1], 'base64url').toString()).sub);
@@ -258,7 +269,6 @@ describe('rate limits behind a trusted proxy', () => {
       expectIpLimited(chained, AUTH_LIMIT);
     });
   });
-
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -272,7 +282,12 @@ describe('lockout of one client after failed logins', () => {
   let t: TestContext;
 
   beforeAll(async () => {
-    t = await startTestApp({ RATE_LIMIT_ENABLED: 'true', AUTH_RATE_LIMIT_PER_MINUTE: String(AUTH_LIMIT), LOGIN_MAX_FAILURES: String(MAX_FAILURES), TRUST_PROXY: 'true' });
+    t = await startTestApp({
+      RATE_LIMIT_ENABLED: 'true',
+      AUTH_RATE_LIMIT_PER_MINUTE: String(AUTH_LIMIT),
+      LOGIN_MAX_FAILURES: String(MAX_FAILURES),
+      TRUST_PROXY: 'true',
+    });
   });
   afterAll(() => t.close());
 
@@ -324,7 +339,10 @@ describe('lockout of one client after failed logins', () => {
       expect(failures[1][i].body).toEqual(failures[0][i].body);
       expect(headerShape(failures[1][i])).toEqual(headerShape(failures[0][i]));
     }
-    const [lockedKnown, lockedUnknown] = [await loginJson(t, known.email, known.password, attacker), await loginJson(t, unknown, 'any-password-1', attacker)];
+    const [lockedKnown, lockedUnknown] = [
+      await loginJson(t, known.email, known.password, attacker),
+      await loginJson(t, unknown, 'any-password-1', attacker),
+    ];
     expectLocked(lockedKnown, LOCKOUT_SECONDS);
     expectLocked(lockedUnknown, LOCKOUT_SECONDS);
     expect(lockedUnknown.body).toEqual(lockedKnown.body);
@@ -447,8 +465,9 @@ describe('the lockout window', () => {
 const onPostgres = process.env.TEST_DATABASE_KIND === 'postgres';
 if (!onPostgres) {
   describe('RATE_LIMIT_STORE=postgres', () => {
-     
-    console.log('rate-limit: skipping the shared PostgreSQL store tests: the embedded database serves one process only (run with TEST_DATABASE_URL)');
+    console.log(
+      'rate-limit: skipping the shared PostgreSQL store tests: the embedded database serves one process only (run with TEST_DATABASE_URL)',
+    );
     test.skip('needs PostgreSQL (TEST_DATABASE_URL): the embedded database serves one process only', () => {});
   });
 } else {

@@ -99,9 +99,17 @@ describe('common passwords are refused wherever a password is set', () => {
 
   it('PUT /api/users/{id} → 422 on body.password, by the user and by an admin; the password stays', async () => {
     const u = await t.register();
-    expectRefused(await t.put(`/api/users/${u.id}`, { password: 'iloveyou', current_password: u.password }, { token: u.access }), 'body.password', TOO_COMMON);
+    expectRefused(
+      await t.put(`/api/users/${u.id}`, { password: 'iloveyou', current_password: u.password }, { token: u.access }),
+      'body.password',
+      TOO_COMMON,
+    );
     const admin = await t.adminToken();
-    expectRefused(await t.put(`/api/users/${u.id}`, { password: 'QWERTYUIOP', name: 'Renamed' }, { token: admin }), 'body.password', TOO_COMMON);
+    expectRefused(
+      await t.put(`/api/users/${u.id}`, { password: 'QWERTYUIOP', name: 'Renamed' }, { token: admin }),
+      'body.password',
+      TOO_COMMON,
+    );
     expect((await t.post('/api/auth/login/json', { email: u.email, password: u.password })).status).toBe(200);
     expect((await t.get(`/api/users/${u.id}`, { token: admin })).body.data.name).toBe(u.name);
   });
@@ -129,18 +137,30 @@ describe('a password equal to the account e-mail is refused', () => {
     for (const password of [email, email.toUpperCase(), `  ${email} `]) {
       expectRefused(await t.post('/api/auth/register', { email, password, name: 'Same' }), 'body.password', SAME_AS_EMAIL);
     }
-    expectRefused(await t.post('/api/auth/register', { email: `  ${email.toUpperCase()}`, password: email, name: 'Same' }), 'body.password', SAME_AS_EMAIL);
+    expectRefused(
+      await t.post('/api/auth/register', { email: `  ${email.toUpperCase()}`, password: email, name: 'Same' }),
+      'body.password',
+      SAME_AS_EMAIL,
+    );
   });
 
   it('POST /api/users', async () => {
     const admin = await t.adminToken();
     const email = uniqueEmail('same');
-    expectRefused(await t.post('/api/users', { name: 'Same', email, password: email.toUpperCase() }, { token: admin }), 'body.password', SAME_AS_EMAIL);
+    expectRefused(
+      await t.post('/api/users', { name: 'Same', email, password: email.toUpperCase() }, { token: admin }),
+      'body.password',
+      SAME_AS_EMAIL,
+    );
   });
 
   it('PUT /api/users/{id}: the current e-mail, or the new one when the e-mail changes too', async () => {
     const u = await t.register();
-    expectRefused(await t.put(`/api/users/${u.id}`, { password: u.email, current_password: u.password }, { token: u.access }), 'body.password', SAME_AS_EMAIL);
+    expectRefused(
+      await t.put(`/api/users/${u.id}`, { password: u.email, current_password: u.password }, { token: u.access }),
+      'body.password',
+      SAME_AS_EMAIL,
+    );
     const next = uniqueEmail('next');
     expectRefused(
       await t.put(`/api/users/${u.id}`, { email: next, password: next.toUpperCase(), current_password: u.password }, { token: u.access }),
@@ -148,7 +168,11 @@ describe('a password equal to the account e-mail is refused', () => {
       SAME_AS_EMAIL,
     );
     const admin = await t.adminToken();
-    expectRefused(await t.put(`/api/users/${u.id}`, { password: ` ${u.email.toUpperCase()} ` }, { token: admin }), 'body.password', SAME_AS_EMAIL);
+    expectRefused(
+      await t.put(`/api/users/${u.id}`, { password: ` ${u.email.toUpperCase()} ` }, { token: admin }),
+      'body.password',
+      SAME_AS_EMAIL,
+    );
     // Nothing changed.
     const row = await t.db.selectFrom('users').select('email').where('id', '=', u.id).executeTakeFirstOrThrow();
     expect(row.email).toBe(u.email);
@@ -157,7 +181,11 @@ describe('a password equal to the account e-mail is refused', () => {
 
   it('POST /api/auth/change-password', async () => {
     const u = await t.register();
-    const res = await t.post('/api/auth/change-password', { current_password: u.password, new_password: u.email.toUpperCase() }, { token: u.access });
+    const res = await t.post(
+      '/api/auth/change-password',
+      { current_password: u.password, new_password: u.email.toUpperCase() },
+      { token: u.access },
+    );
     expectRefused(res, 'body.new_password', SAME_AS_EMAIL);
   });
 
@@ -219,7 +247,14 @@ describe('security headers', () => {
   });
 
   it('are on the documentation, whose policy lets Swagger UI and ReDoc run from this origin only', async () => {
-    for (const path of ['/docs', '/redoc', '/openapi.json', '/docs/swagger-ui-bundle.js', '/docs/swagger-init.js', '/redoc/redoc.standalone.js']) {
+    for (const path of [
+      '/docs',
+      '/redoc',
+      '/openapi.json',
+      '/docs/swagger-ui-bundle.js',
+      '/docs/swagger-init.js',
+      '/redoc/redoc.standalone.js',
+    ]) {
       const res = await request(t.app.koa.callback()).get(path);
       expect(res.status).toBe(200);
       const csp = expectSecurityHeaders(res);
@@ -255,7 +290,16 @@ describe('CORS', () => {
       expect(res.headers['access-control-allow-credentials']).toBeUndefined();
       expect(res.headers.vary).toMatch(/\bOrigin\b/);
       const exposed = res.headers['access-control-expose-headers'].split(',').map((name) => name.trim().toLowerCase());
-      expect(exposed).toEqual(expect.arrayContaining(['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'www-authenticate']));
+      expect(exposed).toEqual(
+        expect.arrayContaining([
+          'x-request-id',
+          'retry-after',
+          'ratelimit-limit',
+          'ratelimit-remaining',
+          'ratelimit-reset',
+          'www-authenticate',
+        ]),
+      );
       expectSecurityHeaders(res);
     }
   });
@@ -356,11 +400,16 @@ describe('logs never hold a password, a token or a hash', () => {
       app = await createApp(base.config, { logger });
       const db = app.db;
       const http = () => request(app!.koa.callback());
-      const lines = () => log.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+      const lines = () =>
+        log
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as Record<string, unknown>);
       const secrets: string[] = [];
       const keep = (...values: string[]) => {
         // A JWT's signature alone is a secret too (bcrypt hashes hold dots as well: only JWTs are split).
-        for (const value of values) secrets.push(value, ...(value.startsWith('eyJ') && value.split('.').length === 3 ? [value.split('.')[2]] : []));
+        for (const value of values)
+          secrets.push(value, ...(value.startsWith('eyJ') && value.split('.').length === 3 ? [value.split('.')[2]] : []));
       };
 
       const email = uniqueEmail('logs');
@@ -372,7 +421,10 @@ describe('logs never hold a password, a token or a hash', () => {
       const userId: number = registered.body.data.user.id;
       keep(registered.body.data.access_token, registered.body.data.refresh_token);
 
-      const form = await http().post('/api/auth/login').type('form').send({ username: email, password: first, grant_type: 'password', client_secret: 'a-client-secret' });
+      const form = await http()
+        .post('/api/auth/login')
+        .type('form')
+        .send({ username: email, password: first, grant_type: 'password', client_secret: 'a-client-secret' });
       expect(form.status).toBe(200);
       keep(form.body.access_token, form.body.refresh_token, 'a-client-secret');
 
@@ -383,7 +435,11 @@ describe('logs never hold a password, a token or a hash', () => {
 
       expect((await http().post('/api/auth/login/json').send({ email, password: wrong })).status).toBe(401);
       expect((await http().get('/api/auth/me').set('Authorization', `Bearer ${access}`)).status).toBe(200);
-      const forged = jwt.sign({ sub: String(userId), type: 'access', sid: randomUUID(), jti: randomUUID() }, 'not-the-secret-key-but-long-enough-0123456789', { expiresIn: 60 });
+      const forged = jwt.sign(
+        { sub: String(userId), type: 'access', sid: randomUUID(), jti: randomUUID() },
+        'not-the-secret-key-but-long-enough-0123456789',
+        { expiresIn: 60 },
+      );
       keep(forged);
       expect((await http().get('/api/auth/me').set('Authorization', `Bearer ${forged}`)).status).toBe(401);
 
@@ -391,10 +447,16 @@ describe('logs never hold a password, a token or a hash', () => {
       expect(refreshed.status).toBe(200);
       keep(refreshed.body.data.access_token, refreshed.body.data.refresh_token);
 
-      const changed = await http().post('/api/auth/change-password').set('Authorization', `Bearer ${refreshed.body.data.access_token}`).send({ current_password: first, new_password: second });
+      const changed = await http()
+        .post('/api/auth/change-password')
+        .set('Authorization', `Bearer ${refreshed.body.data.access_token}`)
+        .send({ current_password: first, new_password: second });
       expect(changed.status).toBe(200);
       // Malformed JSON carrying a password: a 400 whose parser error holds the raw body.
-      const malformed = await http().post('/api/auth/login/json').set('Content-Type', 'application/json').send(`{"email": "${email}", "password": "${second}"`);
+      const malformed = await http()
+        .post('/api/auth/login/json')
+        .set('Content-Type', 'application/json')
+        .send(`{"email": "${email}", "password": "${second}"`);
       expect(malformed.status).toBe(400);
 
       // A reset link goes to an SMTP server that is not there: delivery fails and is logged.
@@ -420,32 +482,57 @@ describe('logs never hold a password, a token or a hash', () => {
       keep(relogin.body.data.access_token, relogin.body.data.refresh_token);
       await sql`alter table users add constraint security_test_no_writes check (false) not valid`.execute(db);
       try {
-        const update = await http().put(`/api/users/${userId}`).set('Authorization', `Bearer ${relogin.body.data.access_token}`).send({ password: failedUpdate, current_password: third });
+        const update = await http()
+          .put(`/api/users/${userId}`)
+          .set('Authorization', `Bearer ${relogin.body.data.access_token}`)
+          .send({ password: failedUpdate, current_password: third });
         expect(update.status).toBe(500);
         expect(update.body).toEqual({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } });
-        const insert = await http().post('/api/auth/register').send({ email: uniqueEmail('logs'), password: failedRegister, name: 'Log Test' });
+        const insert = await http()
+          .post('/api/auth/register')
+          .send({ email: uniqueEmail('logs'), password: failedRegister, name: 'Log Test' });
         expect(insert.status).toBe(500);
       } finally {
         await sql`alter table users drop constraint security_test_no_writes`.execute(db);
       }
 
       // Wait for both failed deliveries to be logged.
-      await until(() => lines().filter((line) => line.msg === 'mail outbox: delivery failed').length >= 2, 'two failed deliveries logged', 15_000, 50);
+      await until(
+        () => lines().filter((line) => line.msg === 'mail outbox: delivery failed').length >= 2,
+        'two failed deliveries logged',
+        15_000,
+        50,
+      );
 
       // Everything secret the database holds about this run.
       const users = await db.selectFrom('users').select('password_hash').execute();
-      const sessions = await db.selectFrom('sessions').select(['refresh_token_hash', 'previous_token_hash', 'grace_token_hashes']).execute();
+      const sessions = await db
+        .selectFrom('sessions')
+        .select(['refresh_token_hash', 'previous_token_hash', 'grace_token_hashes'])
+        .execute();
       const accountTokens = await db.selectFrom('account_tokens').select('token_hash').execute();
       keep(...users.map((row) => row.password_hash));
       for (const row of sessions) {
-        keep(...[row.refresh_token_hash, row.previous_token_hash, ...row.grace_token_hashes].filter((hash): hash is string => Boolean(hash)));
+        keep(
+          ...[row.refresh_token_hash, row.previous_token_hash, ...row.grace_token_hashes].filter((hash): hash is string => Boolean(hash)),
+        );
       }
       keep(...accountTokens.map((row) => row.token_hash));
 
       // The log did record the run: requests, mail failures, and the 500s with their causes.
       const all = lines();
       const operations = new Set(all.filter((line) => line.msg === 'request').map((line) => line.operationId));
-      for (const operation of ['register', 'login', 'loginJson', 'getMe', 'refreshToken', 'changePassword', 'forgotPassword', 'resetPassword', 'updateUser']) {
+      for (const operation of [
+        'register',
+        'login',
+        'loginJson',
+        'getMe',
+        'refreshToken',
+        'changePassword',
+        'forgotPassword',
+        'resetPassword',
+        'updateUser',
+      ]) {
         expect([operation, operations.has(operation)]).toEqual([operation, true]);
       }
       expect(all.filter((line) => line.msg === 'mail outbox: delivery failed').length).toBeGreaterThanOrEqual(2);
@@ -494,12 +581,15 @@ describe('JWTs that try to choose their own key or algorithm', () => {
     expectUnauthorized(await me(token));
   });
 
-  it.each(Object.entries(KEY_HEADERS))('with a %s header, signed with the configured secret → accepted (the header is ignored)', async (_name, header) => {
-    const token = jwt.sign({ ...claims, jti: randomUUID() }, TEST_SECRET, { algorithm: 'HS256', header: { alg: 'HS256', ...header } });
-    const res = await me(token);
-    expect(res.status).toBe(200);
-    expect(res.body.data.id).toBe(u.id);
-  });
+  it.each(Object.entries(KEY_HEADERS))(
+    'with a %s header, signed with the configured secret → accepted (the header is ignored)',
+    async (_name, header) => {
+      const token = jwt.sign({ ...claims, jti: randomUUID() }, TEST_SECRET, { algorithm: 'HS256', header: { alg: 'HS256', ...header } });
+      const res = await me(token);
+      expect(res.status).toBe(200);
+      expect(res.body.data.id).toBe(u.id);
+    },
+  );
 
   it('an RS256 token, even with its public key embedded as jwk → 401', async () => {
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });

@@ -21,13 +21,26 @@ function call(port: number, method: string, path: string, body?: unknown, header
 }
 
 /** A request, and when it has been written out to the server (with the client's port of the connection). */
-function send(port: number, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): { sent: Promise<number>; done: Promise<Reply> } {
+function send(
+  port: number,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): { sent: Promise<number>; done: Promise<Reply> } {
   let sent!: (clientPort: number) => void;
   const written = new Promise<number>((resolve) => (sent = resolve));
   const done = new Promise<Reply>((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = httpRequest(
-      { host: '127.0.0.1', port, method, path, agent: false, headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers } },
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent: false,
+        headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers },
+      },
       (res) => {
         let text = '';
         res.on('data', (chunk) => (text += chunk));
@@ -77,7 +90,12 @@ describe('graceful shutdown', () => {
 
   it('on SIGTERM finishes the request in flight, refuses new connections, and exits 0', async () => {
     // Cost 15 makes a registration take more than a second; the shutdown timeout leaves room for a loaded machine.
-    const server = await startServer({ ...database.env, BCRYPT_COST: '15', PASSWORD_HASH_QUEUE_MAX: '10', SHUTDOWN_TIMEOUT_SECONDS: '120' });
+    const server = await startServer({
+      ...database.env,
+      BCRYPT_COST: '15',
+      PASSWORD_HASH_QUEUE_MAX: '10',
+      SHUTDOWN_TIMEOUT_SECONDS: '120',
+    });
     try {
       await server.waitFor(listening);
       const email = uniqueEmail('slow');
@@ -104,7 +122,9 @@ describe('graceful shutdown', () => {
       server.child.kill('SIGTERM');
       await expect(slow).rejects.toThrow(/socket hang up|ECONNRESET/);
       expect(await server.exited).toBe(0);
-      expect(server.lines.some((line) => line.msg === 'requests still in flight at the shutdown timeout: closing their connections')).toBe(true);
+      expect(server.lines.some((line) => line.msg === 'requests still in flight at the shutdown timeout: closing their connections')).toBe(
+        true,
+      );
     } finally {
       server.child.kill('SIGKILL');
     }
@@ -117,7 +137,9 @@ describe('graceful shutdown', () => {
       expect((await call(server.port, 'GET', '/health/live')).status).toBe(200);
       server.child.kill('SIGINT');
       expect(await server.exited).toBe(0);
-      expect(server.lines.map((line) => line.msg)).toEqual(expect.arrayContaining(['shutting down: finishing requests in flight', 'stopped']));
+      expect(server.lines.map((line) => line.msg)).toEqual(
+        expect.arrayContaining(['shutting down: finishing requests in flight', 'stopped']),
+      );
     } finally {
       server.child.kill('SIGKILL');
     }
@@ -193,7 +215,9 @@ onPostgres('cluster mode', () => {
     // Five a minute from this address, whichever worker answers; the registration above took one.
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {
-      statuses.push((await call(server.port, 'POST', '/api/auth/login/json', { email: uniqueEmail('nobody'), password: 'wrong-password-1' })).status);
+      statuses.push(
+        (await call(server.port, 'POST', '/api/auth/login/json', { email: uniqueEmail('nobody'), password: 'wrong-password-1' })).status,
+      );
     }
     expect(statuses).toEqual([401, 401, 401, 401, 429, 429]);
   });
@@ -204,7 +228,12 @@ onPostgres('cluster mode', () => {
     const liveCount = (text: string) =>
       text
         .split('\n')
-        .filter((line) => line.startsWith('http_request_duration_seconds_count{') && line.includes('operation_id="healthLive"') && line.includes('status="200"'))
+        .filter(
+          (line) =>
+            line.startsWith('http_request_duration_seconds_count{') &&
+            line.includes('operation_id="healthLive"') &&
+            line.includes('status="200"'),
+        )
         .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
     for (let i = 0; i < 4; i++) {
       const scrape = await fetchText(server.port, '/metrics');
@@ -220,7 +249,9 @@ onPostgres('cluster mode', () => {
     process.kill(victim, 'SIGKILL');
     await server.waitFor((line) => line.msg === 'worker died' && line.pid === victim);
     await server.waitFor((line) => started(line) && server.lines.filter(started).length === 3);
-    await server.waitFor((line) => line.msg === 'worker listening' && server.lines.filter((l) => l.msg === 'worker listening').length === 3);
+    await server.waitFor(
+      (line) => line.msg === 'worker listening' && server.lines.filter((l) => l.msg === 'worker listening').length === 3,
+    );
     for (let i = 0; i < 4; i++) expect((await call(server.port, 'GET', '/health/live')).status).toBe(200);
   });
 

@@ -48,7 +48,8 @@ describe('with the default settings', () => {
   /** Moves the session's opening back in time: the clock this test controls. */
   const openedAt = (id: string, at: Date) => t.db.updateTable('sessions').set({ created_at: at }).where('id', '=', id).execute();
   /** A token signed with the service's secret, its claims chosen by the test (`iat` now unless given, or left out with `noTimestamp`). */
-  const sign = (claims: Record<string, unknown>, options: jwt.SignOptions = {}) => jwt.sign({ jti: randomUUID(), ...claims }, TEST_SECRET, { algorithm: 'HS256', ...options });
+  const sign = (claims: Record<string, unknown>, options: jwt.SignOptions = {}) =>
+    jwt.sign({ jti: randomUUID(), ...claims }, TEST_SECRET, { algorithm: 'HS256', ...options });
 
   describe('SESSION_MAX_DAYS: a session ends 30 days after it was opened, however often it is refreshed', () => {
     it('a refresh near the end carries neither the session nor its refresh token past it', async () => {
@@ -94,7 +95,12 @@ describe('with the default settings', () => {
       expect(after.expires_at).toEqual(before.expires_at);
       expect(after.revoked_at).toBeNull();
       expect(await refreshedEvents(sid)).toBe(1);
-      const reuse = await auditEvents(t).selectFrom('audit_events').select('id').where('event_type', '=', 'session.refresh_reuse_detected').where('subject_user_id', '=', u.id).execute();
+      const reuse = await auditEvents(t)
+        .selectFrom('audit_events')
+        .select('id')
+        .where('event_type', '=', 'session.refresh_reuse_detected')
+        .where('subject_user_id', '=', u.id)
+        .execute();
       expect(reuse).toHaveLength(0);
 
       // Signing in again opens a new session with its own 30 days.
@@ -107,11 +113,20 @@ describe('with the default settings', () => {
   describe('iss, aud and age: tokens are verified as other services verify them', () => {
     it('issues tokens with iss (APP_URL by default), aud (account-service by default) and, on access tokens, email_verified', async () => {
       const u = await t.register();
-      expect(claimsOf(u.access)).toMatchObject({ iss: 'http://127.0.0.1:8000', aud: 'account-service', email_verified: false, type: 'access' });
+      expect(claimsOf(u.access)).toMatchObject({
+        iss: 'http://127.0.0.1:8000',
+        aud: 'account-service',
+        email_verified: false,
+        type: 'access',
+      });
       expect(claimsOf(u.refresh)).toMatchObject({ iss: 'http://127.0.0.1:8000', aud: 'account-service', type: 'refresh' });
       expect(claimsOf(u.refresh)).not.toHaveProperty('email_verified');
       const res = await refresh(u.refresh);
-      expect(claimsOf(res.body.data.access_token)).toMatchObject({ iss: 'http://127.0.0.1:8000', aud: 'account-service', email_verified: false });
+      expect(claimsOf(res.body.data.access_token)).toMatchObject({
+        iss: 'http://127.0.0.1:8000',
+        aud: 'account-service',
+        email_verified: false,
+      });
       expect(claimsOf(res.body.data.refresh_token)).toMatchObject({ iss: 'http://127.0.0.1:8000', aud: 'account-service' });
     });
 
@@ -151,14 +166,18 @@ describe('with the default settings', () => {
       expect((await me(sign({ ...claims, iat: now() - 29 * 60, exp: now() + 60 }))).status).toBe(200);
     });
 
-    it('refuses a refresh token older than REFRESH_TOKEN_EXPIRE_DAYS, or for another audience or issuer, even as the session\'s current one', async () => {
+    it("refuses a refresh token older than REFRESH_TOKEN_EXPIRE_DAYS, or for another audience or issuer, even as the session's current one", async () => {
       const u = await t.register();
       const c = claimsOf(u.refresh);
       const sid = c.sid;
       const claims = { sub: c.sub, type: 'refresh', sid, iss: c.iss, aud: c.aud };
       /** Makes `token` the session's current refresh token, as if the service had issued it. */
       const current = async (token: string) => {
-        await t.db.updateTable('sessions').set({ refresh_token_hash: sha256(token) }).where('id', '=', sid).execute();
+        await t.db
+          .updateTable('sessions')
+          .set({ refresh_token_hash: sha256(token) })
+          .where('id', '=', sid)
+          .execute();
         return token;
       };
 
@@ -207,7 +226,10 @@ describe('with the default settings', () => {
       expectNoStore(await me('not-a-token'), 401);
       expectNoStore(await t.post('/api/auth/login/json', { email: ADMIN.email, password: 'wrong-password' }), 401);
       expectNoStore(await t.post('/api/auth/login/json', { email: 'not-an-email' }), 422);
-      expectNoStore(await t.post('/api/auth/login/json', undefined, { raw: '{"email":', headers: { 'Content-Type': 'application/json' } }), 400);
+      expectNoStore(
+        await t.post('/api/auth/login/json', undefined, { raw: '{"email":', headers: { 'Content-Type': 'application/json' } }),
+        400,
+      );
       expectNoStore(await t.get('/api/users', { token: (await t.register()).access }), 403);
       expectNoStore(await t.get('/api/no-such-thing'), 404);
       expectNoStore(await t.get('/api'), 404);
@@ -230,7 +252,12 @@ describe('REQUIRE_VERIFIED_EMAIL=true', () => {
   let t: TestContext;
   beforeAll(async () => {
     smtp = await startSmtpServer();
-    t = await startTestApp({ REQUIRE_VERIFIED_EMAIL: 'true', SMTP_URL: smtp.url, APP_URL: 'https://app.example.test', MAIL_POLL_INTERVAL_MS: '100' });
+    t = await startTestApp({
+      REQUIRE_VERIFIED_EMAIL: 'true',
+      SMTP_URL: smtp.url,
+      APP_URL: 'https://app.example.test',
+      MAIL_POLL_INTERVAL_MS: '100',
+    });
   });
   afterAll(async () => {
     await t?.close();
@@ -239,10 +266,16 @@ describe('REQUIRE_VERIFIED_EMAIL=true', () => {
 
   const sessionsOf = (userId: number) => t.db.selectFrom('sessions').selectAll().where('user_id', '=', userId).execute();
   const failures = async (userId: number) =>
-    (await auditEvents(t).selectFrom('audit_events').select('details').where('event_type', '=', 'login.failed').where('subject_user_id', '=', userId).execute()).map(
-      (row) => (row.details as { reason: string }).reason,
-    );
-  const verificationToken = async (email: string) => linkToken(await smtp.waitFor((m) => m.to.includes(email) && m.subject === VERIFY_SUBJECT, 10_000), 'verify-email');
+    (
+      await auditEvents(t)
+        .selectFrom('audit_events')
+        .select('details')
+        .where('event_type', '=', 'login.failed')
+        .where('subject_user_id', '=', userId)
+        .execute()
+    ).map((row) => (row.details as { reason: string }).reason);
+  const verificationToken = async (email: string) =>
+    linkToken(await smtp.waitFor((m) => m.to.includes(email) && m.subject === VERIFY_SUBJECT, 10_000), 'verify-email');
   const loginJson = (email: string, password: string) => t.post('/api/auth/login/json', { email, password });
   const loginForm = (email: string, password: string) => t.post('/api/auth/login', { username: email, password }, { form: true });
 
@@ -254,14 +287,26 @@ describe('REQUIRE_VERIFIED_EMAIL=true', () => {
       success: true,
       data: {
         user: {
-          id: expect.any(Number), email, name: 'Ada Lovelace', role: 'user', is_active: true, email_verified: false, pending_email: null,
-          created_at: expect.any(String), updated_at: expect.any(String),
+          id: expect.any(Number),
+          email,
+          name: 'Ada Lovelace',
+          role: 'user',
+          is_active: true,
+          email_verified: false,
+          pending_email: null,
+          created_at: expect.any(String),
+          updated_at: expect.any(String),
         },
       },
     });
     const userId = res.body.data.user.id as number;
     expect(await sessionsOf(userId)).toEqual([]);
-    const registered = await auditEvents(t).selectFrom('audit_events').select('details').where('event_type', '=', 'user.registered').where('subject_user_id', '=', userId).execute();
+    const registered = await auditEvents(t)
+      .selectFrom('audit_events')
+      .select('details')
+      .where('event_type', '=', 'user.registered')
+      .where('subject_user_id', '=', userId)
+      .execute();
     expect(registered.map((row) => row.details)).toEqual([{}]);
     expect(await verificationToken(email)).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
@@ -286,7 +331,11 @@ describe('REQUIRE_VERIFIED_EMAIL=true', () => {
     expect((await loginForm(email, password)).status).toBe(200);
     expect(await sessionsOf(userId)).toHaveLength(2);
     // The access token says so, for services that check it themselves; its issuer is this APP_URL.
-    expect(claimsOf(res.body.data.access_token)).toMatchObject({ email_verified: true, iss: 'https://app.example.test', aud: 'account-service' });
+    expect(claimsOf(res.body.data.access_token)).toMatchObject({
+      email_verified: true,
+      iss: 'https://app.example.test',
+      aud: 'account-service',
+    });
   });
 
   it('refuses to refresh a session of an account whose address is no longer verified, and keeps the session for later', async () => {
@@ -318,7 +367,9 @@ describe('REQUIRE_VERIFIED_EMAIL=true', () => {
 
     expect((await t.post('/api/auth/forgot-password', { email })).status).toBe(200);
     const mail = await smtp.waitFor((m) => m.to.includes(email) && m.subject === RESET_SUBJECT, 10_000);
-    expect((await t.post('/api/auth/reset-password', { token: linkToken(mail, 'reset-password'), new_password: 'another-password-456' })).status).toBe(200);
+    expect(
+      (await t.post('/api/auth/reset-password', { token: linkToken(mail, 'reset-password'), new_password: 'another-password-456' })).status,
+    ).toBe(200);
     expect((await loginJson(email, 'another-password-456')).status).toBe(200);
   });
 });

@@ -69,7 +69,11 @@ function login(email: string, password: string): Promise<Response> {
 }
 
 async function createUser(fields: Record<string, unknown> = {}): Promise<any> {
-  const res = await t.post('/api/users', { name: 'Created User', email: uniqueEmail('created'), password: 'password-123', ...fields }, { token: admin });
+  const res = await t.post(
+    '/api/users',
+    { name: 'Created User', email: uniqueEmail('created'), password: 'password-123', ...fields },
+    { token: admin },
+  );
   if (res.status !== 201) throw new Error(`create failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data;
 }
@@ -123,7 +127,13 @@ describe('admin bootstrap', () => {
     try {
       if (t.kind === 'postgres') {
         // A second process start over the same database.
-        const config = loadConfig({ SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', LOG_LEVEL: 'silent', DATABASE_URL: t.config.database.url!, ...restart });
+        const config = loadConfig({
+          SECRET_KEY: TEST_SECRET,
+          BCRYPT_COST: '4',
+          LOG_LEVEL: 'silent',
+          DATABASE_URL: t.config.database.url!,
+          ...restart,
+        });
         const second = await createApp(config, { logger: createLogger({ level: 'silent' }) });
         await second.close();
       } else {
@@ -210,7 +220,14 @@ describe('permissions', () => {
     expect(res.status).toBe(200);
     expect(Object.keys(res.body.data).sort()).toEqual(USER_KEYS);
     expect(res.body).toEqual({ success: true, data: selfView(await row(alice.id)) });
-    expect(res.body.data).toMatchObject({ id: alice.id, email: alice.email, name: 'Alice Perm', role: 'user', is_active: true, email_verified: false });
+    expect(res.body.data).toMatchObject({
+      id: alice.id,
+      email: alice.email,
+      name: 'Alice Perm',
+      role: 'user',
+      is_active: true,
+      email_verified: false,
+    });
     expect(res.body.data.created_at).toMatch(ISO);
     expect(res.body.data.updated_at).toMatch(ISO);
   });
@@ -250,7 +267,14 @@ describe('permissions', () => {
     );
     expect(res.status).toBe(200);
     expect(Object.keys(res.body.data).sort()).toEqual(USER_KEYS);
-    expect(res.body.data).toMatchObject({ id: bob.id, name: 'Bob Renamed', email: bob.email, pending_email: email, role: 'user', is_active: true });
+    expect(res.body.data).toMatchObject({
+      id: bob.id,
+      name: 'Bob Renamed',
+      email: bob.email,
+      pending_email: email,
+      role: 'user',
+      is_active: true,
+    });
     expect(res.body).toEqual({ success: true, data: selfView(await row(bob.id)) });
     expect((await login(bob.email, 'bob-new-password')).status).toBe(200);
     bob = { ...bob, password: 'bob-new-password' };
@@ -292,13 +316,24 @@ describe('permissions', () => {
 describe('POST /api/users', () => {
   it('creates a user: 201, default role user, active, unverified, e-mail normalised, password hashed', async () => {
     const email = uniqueEmail('Create');
-    const res = await t.post('/api/users', { name: '  Grace Hopper  ', email: `  ${email.toUpperCase()} `, password: 'correct-horse' }, { token: admin });
+    const res = await t.post(
+      '/api/users',
+      { name: '  Grace Hopper  ', email: `  ${email.toUpperCase()} `, password: 'correct-horse' },
+      { token: admin },
+    );
     expect(res.status).toBe(201);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(Object.keys(res.body.data).sort()).toEqual(ADMIN_VIEW_KEYS);
     const r = await row(res.body.data.id);
     expect(res.body).toEqual({ success: true, data: adminView(r) });
-    expect(r).toMatchObject({ email: email.toLowerCase(), name: 'Grace Hopper', role: 'user', is_active: true, email_verified: false, deleted_at: null });
+    expect(r).toMatchObject({
+      email: email.toLowerCase(),
+      name: 'Grace Hopper',
+      role: 'user',
+      is_active: true,
+      email_verified: false,
+      deleted_at: null,
+    });
     expect(r.password_hash).not.toBe('correct-horse');
     expect(await verify('correct-horse', r.password_hash)).toBe(true);
     expect((await login(email, 'correct-horse')).status).toBe(200);
@@ -324,7 +359,11 @@ describe('POST /api/users', () => {
   it('refuses a taken e-mail, whatever its case: 409 CONFLICT', async () => {
     const existing = await createUser();
     const before = await t.db.selectFrom('users').select('id').execute();
-    const res = await t.post('/api/users', { name: 'Twin', email: existing.email.toUpperCase(), password: 'password-123' }, { token: admin });
+    const res = await t.post(
+      '/api/users',
+      { name: 'Twin', email: existing.email.toUpperCase(), password: 'password-123' },
+      { token: admin },
+    );
     expectError(res, 409, 'CONFLICT');
     expect(await t.db.selectFrom('users').select('id').execute()).toHaveLength(before.length);
     expect((await row(existing.id)).name).toBe('Created User');
@@ -440,7 +479,11 @@ describe('PUT /api/users/{id}', () => {
     const gone = await createUser();
     expect((await t.delete(`/api/users/${gone.id}`, { token: admin })).status).toBe(204);
     const before = await row(u.id);
-    expectError(await t.put(`/api/users/${u.id}`, { email: other.email.toUpperCase(), current_password: u.password }, { token: u.access }), 409, 'CONFLICT');
+    expectError(
+      await t.put(`/api/users/${u.id}`, { email: other.email.toUpperCase(), current_password: u.password }, { token: u.access }),
+      409,
+      'CONFLICT',
+    );
     expectError(await t.put(`/api/users/${u.id}`, { email: gone.email }, { token: admin }), 409, 'CONFLICT');
     expectError(await t.put(`/api/users/${u.id}`, { email: ADMIN.email, name: 'Not Applied' }, { token: admin }), 409, 'CONFLICT');
     expect(await row(u.id)).toEqual(before);
@@ -516,7 +559,7 @@ describe('PUT /api/users/{id}', () => {
 });
 
 describe('DELETE /api/users/{id}', () => {
-  it("soft-deletes: 204 with no body, deleted_at set, every session revoked", async () => {
+  it('soft-deletes: 204 with no body, deleted_at set, every session revoked', async () => {
     const u = await t.register({ password: 'delete-password' });
     const second = (await login(u.email, 'delete-password')).body.data;
     const res = await t.delete(`/api/users/${u.id}`, { token: admin });
@@ -649,7 +692,13 @@ describe('GET /api/users', () => {
 
   it('the default page size applies to the whole collection', async () => {
     const total = Number(
-      (await t.db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).where('deleted_at', 'is', null).executeTakeFirstOrThrow()).n,
+      (
+        await t.db
+          .selectFrom('users')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('deleted_at', 'is', null)
+          .executeTakeFirstOrThrow()
+      ).n,
     );
     expect(total).toBeGreaterThan(20);
     const res = await list({});
@@ -673,11 +722,23 @@ describe('GET /api/users', () => {
   it('a page past the last is 200 with an empty data and has_prev true', async () => {
     const res = await list({ q: sortMark, per_page: 3, page: 4 });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, data: [], meta: { page: 4, per_page: 3, total: 7, pages: 3, has_next: false, has_prev: true } });
+    expect(res.body).toEqual({
+      success: true,
+      data: [],
+      meta: { page: 4, per_page: 3, total: 7, pages: 3, has_next: false, has_prev: true },
+    });
     const far = await list({ q: sortMark, page: 1000 });
-    expect(far.body).toEqual({ success: true, data: [], meta: { page: 1000, per_page: 20, total: 7, pages: 1, has_next: false, has_prev: true } });
+    expect(far.body).toEqual({
+      success: true,
+      data: [],
+      meta: { page: 1000, per_page: 20, total: 7, pages: 1, has_next: false, has_prev: true },
+    });
     const none = await list({ q: marker('nobody') });
-    expect(none.body).toEqual({ success: true, data: [], meta: { page: 1, per_page: 20, total: 0, pages: 0, has_next: false, has_prev: false } });
+    expect(none.body).toEqual({
+      success: true,
+      data: [],
+      meta: { page: 1, per_page: 20, total: 0, pages: 0, has_next: false, has_prev: false },
+    });
   });
 
   it('422 for per_page above the maximum, per_page 0, page 0 and non-integers', async () => {
@@ -894,7 +955,12 @@ describe('GET /api/users', () => {
     it('mixing page/per_page with cursor/limit is a 422', async () => {
       expectInvalid(await list({ page: 1, cursor: 0 }), ['query.page', 'query.cursor']);
       expectInvalid(await list({ per_page: 5, limit: 5 }), ['query.per_page', 'query.limit']);
-      expectInvalid(await list({ page: 2, per_page: 5, cursor: 3, limit: 5 }), ['query.page', 'query.per_page', 'query.cursor', 'query.limit']);
+      expectInvalid(await list({ page: 2, per_page: 5, cursor: 3, limit: 5 }), [
+        'query.page',
+        'query.per_page',
+        'query.cursor',
+        'query.limit',
+      ]);
     });
 
     it('422 for a limit above the maximum, limit 0 and a negative cursor', async () => {
@@ -917,7 +983,11 @@ describe('with MAX_PAGE_SIZE=5 and DEFAULT_PAGE_SIZE=2', () => {
     small = await startTestApp({ MAX_PAGE_SIZE: '5', DEFAULT_PAGE_SIZE: '2' });
     token = await small.adminToken();
     for (const name of ['one', 'two', 'three']) {
-      const res = await small.post('/api/users', { name: `${mark} ${name}`, email: uniqueEmail(mark), password: 'password-123' }, { token });
+      const res = await small.post(
+        '/api/users',
+        { name: `${mark} ${name}`, email: uniqueEmail(mark), password: 'password-123' },
+        { token },
+      );
       expect(res.status).toBe(201);
       created.push(res.body.data.id);
     }

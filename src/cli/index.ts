@@ -112,7 +112,12 @@ function describe(error: unknown): string {
 
 if (require.main === module) {
   // The same configuration as the server, .env file included.
-  void main(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: processEnvironment() }).then((code) => {
+  void main(process.argv.slice(2), {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: processEnvironment(),
+  }).then((code) => {
     process.exitCode = code;
   });
 }

@@ -14,7 +14,11 @@ import { UserService } from '../services/users';
 const QUIET = createLogger({ level: 'silent' });
 
 /** The services the commands act through, on the command's database; nothing is started. */
-export function commandServices({ db, config }: Pick<Context, 'db' | 'config'>): { users: UserService; imports: UserImport; housekeeping: Housekeeping } {
+export function commandServices({ db, config }: Pick<Context, 'db' | 'config'>): {
+  users: UserService;
+  imports: UserImport;
+  housekeeping: Housekeeping;
+} {
   const transact = transactions(db);
   // A command hashes one password at a time, with nothing queued behind it.
   const passwords = new PasswordHasher({ policy: config.passwords, concurrency: 1, maxWaiting: 0 });

@@ -34,7 +34,8 @@ function describeKey(key: KeyObject): string {
 export function algorithmOf(key: KeyObject): AsymmetricAlgorithm {
   const details = key.asymmetricKeyDetails;
   if (key.asymmetricKeyType === 'rsa') {
-    if ((details?.modulusLength ?? 0) < MIN_RSA_BITS) throw new KeyError(`is ${describeKey(key)}; RS256 needs at least ${MIN_RSA_BITS} bits`);
+    if ((details?.modulusLength ?? 0) < MIN_RSA_BITS)
+      throw new KeyError(`is ${describeKey(key)}; RS256 needs at least ${MIN_RSA_BITS} bits`);
     return 'RS256';
   }
   if (key.asymmetricKeyType === 'ec') {

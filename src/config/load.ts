@@ -75,7 +75,9 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     read.problem('WEB_CONCURRENCY above 1 needs DATABASE_URL (the embedded database serves one process only)');
   }
   if (sessions.maxDays < tokens.refreshTokenExpireDays) {
-    read.problem(`SESSION_MAX_DAYS (${sessions.maxDays}) must not be less than REFRESH_TOKEN_EXPIRE_DAYS (${tokens.refreshTokenExpireDays})`);
+    read.problem(
+      `SESSION_MAX_DAYS (${sessions.maxDays}) must not be less than REFRESH_TOKEN_EXPIRE_DAYS (${tokens.refreshTokenExpireDays})`,
+    );
   }
 
   if (read.problems.length > 0) throw new ConfigError(read.problems);
@@ -107,7 +109,8 @@ function serverPart(read: EnvReader): ServerConfig {
     .map((origin) => origin.trim().replace(/\/+$/, ''))
     .filter(Boolean);
   for (const origin of corsOrigins) {
-    if (origin !== '*' && !/^https?:\/\/[^/]+$/.test(origin)) read.problem(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+    if (origin !== '*' && !/^https?:\/\/[^/]+$/.test(origin))
+      read.problem(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
   }
   const webConcurrency =
     read.string('WEB_CONCURRENCY')?.toLowerCase() === 'auto' ? availableParallelism() : read.integer('WEB_CONCURRENCY', 1, 1, 256);
@@ -232,8 +235,10 @@ function signingKeys(
   const privatePem = read.string('JWT_PRIVATE_KEY');
   const previousPems = read.string('JWT_PREVIOUS_PUBLIC_KEYS');
   if (algorithm !== 'RS256' && algorithm !== 'ES256') {
-    if (privatePem !== undefined) read.problem(`JWT_PRIVATE_KEY is set but ALGORITHM is ${algorithm}; set ALGORITHM=RS256 or ES256 to sign with it`);
-    if (previousPems !== undefined) read.problem(`JWT_PREVIOUS_PUBLIC_KEYS is set but ALGORITHM is ${algorithm}; it applies to RS256 and ES256 only`);
+    if (privatePem !== undefined)
+      read.problem(`JWT_PRIVATE_KEY is set but ALGORITHM is ${algorithm}; set ALGORITHM=RS256 or ES256 to sign with it`);
+    if (previousPems !== undefined)
+      read.problem(`JWT_PREVIOUS_PUBLIC_KEYS is set but ALGORITHM is ${algorithm}; it applies to RS256 and ES256 only`);
     return undefined;
   }
   const parse = <T>(name: string, build: () => T): T | undefined => {

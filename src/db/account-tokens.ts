@@ -20,7 +20,12 @@ export async function insertAccountToken(db: Executor, token: NewAccountToken): 
  * Voids every unused token of a purpose for a user, so only the newest one works; with
  * `exceptEmail`, the tokens issued for that address stay.
  */
-export async function voidAccountTokens(db: Executor, userId: number, purpose: TokenPurpose, options: { exceptEmail?: string } = {}): Promise<void> {
+export async function voidAccountTokens(
+  db: Executor,
+  userId: number,
+  purpose: TokenPurpose,
+  options: { exceptEmail?: string } = {},
+): Promise<void> {
   let q = db
     .updateTable('account_tokens')
     .set({ used_at: sql`now()` })

@@ -43,7 +43,11 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     // A client in use losing its connection fails its query (and the pool drops it on release); without a
     // listener of its own it would also emit an unhandled 'error' event that takes the process down.
     pool.on('connect', (client) => client.on('error', () => {}));
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? preparingPool(pool) : pool }) }), kind: 'postgres', pool };
+    return {
+      db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? preparingPool(pool) : pool }) }),
+      kind: 'postgres',
+      pool,
+    };
   }
   const inMemory = config.dataDir.startsWith('memory://');
   if (!inMemory) mkdirSync(config.dataDir, { recursive: true });

@@ -74,7 +74,12 @@ export async function countConfirmedFactors(db: Executor, userId: number): Promi
 
 /** A registered passkey by its credential id (base64url). */
 export function findPasskey(db: Executor, credentialId: string): Promise<MfaFactorRow | undefined> {
-  return db.selectFrom('mfa_factors').selectAll().where('credential_id', '=', credentialId).where('type', '=', 'webauthn').executeTakeFirst();
+  return db
+    .selectFrom('mfa_factors')
+    .selectAll()
+    .where('credential_id', '=', credentialId)
+    .where('type', '=', 'webauthn')
+    .executeTakeFirst();
 }
 
 /**

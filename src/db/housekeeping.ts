@@ -28,7 +28,9 @@ export const HOUSEKEEPING_LOCK_KEY = 7_303_014_101;
  * transaction holds it. The lock ends with the transaction, so it cannot outlive a crashed process.
  */
 export async function tryHousekeepingLock(trx: Transaction<Database>): Promise<boolean> {
-  const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${HOUSEKEEPING_LOCK_KEY}::bigint) as locked`.execute(trx);
+  const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${HOUSEKEEPING_LOCK_KEY}::bigint) as locked`.execute(
+    trx,
+  );
   return rows[0]?.locked === true;
 }
 

@@ -14,7 +14,15 @@ export interface NewChallenge {
 export async function insertChallenge(db: Executor, c: NewChallenge): Promise<void> {
   await db
     .insertInto('mfa_challenges')
-    .values({ id: c.id, purpose: c.purpose, user_id: c.userId, token_hash: c.tokenHash ?? null, challenge: c.challenge ?? null, user_handle: c.userHandle ?? null, expires_at: c.expiresAt })
+    .values({
+      id: c.id,
+      purpose: c.purpose,
+      user_id: c.userId,
+      token_hash: c.tokenHash ?? null,
+      challenge: c.challenge ?? null,
+      user_handle: c.userHandle ?? null,
+      expires_at: c.expiresAt,
+    })
     .execute();
 }
 
@@ -84,5 +92,10 @@ export function consumeChallenge(
 
 /** Voids every live challenge of the user (their factors were reset). */
 export async function voidUserChallenges(db: Executor, userId: number): Promise<void> {
-  await db.updateTable('mfa_challenges').set({ used_at: sql`now()` }).where('user_id', '=', userId).where('used_at', 'is', null).execute();
+  await db
+    .updateTable('mfa_challenges')
+    .set({ used_at: sql`now()` })
+    .where('user_id', '=', userId)
+    .where('used_at', 'is', null)
+    .execute();
 }

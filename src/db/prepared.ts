@@ -32,7 +32,9 @@ export function preparingPool(pool: Pool): PostgresPool {
           query: ((text: unknown, values?: readonly unknown[]) => {
             const name = typeof text === 'string' ? names.get(text) : undefined;
             if (name === undefined) return client.query(text as string, values as unknown[]);
-            return client.query({ name, text: text as string, values: values as unknown[] }) as unknown as Promise<PostgresQueryResult<unknown>>;
+            return client.query({ name, text: text as string, values: values as unknown[] }) as unknown as Promise<
+              PostgresQueryResult<unknown>
+            >;
           }) as PostgresPoolClient['query'],
           release: () => client.release(),
         };

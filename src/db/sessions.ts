@@ -84,7 +84,11 @@ export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<Use
   // Every grace answer's token is kept: with several tabs reusing the token at once, each answer's
   // token must stay valid, not only the last one written. Bounded, so a stolen token cannot grow it.
   const withinGrace = await liveSession()
-    .set({ grace_token_hashes: sql`array_append(sessions.grace_token_hashes, ${r.newHash}::text)`, last_used_at: sql`now()`, expires_at: r.expiresAt })
+    .set({
+      grace_token_hashes: sql`array_append(sessions.grace_token_hashes, ${r.newHash}::text)`,
+      last_used_at: sql`now()`,
+      expires_at: r.expiresAt,
+    })
     .where('sessions.previous_token_hash', '=', r.presentedHash)
     .where(sql<number>`cardinality(sessions.grace_token_hashes)`, '<', MAX_GRACE_TOKENS)
     .where('sessions.rotated_at', '>', sql<Date>`now() - make_interval(secs => ${r.graceSeconds})`)
@@ -103,7 +107,11 @@ export async function revokeSession(db: Executor, sessionId: string): Promise<vo
 
 /** Revokes every live session of a user, but `exceptSessionId` when given. */
 export async function revokeUserSessions(db: Executor, userId: number, exceptSessionId?: string): Promise<void> {
-  let q = db.updateTable('sessions').set({ revoked_at: sql`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null);
+  let q = db
+    .updateTable('sessions')
+    .set({ revoked_at: sql`now()` })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null);
   if (exceptSessionId) q = q.where('id', '!=', exceptSessionId);
   await q.execute();
 }

@@ -139,9 +139,5 @@ async function countUsers(db: Executor, filter: UserFilter): Promise<number> {
 
 /** Up to `limit` users with an id above `after`, by id ascending. */
 export function listUsersAfter(db: Executor, filter: UserFilter, after: number, limit: number): Promise<UserRow[]> {
-  return filtered(db.selectFrom('users').selectAll(), filter)
-    .where('id', '>', after)
-    .orderBy('id', 'asc')
-    .limit(limit)
-    .execute();
+  return filtered(db.selectFrom('users').selectAll(), filter).where('id', '>', after).orderBy('id', 'asc').limit(limit).execute();
 }

@@ -9,7 +9,10 @@ export const register: Handler<'register'> = async ({ body, client }, { auth }) 
 
 /** The OAuth2 token URL, password and refresh grants: the token fields also stand at the top level (RFC 6749 §5.1). */
 export const login: Handler<'login'> = async ({ body, client }, { auth }) => {
-  const pair = body.grant_type === 'refresh_token' ? await auth.refresh(body.refresh_token, client) : (await auth.login(body.username, body.password, client)).tokens;
+  const pair =
+    body.grant_type === 'refresh_token'
+      ? await auth.refresh(body.refresh_token, client)
+      : (await auth.login(body.username, body.password, client)).tokens;
   const tokens = tokenPairView(pair);
   return ok(tokens, tokens);
 };

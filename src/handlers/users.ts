@@ -5,7 +5,10 @@ import { importResultView, userView } from './views';
 
 export const listUsers: Handler<'listUsers'> = async (input, { users }) => {
   const { rows, meta } = await users.list(signedIn(input), input.query);
-  return ok(rows.map((row) => userView(row, true)), { meta });
+  return ok(
+    rows.map((row) => userView(row, true)),
+    { meta },
+  );
 };
 
 export const getUser: Handler<'getUser'> = async (input, { users }) => {

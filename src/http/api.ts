@@ -42,7 +42,11 @@ export async function buildApi(document: OpenApiDocument, operations: Operations
   for (const operation of contractOperations) {
     api.register(operation.operationId!, (c: ApiContext, ctx: KoaContext) => {
       rejectNulCharacters(c.request);
-      const { requestBody: body, query, params: path } = c.request as { requestBody: unknown; query: Record<string, unknown>; params: Record<string, unknown> };
+      const {
+        requestBody: body,
+        query,
+        params: path,
+      } = c.request as { requestBody: unknown; query: Record<string, unknown>; params: Record<string, unknown> };
       return run(operation, operationRequest(ctx, { body, query, path }));
     });
   }
@@ -60,7 +64,8 @@ export async function buildApi(document: OpenApiDocument, operations: Operations
 
   const router = new Router();
   for (const operation of contractOperations) {
-    const handle: Handle = direct(operation, (request) => run(operation, request), authenticate) ?? ((ctx, request) => api.handleRequest(request, ctx));
+    const handle: Handle =
+      direct(operation, (request) => run(operation, request), authenticate) ?? ((ctx, request) => api.handleRequest(request, ctx));
     router.register(koaPath(operation.path), [operation.method.toUpperCase()], dispatcher(operation, handle, options));
   }
   const compileValidators = (onError: (error: unknown, operationId: string) => void) => {

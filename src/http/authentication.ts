@@ -26,6 +26,8 @@ export function principalOf(ctx: KoaContext, authenticate: Authenticate): Promis
 /** Why openapi-backend refused the request's security: a 401 that says why, or a failure (the database, say) to pass on. */
 export function securityFailure(security: ApiContext['security']): unknown {
   const results = Object.values(security) as unknown[];
-  const failure = results.find((result): result is { error: unknown } => typeof result === 'object' && result !== null && 'error' in result && Boolean(result.error));
+  const failure = results.find(
+    (result): result is { error: unknown } => typeof result === 'object' && result !== null && 'error' in result && Boolean(result.error),
+  );
   return failure?.error ?? unauthorized();
 }

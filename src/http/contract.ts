@@ -30,7 +30,8 @@ function readContract(): OpenApiDocument {
  */
 function loadContract(): OpenApiDocument {
   const built = join(__dirname, '..', '..', 'api', 'openapi.json');
-  if (__dirname.endsWith(join('dist', 'src', 'http')) && existsSync(built)) return JSON.parse(readFileSync(built, 'utf8')) as OpenApiDocument;
+  if (__dirname.endsWith(join('dist', 'src', 'http')) && existsSync(built))
+    return JSON.parse(readFileSync(built, 'utf8')) as OpenApiDocument;
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when the contract is read from YAML
   const yaml = require('js-yaml') as typeof import('js-yaml');
   return yaml.load(readFileSync(contractSource(), 'utf8')) as OpenApiDocument;
@@ -64,7 +65,8 @@ export function validationContractFor(server: Pick<ServerConfig, 'appVersion'>, 
   for (const item of Object.values(doc.paths)) {
     for (const operation of Object.values(item)) {
       for (const parameter of operation?.parameters ?? []) {
-        if (parameter.in === 'query' && (parameter.name === 'per_page' || parameter.name === 'limit')) parameter.schema.maximum = pagination.maxPageSize;
+        if (parameter.in === 'query' && (parameter.name === 'per_page' || parameter.name === 'limit'))
+          parameter.schema.maximum = pagination.maxPageSize;
       }
     }
   }

@@ -46,7 +46,10 @@ export function dispatcher(operation: Operation, handle: Handle, { guard, bodyGu
       body: withBody ? ctx.request.body : requestBody?.required ? {} : undefined,
     };
     // Password hashes count against the signed-in user, else the client, for their share of the queue.
-    const reply = await asCaller(() => hashCallerOf(ctx), () => handle(ctx, request));
+    const reply = await asCaller(
+      () => hashCallerOf(ctx),
+      () => handle(ctx, request),
+    );
     ctx.status = reply.status;
     if (reply.headers) ctx.set(reply.headers);
     ctx.body = reply.body ?? null;

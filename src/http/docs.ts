@@ -90,7 +90,13 @@ export function docsRouter(document: OpenApiDocument): Router {
   // (src/http/security.ts) would stop any other outside request.
   router.get(
     '/redoc',
-    html(page(`${title} – ReDoc`, '<style>body { margin: 0; padding: 0; }</style>', '<redoc spec-url="/openapi.json"></redoc>\n<script src="/redoc/redoc.standalone.js"></script>')),
+    html(
+      page(
+        `${title} – ReDoc`,
+        '<style>body { margin: 0; padding: 0; }</style>',
+        '<redoc spec-url="/openapi.json"></redoc>\n<script src="/redoc/redoc.standalone.js"></script>',
+      ),
+    ),
   );
   router.get('/redoc/redoc.standalone.js', (ctx) => {
     ctx.type = 'application/javascript; charset=utf-8';

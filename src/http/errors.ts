@@ -92,7 +92,8 @@ function fromDomain(error: DomainError): ApiError {
   const { message } = error;
   if (error instanceof Validation) return validationFailure(error.details);
   if (error instanceof Unauthorized) return new ApiError(401, 'UNAUTHORIZED', message, undefined, { headers: BEARER_CHALLENGE });
-  if (error instanceof InvalidCredentials) return new ApiError(401, 'INVALID_CREDENTIALS', message, undefined, { headers: BEARER_CHALLENGE });
+  if (error instanceof InvalidCredentials)
+    return new ApiError(401, 'INVALID_CREDENTIALS', message, undefined, { headers: BEARER_CHALLENGE });
   if (error instanceof TokenExpired) {
     return new ApiError(401, 'TOKEN_EXPIRED', message, undefined, {
       headers: { 'WWW-Authenticate': `Bearer error="invalid_token", error_description="${message}"` },
@@ -145,5 +146,7 @@ function isDatabaseUnavailable(error: unknown): boolean {
   const message = error instanceof Error ? error.message : '';
   // "not queryable": a transaction's rollback on a connection the server just closed, which replaces the
   // original error. The last two: a pool already closed, as while the service shuts down.
-  return /timeout exceeded when trying to connect|Query read timeout|Connection terminated|is not queryable|driver has already been destroyed|Cannot use a pool after calling end/i.test(message);
+  return /timeout exceeded when trying to connect|Query read timeout|Connection terminated|is not queryable|driver has already been destroyed|Cannot use a pool after calling end/i.test(
+    message,
+  );
 }

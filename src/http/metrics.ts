@@ -37,7 +37,9 @@ export function metricsEndpoint(metrics: Metrics, token: string | undefined): Mi
       return;
     }
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      throw new ApiError(405, 'METHOD_NOT_ALLOWED', `Method ${ctx.method} not allowed on ${ctx.path}`, undefined, { headers: { Allow: 'GET, HEAD' } });
+      throw new ApiError(405, 'METHOD_NOT_ALLOWED', `Method ${ctx.method} not allowed on ${ctx.path}`, undefined, {
+        headers: { Allow: 'GET, HEAD' },
+      });
     }
     if (expected && !bearerMatches(ctx.get('authorization'), expected)) throw unauthorized();
     let text: string;

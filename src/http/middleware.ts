@@ -53,7 +53,10 @@ export function errors(logger: Logger) {
     } catch (thrown) {
       const error = toApiError(thrown);
       if (error.logLevel) {
-        logger[error.logLevel]({ requestId: stateOf(ctx).requestId, method: ctx.method, path: ctx.path, status: error.status, code: error.code }, error.message);
+        logger[error.logLevel](
+          { requestId: stateOf(ctx).requestId, method: ctx.method, path: ctx.path, status: error.status, code: error.code },
+          error.message,
+        );
       } else if (error.status >= 500) {
         logger.error({ err: error.cause ?? thrown, requestId: stateOf(ctx).requestId, method: ctx.method, path: ctx.path }, error.message);
       }

@@ -22,7 +22,10 @@ export interface RoutedRequest extends Request {
 export function routeOnce(api: OpenAPIBackend, operations: Operation[]): void {
   const byId = new Map(operations.map((operation) => [operation.operationId, operation]));
   const declaredQuery = new Map(
-    operations.map((op) => [op.operationId, new Set((op.parameters ?? []).flatMap((p) => ('in' in p && p.in === 'query' ? [p.name] : [])))]),
+    operations.map((op) => [
+      op.operationId,
+      new Set((op.parameters ?? []).flatMap((p) => ('in' in p && p.in === 'query' ? [p.name] : []))),
+    ]),
   );
   const router = api.router;
   router.getOperations = () => operations;

@@ -84,6 +84,10 @@ function fieldError(error: ErrorObject): FieldError {
   if (error.keyword === 'additionalProperties') {
     return { field: [...segments, String(params.additionalProperty)].join('.'), message: 'is not allowed' };
   }
-  const patternMessage = error.keyword === 'pattern' ? (error.parentSchema as { 'x-pattern-message'?: unknown } | undefined)?.['x-pattern-message'] : undefined;
-  return { field: segments.join('.') || 'body', message: typeof patternMessage === 'string' ? patternMessage : (error.message ?? 'is invalid') };
+  const patternMessage =
+    error.keyword === 'pattern' ? (error.parentSchema as { 'x-pattern-message'?: unknown } | undefined)?.['x-pattern-message'] : undefined;
+  return {
+    field: segments.join('.') || 'body',
+    message: typeof patternMessage === 'string' ? patternMessage : (error.message ?? 'is invalid'),
+  };
 }

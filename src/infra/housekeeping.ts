@@ -65,7 +65,9 @@ export class Housekeeping {
     for (const [target, retentionHours] of rules) {
       for (;;) {
         if (this.stopping) return { removed, status: 'stopped' };
-        const deleted = await this.transact(async (trx) => ((await tryHousekeepingLock(trx)) ? purgeBatch(trx, target, retentionHours, batchSize) : undefined));
+        const deleted = await this.transact(async (trx) =>
+          (await tryHousekeepingLock(trx)) ? purgeBatch(trx, target, retentionHours, batchSize) : undefined,
+        );
         if (deleted === undefined) return { removed, status: 'busy' };
         removed[target] = (removed[target] ?? 0) + deleted;
         if (deleted < batchSize) break;

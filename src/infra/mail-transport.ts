@@ -29,7 +29,10 @@ export function createTransport(config: MailConfig, logger: Logger): MailTranspo
         if (config.logLinks) {
           logger.info({ mail: { to: mail.to, subject: mail.subject, link: mail.link } }, 'mail not sent (no SMTP_URL): here is its link');
         } else {
-          logger.info({ mail: { to: mail.to, subject: mail.subject } }, 'mail not sent (no SMTP_URL); its link is not logged (MAIL_LOG_LINKS=false)');
+          logger.info(
+            { mail: { to: mail.to, subject: mail.subject } },
+            'mail not sent (no SMTP_URL); its link is not logged (MAIL_LOG_LINKS=false)',
+          );
         }
       },
       close() {},

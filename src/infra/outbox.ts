@@ -92,7 +92,10 @@ export class Outbox {
       for (const [index, row] of batch.entries()) {
         if (this.stopped) {
           // Stopping: what was claimed but not tried goes back to the queue for the next process.
-          await releaseMail(this.db, batch.slice(index).map((r) => r.id));
+          await releaseMail(
+            this.db,
+            batch.slice(index).map((r) => r.id),
+          );
           return;
         }
         await this.deliver(row);

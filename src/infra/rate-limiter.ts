@@ -32,7 +32,13 @@ export function limiterFactory(config: Pick<LimitsConfig, 'store'>, pool: Pool |
   if (!pool) throw new Error('RATE_LIMIT_STORE=postgres needs a PostgreSQL database');
   let table: Promise<unknown> | undefined;
   return async (options) => {
-    const common = { ...options, storeClient: pool, storeType: 'pool', tableName: RATE_LIMIT_TABLE, insuranceLimiter: new RateLimiterMemory(options) };
+    const common = {
+      ...options,
+      storeClient: pool,
+      storeType: 'pool',
+      tableName: RATE_LIMIT_TABLE,
+      insuranceLimiter: new RateLimiterMemory(options),
+    };
     if (!table) {
       // The first limiter creates the table (and sweeps expired rows); the others reuse it.
       let first: RateLimiterPostgres | undefined;

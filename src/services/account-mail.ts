@@ -49,7 +49,13 @@ export class AccountMail {
     const hours = this.config.emailVerifyExpireHours;
     const { token, hash } = newToken();
     await voidAccountTokens(db, user.id, 'email_verification', { exceptEmail: user.email });
-    await insertAccountToken(db, { userId: user.id, purpose: 'email_verification', tokenHash: hash, email: newEmail, expiresAt: new Date(Date.now() + hours * 3600_000) });
+    await insertAccountToken(db, {
+      userId: user.id,
+      purpose: 'email_verification',
+      tokenHash: hash,
+      email: newEmail,
+      expiresAt: new Date(Date.now() + hours * 3600_000),
+    });
     await this.outbox.enqueue(db, emailChangeMail(this.config.appUrl, newEmail, user.name, token, hours));
     if (notify) await this.outbox.enqueue(db, emailChangeRequestedMail(user.email, user.name, newEmail));
   }
@@ -81,10 +87,22 @@ export class AccountMail {
     this.outbox.wake();
   }
 
-  private async send(db: Executor, user: Recipient, purpose: TokenPurpose, lifetimeMs: number, compose: (token: string) => Mail): Promise<void> {
+  private async send(
+    db: Executor,
+    user: Recipient,
+    purpose: TokenPurpose,
+    lifetimeMs: number,
+    compose: (token: string) => Mail,
+  ): Promise<void> {
     const { token, hash } = newToken();
     await voidAccountTokens(db, user.id, purpose);
-    await insertAccountToken(db, { userId: user.id, purpose, tokenHash: hash, email: user.email, expiresAt: new Date(Date.now() + lifetimeMs) });
+    await insertAccountToken(db, {
+      userId: user.id,
+      purpose,
+      tokenHash: hash,
+      email: user.email,
+      expiresAt: new Date(Date.now() + lifetimeMs),
+    });
     await this.outbox.enqueue(db, compose(token));
   }
 }

@@ -63,7 +63,9 @@ export class AccountService {
   forgotPassword(email: string, client: ClientInfo): void {
     const work = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => this.sendResetLink(email, client))
-      .catch((error: unknown) => this.logger.error({ err: error, requestId: client.requestId }, 'forgot-password: the reset link could not be queued'));
+      .catch((error: unknown) =>
+        this.logger.error({ err: error, requestId: client.requestId }, 'forgot-password: the reset link could not be queued'),
+      );
     this.pending.add(work);
     void work.finally(() => this.pending.delete(work));
   }
@@ -84,7 +86,11 @@ export class AccountService {
       return true;
     });
     if (sent) this.mail.flush();
-    else this.logger.info({ userId: user.id, requestId: client.requestId }, 'forgot-password: no new link, one was sent to this account recently');
+    else
+      this.logger.info(
+        { userId: user.id, requestId: client.requestId },
+        'forgot-password: no new link, one was sent to this account recently',
+      );
   }
 
   /** Sets a new password with a reset token; every session ends and the e-mail counts as verified. */
@@ -126,7 +132,13 @@ export class AccountService {
           if (holder && holder.id !== current.id) throw new Conflict('Email already registered');
           const user = await updateLiveUser(trx, current.id, { email: owner.email, pending_email: null, email_verified: true });
           if (!user) throw new InvalidToken();
-          await recordEvent(trx, { type: 'email.verified', actor: user.id, subject: user.id, details: { email_changed: true }, origin: client });
+          await recordEvent(trx, {
+            type: 'email.verified',
+            actor: user.id,
+            subject: user.id,
+            details: { email_changed: true },
+            origin: client,
+          });
           return user;
         }
         if (current.email !== owner.email) throw new InvalidToken();
@@ -167,7 +179,13 @@ export class AccountService {
     const id = principal.user.id;
     await this.transact(async (trx) => {
       if (!(await revokeOwnSession(trx, id, sessionId))) throw new NotFound('Session not found');
-      await recordEvent(trx, { type: 'session.revoked', actor: id, subject: id, details: { session_id: sessionId }, origin: principal.client });
+      await recordEvent(trx, {
+        type: 'session.revoked',
+        actor: id,
+        subject: id,
+        details: { session_id: sessionId },
+        origin: principal.client,
+      });
     });
   }
 }

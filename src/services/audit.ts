@@ -55,6 +55,7 @@ function parseTime(value: string | undefined, field: FieldProblem['field']): Dat
   if (value === undefined) return undefined;
   const time = new Date(value);
   const year = time.getUTCFullYear();
-  if (Number.isNaN(year) || year < 1 || year > 9999) throw new Validation([{ field, message: 'must be a date-time from year 1 to 9999 (UTC)' }]);
+  if (Number.isNaN(year) || year < 1 || year > 9999)
+    throw new Validation([{ field, message: 'must be a date-time from year 1 to 9999 (UTC)' }]);
   return time;
 }

@@ -1,7 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { SessionConfig } from '../config';
 import { Conflict, Forbidden, InvalidCredentials, MfaRequired, TokenExpired, Unauthorized } from '../errors';
-import { findAuthenticatedUser, findSessionAssurance, findSessionCreatedAt, revokeOwnSession, revokeSession, revokeUserSessions, rotateRefreshToken } from '../db/sessions';
+import {
+  findAuthenticatedUser,
+  findSessionAssurance,
+  findSessionCreatedAt,
+  revokeOwnSession,
+  revokeSession,
+  revokeUserSessions,
+  rotateRefreshToken,
+} from '../db/sessions';
 import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
@@ -69,7 +77,13 @@ export class AuthService {
       // exists, the verification link is on its way, and signing in comes after it.
       const opened = this.config.requireVerifiedEmail ? undefined : await this.openSession(trx, user, client);
       await this.mail.sendVerification(trx, user);
-      await recordEvent(trx, { type: 'user.registered', actor: user.id, subject: user.id, details: opened ? { session_id: opened.sessionId } : {}, origin: client });
+      await recordEvent(trx, {
+        type: 'user.registered',
+        actor: user.id,
+        subject: user.id,
+        details: opened ? { session_id: opened.sessionId } : {},
+        origin: client,
+      });
       return { user, tokens: opened?.tokens };
     });
     this.mail.flush();
@@ -97,11 +111,21 @@ export class AuthService {
       throw new InvalidCredentials();
     }
     if (!found.is_active) {
-      await this.transact((trx) => recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' }, origin: client }));
+      await this.transact((trx) =>
+        recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'account_disabled' }, origin: client }),
+      );
       throw new Forbidden('Account is disabled');
     }
     if (this.config.requireVerifiedEmail && !found.email_verified) {
-      await this.transact((trx) => recordEvent(trx, { type: 'login.failed', actor: null, subject: found.id, details: { reason: 'email_not_verified' }, origin: client }));
+      await this.transact((trx) =>
+        recordEvent(trx, {
+          type: 'login.failed',
+          actor: null,
+          subject: found.id,
+          details: { reason: 'email_not_verified' },
+          origin: client,
+        }),
+      );
       throw emailNotVerified();
     }
     // A hash of another algorithm or a lower cost than new ones get is replaced while the password is at hand.
@@ -114,7 +138,13 @@ export class AuthService {
     const { tokens } = await this.transact(async (trx) => {
       if (stronger) await replacePasswordHash(trx, found.id, found.password_hash, stronger);
       const opened = await this.openSession(trx, found, client);
-      await recordEvent(trx, { type: 'login.succeeded', actor: found.id, subject: found.id, details: { session_id: opened.sessionId }, origin: client });
+      await recordEvent(trx, {
+        type: 'login.succeeded',
+        actor: found.id,
+        subject: found.id,
+        details: { session_id: opened.sessionId },
+        origin: client,
+      });
       return opened;
     });
     return { user: found, tokens };
@@ -152,7 +182,8 @@ export class AuthService {
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
       const wasLive = await revokeOwnSession(trx, userId, sessionId);
-      if (wasLive) await recordEvent(trx, { type: 'session.refresh_reuse_detected', actor: null, subject: userId, details, origin: client });
+      if (wasLive)
+        await recordEvent(trx, { type: 'session.refresh_reuse_detected', actor: null, subject: userId, details, origin: client });
       return undefined;
     });
     if (!rotation) throw new Unauthorized();
@@ -177,7 +208,13 @@ export class AuthService {
     await this.transact(async (trx) => {
       if (all) await revokeUserSessions(trx, id);
       else await revokeSession(trx, principal.sessionId);
-      await recordEvent(trx, { type: 'session.logged_out', actor: id, subject: id, details: { session_id: principal.sessionId, all }, origin: principal.client });
+      await recordEvent(trx, {
+        type: 'session.logged_out',
+        actor: id,
+        subject: id,
+        details: { session_id: principal.sessionId, all },
+        origin: principal.client,
+      });
     });
   }
 

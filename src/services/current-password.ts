@@ -21,11 +21,20 @@ export class CurrentPassword {
 
   /** Resolves when `password` is the user's current one; throws 400 INVALID_PASSWORD (or 429 while locked). */
   async confirm(user: Pick<UserRow, 'id' | 'email' | 'password_hash'>, password: string, client: ClientInfo): Promise<void> {
-    const { valid, locked } = await countedCheck(this.loginGuard, user.email, client.ip, () => this.passwords.verify(password, user.password_hash));
+    const { valid, locked } = await countedCheck(this.loginGuard, user.email, client.ip, () =>
+      this.passwords.verify(password, user.password_hash),
+    );
     if (valid) return;
     await this.transact(async (trx) => {
-      await recordEvent(trx, { type: 'login.failed', actor: user.id, subject: user.id, details: { reason: 'wrong_current_password' }, origin: client });
-      if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked }, origin: client });
+      await recordEvent(trx, {
+        type: 'login.failed',
+        actor: user.id,
+        subject: user.id,
+        details: { reason: 'wrong_current_password' },
+        origin: client,
+      });
+      if (locked)
+        await recordEvent(trx, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked }, origin: client });
     });
     throw new InvalidPassword();
   }

@@ -61,8 +61,19 @@ export class FactorService {
     const secret = this.totp.newSecret();
     const factor = await this.transact(async (trx) => {
       await deletePendingTotpFactors(trx, user.id);
-      const row = await insertFactor(trx, { user_id: user.id, type: 'totp', name: name?.trim() || 'Authenticator app', totp_secret_sealed: secret.sealed });
-      await recordEvent(trx, { type: 'mfa.totp_enrolment_started', actor: user.id, subject: user.id, details: { factor_id: row.id }, origin: principal.client });
+      const row = await insertFactor(trx, {
+        user_id: user.id,
+        type: 'totp',
+        name: name?.trim() || 'Authenticator app',
+        totp_secret_sealed: secret.sealed,
+      });
+      await recordEvent(trx, {
+        type: 'mfa.totp_enrolment_started',
+        actor: user.id,
+        subject: user.id,
+        details: { factor_id: row.id },
+        origin: principal.client,
+      });
       return row;
     });
     return { factor, secret: secret.base32, otpauthUrl: this.totp.url(secret.base32, user.email) };
@@ -79,14 +90,26 @@ export class FactorService {
       const factor = step === undefined ? undefined : await confirmTotpFactor(trx, id, step);
       if (!factor) return undefined;
       const first = (await countConfirmedFactors(trx, user.id)) === 1;
-      await recordEvent(trx, { type: 'mfa.factor_added', actor: user.id, subject: user.id, details: { factor_id: factor.id, type: 'totp', first }, origin: principal.client });
+      await recordEvent(trx, {
+        type: 'mfa.factor_added',
+        actor: user.id,
+        subject: user.id,
+        details: { factor_id: factor.id, type: 'totp', first },
+        origin: principal.client,
+      });
       if (!first) return { factor };
       await this.raiseToFirstFactor(trx, principal, 'otp');
       return { factor, recoveryCodes: await this.issueRecoveryCodes(trx, principal) };
     });
     if (!confirmed) {
       await this.transact((trx) =>
-        recordEvent(trx, { type: 'mfa.failed', actor: user.id, subject: user.id, details: { method: 'totp', reason: 'wrong_code', factor_id: id }, origin: principal.client }),
+        recordEvent(trx, {
+          type: 'mfa.failed',
+          actor: user.id,
+          subject: user.id,
+          details: { method: 'totp', reason: 'wrong_code', factor_id: id },
+          origin: principal.client,
+        }),
       );
       throw new InvalidCode();
     }
@@ -101,14 +124,21 @@ export class FactorService {
       if (!removed) throw new NotFound('Factor not found');
       const left = await countConfirmedFactors(trx, user.id);
       if (left === 0) await deleteRecoveryCodes(trx, user.id);
-      await recordEvent(trx, { type: 'mfa.factor_removed', actor: user.id, subject: user.id, details: { factor_id: id, type: removed.type, factors_left: left }, origin: principal.client });
+      await recordEvent(trx, {
+        type: 'mfa.factor_removed',
+        actor: user.id,
+        subject: user.id,
+        details: { factor_id: id, type: removed.type, factors_left: left },
+        origin: principal.client,
+      });
     });
   }
 
   /** A new set of recovery codes; the old set is void. Only for a user with a factor. */
   async regenerateRecoveryCodes(principal: Principal): Promise<string[]> {
     return this.transact(async (trx) => {
-      if ((await countConfirmedFactors(trx, principal.user.id)) === 0) throw new Conflict('Recovery codes need a second factor; enrol one first');
+      if ((await countConfirmedFactors(trx, principal.user.id)) === 0)
+        throw new Conflict('Recovery codes need a second factor; enrol one first');
       return this.issueRecoveryCodes(trx, principal);
     });
   }
@@ -133,10 +163,17 @@ export class FactorService {
     const { user } = principal;
     const challenge = this.webauthn.challengeOf(credential);
     // Spent before it is checked: a challenge is answered once, rightly or not.
-    const issued = challenge && (await consumeChallenge(this.db, { purpose: 'passkey_registration', userId: user.id, challenge }, new Date(this.now())));
+    const issued =
+      challenge && (await consumeChallenge(this.db, { purpose: 'passkey_registration', userId: user.id, challenge }, new Date(this.now())));
     const fail = async (reason: string, message?: string) => {
       await this.transact((trx) =>
-        recordEvent(trx, { type: 'mfa.failed', actor: user.id, subject: user.id, details: { method: 'webauthn', reason, stage: 'registration' }, origin: principal.client }),
+        recordEvent(trx, {
+          type: 'mfa.failed',
+          actor: user.id,
+          subject: user.id,
+          details: { method: 'webauthn', reason, stage: 'registration' },
+          origin: principal.client,
+        }),
       );
       return new InvalidPasskey(message);
     };
@@ -159,7 +196,13 @@ export class FactorService {
         throw error;
       });
       const first = (await countConfirmedFactors(trx, user.id)) === 1;
-      await recordEvent(trx, { type: 'mfa.factor_added', actor: user.id, subject: user.id, details: { factor_id: factor.id, type: 'webauthn', first }, origin: principal.client });
+      await recordEvent(trx, {
+        type: 'mfa.factor_added',
+        actor: user.id,
+        subject: user.id,
+        details: { factor_id: factor.id, type: 'webauthn', first },
+        origin: principal.client,
+      });
       if (first) await this.raiseToFirstFactor(trx, principal, 'hwk');
       return factor;
     });
@@ -174,14 +217,32 @@ export class FactorService {
       const removed = await deleteUserFactors(trx, userId);
       await deleteRecoveryCodes(trx, userId);
       await voidUserChallenges(trx, userId);
-      await recordEvent(trx, { type: 'mfa.reset', actor: principal.user.id, subject: userId, details: { factors_removed: removed }, origin: principal.client });
+      await recordEvent(trx, {
+        type: 'mfa.reset',
+        actor: principal.user.id,
+        subject: userId,
+        details: { factors_removed: removed },
+        origin: principal.client,
+      });
     });
   }
 
   /** Keeps a WebAuthn challenge for one answer within CHALLENGE_TTL_MS. */
-  async newChallenge(c: { purpose: 'passkey_registration' | 'passkey_login'; userId: number | null; challenge: string; userHandle?: string }): Promise<string> {
+  async newChallenge(c: {
+    purpose: 'passkey_registration' | 'passkey_login';
+    userId: number | null;
+    challenge: string;
+    userHandle?: string;
+  }): Promise<string> {
     const id = randomUUID();
-    await insertChallenge(this.db, { id, purpose: c.purpose, userId: c.userId, challenge: c.challenge, userHandle: c.userHandle, expiresAt: new Date(this.now() + CHALLENGE_TTL_MS) });
+    await insertChallenge(this.db, {
+      id,
+      purpose: c.purpose,
+      userId: c.userId,
+      challenge: c.challenge,
+      userHandle: c.userHandle,
+      expiresAt: new Date(this.now() + CHALLENGE_TTL_MS),
+    });
     return id;
   }
 

@@ -82,7 +82,10 @@ export class LoginGuard {
   }
 
   /** @internal Settles an attempt; see LoginAttempt. */
-  async settle(attempt: { pair: string; account: string; clientPoint: number; accountPoint: number }, outcome: 'succeeded' | 'failed' | 'abandoned'): Promise<LockScope | undefined> {
+  async settle(
+    attempt: { pair: string; account: string; clientPoint: number; accountPoint: number },
+    outcome: 'succeeded' | 'failed' | 'abandoned',
+  ): Promise<LockScope | undefined> {
     const { pair, account } = attempt;
     if (outcome === 'abandoned') {
       await Promise.all([this.clientFailures.reward(pair), this.accountFailures.reward(account)]);

@@ -70,7 +70,14 @@ interface AddressConfirmation {
   footer: string;
 }
 
-function addressConfirmationMail(texts: AddressConfirmation, appUrl: string, to: string, name: string, token: string, expireHours: number): Mail {
+function addressConfirmationMail(
+  texts: AddressConfirmation,
+  appUrl: string,
+  to: string,
+  name: string,
+  token: string,
+  expireHours: number,
+): Mail {
   const link = `${appUrl}/verify-email?token=${token}`;
   const action = { label: texts.label, link, lifetime: plural(expireHours, 'hour') };
   return compose({ to, subject: texts.subject, name, paragraphs: [[texts.paragraph]], action, footer: [texts.footer] });
@@ -105,7 +112,11 @@ export function emailChangeRequestedMail(to: string, name: string, newEmail: str
     subject: 'Your e-mail address is about to change',
     name,
     paragraphs: [
-      ['Someone signed in to your account asked to change its e-mail address to ', { value: newEmail }, '. A link to confirm it was sent there.'],
+      [
+        'Someone signed in to your account asked to change its e-mail address to ',
+        { value: newEmail },
+        '. A link to confirm it was sent there.',
+      ],
       ['Until that link is followed, you sign in and recover your password with this address, and mail keeps coming here.'],
     ],
     footer: [
@@ -122,7 +133,9 @@ export function emailChangedMail(to: string, name: string, newEmail: string): Ma
     to,
     subject: 'Your e-mail address was changed',
     name,
-    paragraphs: [['An administrator changed the e-mail address of your account to ', { value: newEmail }, '. This address no longer signs in.']],
+    paragraphs: [
+      ['An administrator changed the e-mail address of your account to ', { value: newEmail }, '. This address no longer signs in.'],
+    ],
     footer: ['If you did not expect this, contact your administrator.'],
   });
 }

@@ -90,8 +90,10 @@ export class MfaSignIn implements SecondFactorGate {
 
   /** Finishes a password login with a proof of the second factor; opens the session. */
   async verify(proof: MfaProof, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
-    if (proof.method !== 'webauthn' && proof.code === undefined) throw new Validation([{ field: 'body.code', message: `is required with method ${proof.method}` }]);
-    if (proof.method === 'webauthn' && proof.credential === undefined) throw new Validation([{ field: 'body.credential', message: 'is required with method webauthn' }]);
+    if (proof.method !== 'webauthn' && proof.code === undefined)
+      throw new Validation([{ field: 'body.code', message: `is required with method ${proof.method}` }]);
+    if (proof.method === 'webauthn' && proof.credential === undefined)
+      throw new Validation([{ field: 'body.credential', message: 'is required with method webauthn' }]);
     const step = await this.liveStep(proof.mfa_token);
     const user = await findUserById(this.db, step.user_id!);
     if (!user || user.deleted_at !== null || !user.is_active) throw new Unauthorized();
@@ -107,7 +109,13 @@ export class MfaSignIn implements SecondFactorGate {
         const session = await openSession(trx, this.tokens, user, client, assurance);
         const details = { method: proof.method, factor_id: shown.factorId ?? null, ...shown.details };
         await recordEvent(trx, { type: 'mfa.verified', actor: user.id, subject: user.id, details, origin: client });
-        await recordEvent(trx, { type: 'login.succeeded', actor: user.id, subject: user.id, details: { session_id: session.sessionId, amr: [...assurance.amr] }, origin: client });
+        await recordEvent(trx, {
+          type: 'login.succeeded',
+          actor: user.id,
+          subject: user.id,
+          details: { session_id: session.sessionId, amr: [...assurance.amr] },
+          origin: client,
+        });
         return session;
       });
       return opened !== undefined;
@@ -115,8 +123,15 @@ export class MfaSignIn implements SecondFactorGate {
     if (!valid || !opened) {
       await this.transact(async (trx) => {
         const failures = await recordMfaFailure(trx, step.id, MFA_MAX_FAILURES);
-        await recordEvent(trx, { type: 'mfa.failed', actor: null, subject: user.id, details: { method: proof.method, reason: 'wrong_proof', failures }, origin: client });
-        if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked }, origin: client });
+        await recordEvent(trx, {
+          type: 'mfa.failed',
+          actor: null,
+          subject: user.id,
+          details: { method: proof.method, reason: 'wrong_proof', failures },
+          origin: client,
+        });
+        if (locked)
+          await recordEvent(trx, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked }, origin: client });
       });
       throw proof.method === 'webauthn' ? new InvalidPasskey() : new InvalidCode();
     }
@@ -181,7 +196,13 @@ export class MfaSignIn implements SecondFactorGate {
   }
 
   /** Checks one proof, taking what it spends (a TOTP step, a recovery code, a passkey's counter). */
-  private async check(trx: UnitOfWork, step: MfaChallengeRow, user: UserRow, proof: MfaProof, client: ClientInfo): Promise<Shown | undefined> {
+  private async check(
+    trx: UnitOfWork,
+    step: MfaChallengeRow,
+    user: UserRow,
+    proof: MfaProof,
+    client: ClientInfo,
+  ): Promise<Shown | undefined> {
     if (proof.method === 'totp') {
       const now = this.options.now();
       for (const factor of await listConfirmedFactors(trx, user.id, 'totp')) {
@@ -206,5 +227,10 @@ export class MfaSignIn implements SecondFactorGate {
 }
 
 function storedPasskey(row: MfaFactorRow): StoredPasskey {
-  return { credentialId: row.credential_id!, publicKey: row.public_key!, counter: Number(row.sign_count), transports: row.transports ?? undefined };
+  return {
+    credentialId: row.credential_id!,
+    publicKey: row.public_key!,
+    counter: Number(row.sign_count),
+    transports: row.transports ?? undefined,
+  };
 }

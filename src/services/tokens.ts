@@ -103,8 +103,16 @@ export class TokenService {
   issueAccess(user: TokenSubject, sessionId: string, assurance: Assurance = PASSWORD_ONLY): string {
     const now = Math.floor(Date.now() / 1000);
     return this.sign({
-      iss: this.issuer, aud: this.audience, sub: String(user.id), email: user.email, email_verified: user.email_verified,
-      type: 'access', sid: sessionId, jti: randomUUID(), iat: now, exp: now + this.accessTtlSeconds,
+      iss: this.issuer,
+      aud: this.audience,
+      sub: String(user.id),
+      email: user.email,
+      email_verified: user.email_verified,
+      type: 'access',
+      sid: sessionId,
+      jti: randomUUID(),
+      iat: now,
+      exp: now + this.accessTtlSeconds,
       ...(isPasswordOnly(assurance) ? {} : { amr: [...assurance.amr], aal: assurance.aal }),
     });
   }
@@ -113,7 +121,16 @@ export class TokenService {
   issueRefresh(userId: number, sessionId: string, notAfter?: Date): { token: string; hash: string; expiresAt: Date } {
     const now = Math.floor(Date.now() / 1000);
     const exp = Math.min(now + this.refreshTtlSeconds, notAfter === undefined ? Infinity : Math.floor(notAfter.getTime() / 1000));
-    const token = this.sign({ iss: this.issuer, aud: this.audience, sub: String(userId), type: 'refresh', sid: sessionId, jti: randomUUID(), iat: now, exp });
+    const token = this.sign({
+      iss: this.issuer,
+      aud: this.audience,
+      sub: String(userId),
+      type: 'refresh',
+      sid: sessionId,
+      jti: randomUUID(),
+      iat: now,
+      exp,
+    });
     return { token, hash: sha256(token), expiresAt: new Date(exp * 1000) };
   }
 
@@ -142,9 +159,13 @@ export class TokenService {
     const valid =
       typeof payload === 'object' &&
       claims.type === type &&
-      typeof claims.iat === 'number' && claims.iat <= Date.now() / 1000 + MAX_CLOCK_SKEW_SECONDS &&
-      typeof claims.sub === 'string' && USER_ID.test(claims.sub) && Number(claims.sub) <= 2147483647 &&
-      typeof claims.sid === 'string' && UUID.test(claims.sid) &&
+      typeof claims.iat === 'number' &&
+      claims.iat <= Date.now() / 1000 + MAX_CLOCK_SKEW_SECONDS &&
+      typeof claims.sub === 'string' &&
+      USER_ID.test(claims.sub) &&
+      Number(claims.sub) <= 2147483647 &&
+      typeof claims.sid === 'string' &&
+      UUID.test(claims.sid) &&
       typeof claims.exp === 'number';
     return valid ? { ok: true, claims: claims as TokenClaims } : { ok: false, reason: 'invalid' };
   }

@@ -29,7 +29,11 @@ export interface ListInput {
 }
 
 export type UserList =
-  | { shape: 'page'; rows: UserRow[]; meta: { page: number; per_page: number; total: number; pages: number; has_next: boolean; has_prev: boolean } }
+  | {
+      shape: 'page';
+      rows: UserRow[];
+      meta: { page: number; per_page: number; total: number; pages: number; has_next: boolean; has_prev: boolean };
+    }
   | { shape: 'cursor'; rows: UserRow[]; meta: { next_cursor: number | null; has_more: boolean } };
 
 export interface UserFields {
@@ -115,7 +119,13 @@ export class UserService {
         is_active: input.is_active ?? true,
       });
       if (!created) throw new Conflict('Email already registered');
-      await recordEvent(trx, { type: 'user.created', actor: principal.user.id, subject: created.id, details: { role: created.role, is_active: created.is_active }, origin: principal.client });
+      await recordEvent(trx, {
+        type: 'user.created',
+        actor: principal.user.id,
+        subject: created.id,
+        details: { role: created.role, is_active: created.is_active },
+        origin: principal.client,
+      });
       return created;
     });
   }
@@ -183,7 +193,13 @@ export class UserService {
         }
         if (typeof pendingEmail === 'string') await this.mail.sendEmailChange(trx, user, pendingEmail);
         else if (pendingEmail === null) await this.mail.cancelEmailChange(trx, user);
-        await recordEvent(trx, { type: 'user.updated', actor: principal.user.id, subject: id, details: changes(patch), origin: principal.client });
+        await recordEvent(trx, {
+          type: 'user.updated',
+          actor: principal.user.id,
+          subject: id,
+          details: changes(patch),
+          origin: principal.client,
+        });
         return user;
       });
     } catch (error) {
@@ -245,7 +261,13 @@ export class UserService {
     return this.transact(async (trx) => {
       const live = await listLiveSessions(trx, id);
       await revokeUserSessions(trx, id);
-      await recordEvent(trx, { type: 'session.revoked', actor: null, subject: id, details: { all: true, sessions: live.length, source }, origin: null });
+      await recordEvent(trx, {
+        type: 'session.revoked',
+        actor: null,
+        subject: id,
+        details: { all: true, sessions: live.length, source },
+        origin: null,
+      });
       return live.length;
     });
   }
@@ -260,10 +282,26 @@ export class UserService {
  * Inserts a verified admin account, with no request behind it, and records who asked (`source`: the
  * ADMIN_EMAIL setting, or the CLI); undefined when the e-mail (normalized already) is taken.
  */
-function insertAdmin(transact: Transact, admin: { email: string; name: string; passwordHash: string; source: string }): Promise<UserRow | undefined> {
+function insertAdmin(
+  transact: Transact,
+  admin: { email: string; name: string; passwordHash: string; source: string },
+): Promise<UserRow | undefined> {
   return transact(async (trx) => {
-    const created = await users.insertUser(trx, { email: admin.email, name: admin.name, password_hash: admin.passwordHash, role: 'admin', email_verified: true });
-    if (created) await recordEvent(trx, { type: 'user.created', actor: null, subject: created.id, details: { role: 'admin', is_active: true, source: admin.source }, origin: null });
+    const created = await users.insertUser(trx, {
+      email: admin.email,
+      name: admin.name,
+      password_hash: admin.passwordHash,
+      role: 'admin',
+      email_verified: true,
+    });
+    if (created)
+      await recordEvent(trx, {
+        type: 'user.created',
+        actor: null,
+        subject: created.id,
+        details: { role: 'admin', is_active: true, source: admin.source },
+        origin: null,
+      });
     return created;
   });
 }

@@ -55,7 +55,6 @@ export interface RequestOptions {
   allowCredentials?: CredentialDescriptor[];
 }
 
-
 /**
  * The WebAuthn ceremonies of this relying party: options in their JSON form, and the checks of
  * what authenticators answer (challenge, origin, RP ID, flags, signature, counter). A check that
@@ -97,7 +96,10 @@ export class WebAuthnParty {
     };
   }
 
-  async requestOptions(input: { allow?: { id: string; transports?: string[] }[]; userVerification: 'required' | 'preferred' }): Promise<RequestOptions> {
+  async requestOptions(input: {
+    allow?: { id: string; transports?: string[] }[];
+    userVerification: 'required' | 'preferred';
+  }): Promise<RequestOptions> {
     const options = await generateAuthenticationOptions({
       rpID: this.party.rpId,
       allowCredentials: input.allow,
@@ -116,7 +118,9 @@ export class WebAuthnParty {
   /** The challenge a credential answers, read from its client data; undefined when unreadable. */
   challengeOf(credential: Credential): string | undefined {
     try {
-      const clientData = JSON.parse(Buffer.from(credential.response.clientDataJSON, 'base64url').toString('utf8')) as { challenge?: unknown };
+      const clientData = JSON.parse(Buffer.from(credential.response.clientDataJSON, 'base64url').toString('utf8')) as {
+        challenge?: unknown;
+      };
       return typeof clientData.challenge === 'string' ? clientData.challenge : undefined;
     } catch {
       return undefined;

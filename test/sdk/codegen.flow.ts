@@ -8,7 +8,9 @@ export async function run(input: FlowInput): Promise<FlowResult> {
   OpenAPI.BASE = input.baseUrl;
   OpenAPI.TOKEN = undefined;
 
-  const registered = await AuthService.register({ requestBody: { email: input.email, password: input.password, name: 'Open Api Codegen' } });
+  const registered = await AuthService.register({
+    requestBody: { email: input.email, password: input.password, name: 'Open Api Codegen' },
+  });
   const signedIn = await AuthService.login({ formData: { username: input.email, password: input.password } });
   OpenAPI.TOKEN = signedIn.access_token;
   const me = await AuthService.getMe();
@@ -31,7 +33,9 @@ export async function run(input: FlowInput): Promise<FlowResult> {
   const cursor = await UsersService.listUsers({ cursor: 0, limit: 2 });
   check('next_cursor' in cursor.meta, 'cursor list without cursor meta');
 
-  const created = await UsersService.createUser({ requestBody: { email: input.newEmail, password: input.password, name: 'Created By Codegen' } });
+  const created = await UsersService.createUser({
+    requestBody: { email: input.newEmail, password: input.password, name: 'Created By Codegen' },
+  });
   const id = created.data.id;
   const updated = await UsersService.updateUser({ id, requestBody: { name: 'Renamed By Codegen' } });
   await UsersService.deleteUser({ id });

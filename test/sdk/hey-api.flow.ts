@@ -1,6 +1,18 @@
 // Runs against a client @hey-api/openapi-ts generated from api/openapi.yaml (into ../hey-api).
 import { client } from '../hey-api/client.gen.js';
-import { createUser, deleteUser, getMe, listUsers, login, loginJson, logout, refreshToken, register, restoreUser, updateUser } from '../hey-api/sdk.gen.js';
+import {
+  createUser,
+  deleteUser,
+  getMe,
+  listUsers,
+  login,
+  loginJson,
+  logout,
+  refreshToken,
+  register,
+  restoreUser,
+  updateUser,
+} from '../hey-api/sdk.gen.js';
 import { check, sidOf, type FlowInput, type FlowResult } from './flow.js';
 
 export async function run(input: FlowInput): Promise<FlowResult> {

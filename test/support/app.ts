@@ -67,7 +67,8 @@ export interface RegisteredUser {
 }
 
 let counter = 0;
-export const uniqueEmail = (prefix = 'user') => `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}-${randomBytes(3).toString('hex')}@example.com`;
+export const uniqueEmail = (prefix = 'user') =>
+  `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}-${randomBytes(3).toString('hex')}@example.com`;
 
 export interface SuiteDatabase {
   env: Record<string, string>;

@@ -18,7 +18,8 @@ export function describeInBrowser(name: string, suite: () => void): void {
     });
     return;
   }
-  if (!haveBrowser) console.warn(`${name}: skipped, ${CHROMIUM} not found (install chromium, or set REQUIRE_BROWSER=1 to make this a failure)`);
+  if (!haveBrowser)
+    console.warn(`${name}: skipped, ${CHROMIUM} not found (install chromium, or set REQUIRE_BROWSER=1 to make this a failure)`);
   (haveBrowser ? describe : describe.skip)(name, suite);
 }
 

@@ -89,7 +89,8 @@ export function assertMatchesContract(method: string, url: string, status: numbe
   if (status < 300 || (status >= 400 && status < 500)) {
     const declared = new Set(Object.keys(response.headers ?? {}).map((name) => name.toLowerCase()));
     for (const name of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) {
-      if (headers[name] !== undefined && !declared.has(name)) throw new Error(`${where}: sends ${name}, which the contract does not declare here`);
+      if (headers[name] !== undefined && !declared.has(name))
+        throw new Error(`${where}: sends ${name}, which the contract does not declare here`);
     }
   }
   const schema = response.content?.['application/json']?.schema;

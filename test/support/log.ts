@@ -6,6 +6,10 @@ export function captureLog() {
     get text() {
       return text;
     },
-    lines: () => text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>),
+    lines: () =>
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, any>),
   };
 }

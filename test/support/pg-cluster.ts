@@ -28,7 +28,6 @@ export const skipReason = !binariesPresent
 export const describeOutage = skipReason ? describe.skip : describe;
 
 if (skipReason) {
-   
   console.log(`database-outage suite skipped in the ${process.env.TEST_DATABASE_KIND ?? 'embedded'} project: ${skipReason}`);
 }
 
@@ -58,7 +57,19 @@ export class Cluster {
       await chown(dir, Number(stdout.trim()), Number(gid.trim()));
     }
     const cluster = new Cluster(dir, await freePort(), asUser);
-    await cluster.pg('initdb', ['-D', cluster.dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions']);
+    await cluster.pg('initdb', [
+      '-D',
+      cluster.dataDir,
+      '-A',
+      'trust',
+      '-U',
+      'postgres',
+      '-E',
+      'UTF8',
+      '--locale=C',
+      '--no-sync',
+      '--no-instructions',
+    ]);
     return cluster;
   }
 

@@ -55,33 +55,37 @@ export async function startSmtpServer(port = 0, { starttls = false }: { starttls
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('error', callback);
-      stream.on('end', () => void (async () => {
-        try {
-          const raw = Buffer.concat(chunks);
-          const parsed = await simpleParser(raw);
-          const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-          const mail: ReceivedMail = {
-            to: session.envelope.rcptTo.map((r) => r.address),
-            from: parsed.from?.text || envelopeFrom,
-            subject: parsed.subject ?? '',
-            text: parsed.text ?? '',
-            html: parsed.html || '',
-            receivedAt: Date.now(),
-            raw: raw.toString('utf8'),
-            secure: session.secure,
-          };
-          messages.push(mail);
-          for (const waiter of waiters) {
-            if (waiter.predicate(mail)) {
-              waiters.delete(waiter);
-              waiter.resolve(mail);
+      stream.on(
+        'end',
+        () =>
+          void (async () => {
+            try {
+              const raw = Buffer.concat(chunks);
+              const parsed = await simpleParser(raw);
+              const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+              const mail: ReceivedMail = {
+                to: session.envelope.rcptTo.map((r) => r.address),
+                from: parsed.from?.text || envelopeFrom,
+                subject: parsed.subject ?? '',
+                text: parsed.text ?? '',
+                html: parsed.html || '',
+                receivedAt: Date.now(),
+                raw: raw.toString('utf8'),
+                secure: session.secure,
+              };
+              messages.push(mail);
+              for (const waiter of waiters) {
+                if (waiter.predicate(mail)) {
+                  waiters.delete(waiter);
+                  waiter.resolve(mail);
+                }
+              }
+              callback();
+            } catch (err) {
+              callback(err as Error);
             }
-          }
-          callback();
-        } catch (err) {
-          callback(err as Error);
-        }
-      })());
+          })(),
+      );
     },
   });
   server.server.on('connection', (socket: Socket) => {
