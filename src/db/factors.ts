@@ -140,8 +140,7 @@ export async function countRecoveryCodes(db: Executor, userId: number): Promise<
   const row = await db
     .selectFrom('mfa_recovery_codes')
     .select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('user_id', '=', userId)
-    .where('used_at', 'is', null)
+    .where((eb) => eb.and({ user_id: userId, used_at: null }))
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

@@ -43,8 +43,7 @@ export async function setMfaWebAuthnChallenge(db: Executor, id: string, challeng
   const updated = await db
     .updateTable('mfa_challenges')
     .set({ challenge })
-    .where('id', '=', id)
-    .where('used_at', 'is', null)
+    .where((eb) => eb.and({ id, used_at: null }))
     .where('expires_at', '>', now)
     .returning('id')
     .executeTakeFirst();
@@ -95,7 +94,6 @@ export async function voidUserChallenges(db: Executor, userId: number): Promise<
   await db
     .updateTable('mfa_challenges')
     .set({ used_at: sql`now()` })
-    .where('user_id', '=', userId)
-    .where('used_at', 'is', null)
+    .where((eb) => eb.and({ user_id: userId, used_at: null }))
     .execute();
 }

@@ -89,14 +89,7 @@ export class FactorService {
     const confirmed = await this.transact(async (trx) => {
       const factor = step === undefined ? undefined : await confirmTotpFactor(trx, id, step);
       if (!factor) return undefined;
-      const first = (await countConfirmedFactors(trx, user.id)) === 1;
-      await recordEvent(trx, {
-        type: 'mfa.factor_added',
-        actor: user.id,
-        subject: user.id,
-        details: { factor_id: factor.id, type: 'totp', first },
-        origin: principal.client,
-      });
+      const first = await this.recordAdded(trx, principal, factor.id, 'totp');
       if (!first) return { factor };
       await this.raiseToFirstFactor(trx, principal, 'otp');
       return { factor, recoveryCodes: await this.issueRecoveryCodes(trx, principal) };
@@ -195,14 +188,7 @@ export class FactorService {
         if (isUniqueViolation(error)) throw new Conflict('This passkey is registered already');
         throw error;
       });
-      const first = (await countConfirmedFactors(trx, user.id)) === 1;
-      await recordEvent(trx, {
-        type: 'mfa.factor_added',
-        actor: user.id,
-        subject: user.id,
-        details: { factor_id: factor.id, type: 'webauthn', first },
-        origin: principal.client,
-      });
+      const first = await this.recordAdded(trx, principal, factor.id, 'webauthn');
       if (first) await this.raiseToFirstFactor(trx, principal, 'hwk');
       return factor;
     });
@@ -247,6 +233,15 @@ export class FactorService {
   }
 
   /** Every other session of the user ends; this one has now shown a second factor. */
+  /** Records a confirmed factor; true when it is the user's first. */
+  private async recordAdded(trx: UnitOfWork, principal: Principal, factorId: number, type: 'totp' | 'webauthn'): Promise<boolean> {
+    const { user } = principal;
+    const first = (await countConfirmedFactors(trx, user.id)) === 1;
+    const details = { factor_id: factorId, type, first };
+    await recordEvent(trx, { type: 'mfa.factor_added', actor: user.id, subject: user.id, details, origin: principal.client });
+    return first;
+  }
+
   private async raiseToFirstFactor(trx: UnitOfWork, principal: Principal, method: 'otp' | 'hwk'): Promise<void> {
     const current = await findSessionAssurance(trx, principal.sessionId);
     const amr = [...new Set([...(current?.amr ?? ['pwd']), method, 'mfa'])];

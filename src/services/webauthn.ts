@@ -127,13 +127,16 @@ export class WebAuthnParty {
     }
   }
 
+  /** What every answer of an authenticator is checked against: the challenge, our origins and RP ID. */
+  private expected(challenge: string) {
+    return { expectedChallenge: challenge, expectedOrigin: [...this.party.origins], expectedRPID: this.party.rpId };
+  }
+
   async verifyRegistration(credential: Credential, expectedChallenge: string): Promise<StoredPasskey | undefined> {
     try {
       const { verified, registrationInfo } = await verifyRegistrationResponse({
         response: { clientExtensionResults: {}, ...credential } as unknown as RegistrationResponseJSON,
-        expectedChallenge,
-        expectedOrigin: [...this.party.origins],
-        expectedRPID: this.party.rpId,
+        ...this.expected(expectedChallenge),
         requireUserVerification: false,
       });
       if (!verified) return undefined;
@@ -153,9 +156,7 @@ export class WebAuthnParty {
     try {
       const { verified, authenticationInfo } = await verifyAuthenticationResponse({
         response: { clientExtensionResults: {}, ...credential } as unknown as AuthenticationResponseJSON,
-        expectedChallenge,
-        expectedOrigin: [...this.party.origins],
-        expectedRPID: this.party.rpId,
+        ...this.expected(expectedChallenge),
         credential: {
           id: passkey.credentialId,
           publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')),
