@@ -812,7 +812,11 @@ export interface paths {
          *     `mfa.totp_enrolment_started`, `mfa.factor_added` and `mfa.factor_removed`
          *     (`details.factor_id`, `details.type`), `mfa.recovery_codes_generated`,
          *     `mfa.recovery_code_used` (`details.remaining`) and `mfa.reset` (an admin removed every
-         *     factor of the subject; `details.factors_removed`). A passkey sign-in is a `login.succeeded`
+         *     factor of the subject; `details.factors_removed`).
+         *
+         *     Webhooks: `webhook.created`, `webhook.updated` (`details.fields`), `webhook.deleted`,
+         *     `webhook.secret_rotated` (`details.webhook_id` in each) and `webhook.delivery_retried`
+         *     (`details.delivery_id` too); their `subject_user_id` is null. A passkey sign-in is a `login.succeeded`
          *     with `details.method: passkey`, or a `login.failed` with `details.reason: passkey_rejected`.
          *
          *     `actor_user_id` is who acted: the signed-in user, or the account whose password, refresh,
@@ -936,6 +940,163 @@ export interface paths {
         get: operations["getJwks"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints (admin)
+         * @description The registered endpoints by id ascending after `cursor` (default 0), at most `limit` of
+         *     them, with `meta` `{next_cursor, has_more}`, the cursor shape of the other lists. Secrets
+         *     are never listed.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Register a webhook endpoint (admin)
+         * @description Registers a URL that receives the chosen events (`*` for every type; see the event types
+         *     under **Webhooks** at the end of this document). The answer carries the endpoint's signing
+         *     secret, `whsec_` and the base64 of 32 random bytes: it is shown this once and stored sealed.
+         *
+         *     The URL must be `https://` and its name must resolve to public addresses only: loopback,
+         *     private, link-local, CGNAT, unique-local, unspecified, multicast and other internal
+         *     addresses (IPv4-mapped IPv6 forms included) are a 422 `VALIDATION_ERROR` on `body.url`, as is
+         *     a name that does not resolve. `WEBHOOK_ALLOW_PRIVATE_URLS=true` (development, tests) lifts
+         *     both rules and allows `http://`. Each delivery checks the address again. Recorded in the
+         *     audit trail as `webhook.created`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a webhook endpoint (admin)
+         * @description One endpoint, without its secret. An unknown id is a 404.
+         */
+        get: operations["getWebhook"];
+        /**
+         * Change a webhook endpoint (admin)
+         * @description Changes any of `url`, `events`, `description` (null clears it) and `enabled`; what is not
+         *     sent stays. A new URL is checked as at registration. Deliveries still pending go to the
+         *     endpoint as it is when they are sent; while it is disabled no new events are queued for it
+         *     and its pending deliveries wait. Recorded in the audit trail as `webhook.updated`.
+         */
+        put: operations["updateWebhook"];
+        post?: never;
+        /**
+         * Delete a webhook endpoint (admin)
+         * @description Removes the endpoint with its deliveries and their log; nothing more is sent to it. Recorded
+         *     in the audit trail as `webhook.deleted`. An unknown id is a 404.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's signing secret (admin)
+         * @description Makes a new secret, shown this once. For the next 24 hours (until
+         *     `previous_secret_expires_at`) every message is signed with both the new and the previous
+         *     secret, two space-separated `v1,` entries in `webhook-signature`, so that the receiver can
+         *     switch to the new secret at any time in that window; a Standard Webhooks verifier accepts a
+         *     message when any entry matches. Rotating again within the window retires the oldest secret
+         *     at once. Recorded in the audit trail as `webhook.secret_rotated`.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The delivery log of a webhook endpoint (admin)
+         * @description One delivery per event sent to this endpoint, by id ascending after `cursor`, at most
+         *     `limit`, with `meta` `{next_cursor, has_more}`. `status` is `pending` (waiting for its
+         *     first attempt or a retry at `next_attempt_at`), `delivered` (a 2xx answer) or `failed`
+         *     (given up after `WEBHOOK_MAX_ATTEMPTS` attempts). `attempts` counts every attempt, and
+         *     `attempt_log` lists each: its time, the answer's status code (null when none came: a
+         *     timeout, a refused connection or address) and what went wrong. `message_id` is the
+         *     `webhook-id` header, the same on every attempt. Delivered and failed deliveries are kept
+         *     `WEBHOOK_RETENTION_DAYS` (30) after they finish.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+                /** @description The delivery id, from the endpoint's delivery log. */
+                delivery_id: number;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again (admin)
+         * @description Makes the delivery due now: a failed one (or a delivered one, to send it again) starts a
+         *     new round of up to `WEBHOOK_MAX_ATTEMPTS` attempts with the same `webhook-id`, and a pending
+         *     one stops waiting for its retry time. `attempts` keeps counting. The answer is 202: the
+         *     attempt is made in the background, and the delivery log shows it. Recorded in the audit
+         *     trail as `webhook.delivery_retried`. A delivery of another endpoint, or an unknown one, is a 404.
+         */
+        post: operations["retryWebhookDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1346,7 +1507,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -1677,6 +1838,211 @@ export interface components {
             credential: components["schemas"]["AuthenticationCredential"];
         };
         /**
+         * @description What a webhook message reports; the payload of each is documented under **Webhooks**.
+         * @example user.created
+         * @enum {string}
+         */
+        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked";
+        /**
+         * @description An event type, or `*` for every type (those added later included).
+         * @example user.created
+         * @enum {string}
+         */
+        WebhookSubscription: "*" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked";
+        /**
+         * @description Where events are POSTed: `https://` with a name that resolves to public addresses (plain
+         *     `http://` and internal addresses only with `WEBHOOK_ALLOW_PRIVATE_URLS=true`); no user name
+         *     or password in it.
+         * @example https://hooks.example.com/accounts
+         */
+        WebhookUrl: string;
+        /**
+         * @example [
+         *       "user.created",
+         *       "user.deleted"
+         *     ]
+         */
+        WebhookEvents: components["schemas"]["WebhookSubscription"][];
+        /**
+         * @description A note for admins; null for none.
+         * @example CRM sync
+         */
+        WebhookDescription: string | null;
+        CreateWebhookRequest: {
+            url: components["schemas"]["WebhookUrl"];
+            events: components["schemas"]["WebhookEvents"];
+            description?: components["schemas"]["WebhookDescription"];
+        };
+        UpdateWebhookRequest: {
+            url?: components["schemas"]["WebhookUrl"];
+            events?: components["schemas"]["WebhookEvents"];
+            description?: components["schemas"]["WebhookDescription"];
+            /** @description false: no events are queued for it, and its pending deliveries wait. */
+            enabled?: boolean;
+        };
+        WebhookEndpoint: {
+            /** @example 3 */
+            id: number;
+            /** @example https://hooks.example.com/accounts */
+            url: string;
+            events: components["schemas"]["WebhookSubscription"][];
+            /** @example CRM sync */
+            description: string | null;
+            enabled: boolean;
+            /**
+             * Format: date-time
+             * @description Until when messages are also signed with the secret before the last rotation; null when they are not.
+             * @example null
+             */
+            previous_secret_expires_at: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description The signing secret: `whsec_` and the base64 of 32 random bytes. Standard Webhooks libraries
+         *     take it as it is; the HMAC key is the base64-decoded part after `whsec_`.
+         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw2Lp1Hr6wEXk=
+         */
+        WebhookSecret: string;
+        /** @description An endpoint as registered, with its signing secret (this once). */
+        WebhookEndpointWithSecret: {
+            /** @example 3 */
+            id: number;
+            /** @example https://hooks.example.com/accounts */
+            url: string;
+            events: components["schemas"]["WebhookSubscription"][];
+            /** @example CRM sync */
+            description: string | null;
+            enabled: boolean;
+            /**
+             * Format: date-time
+             * @example null
+             */
+            previous_secret_expires_at: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+            secret: components["schemas"]["WebhookSecret"];
+        };
+        WebhookEndpointResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookEndpoint"];
+        };
+        WebhookEndpointCreatedResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookEndpointWithSecret"];
+        };
+        WebhookEndpointListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookEndpoint"][];
+            meta: components["schemas"]["CursorMeta"];
+        };
+        WebhookSecretResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: {
+                secret: components["schemas"]["WebhookSecret"];
+                /**
+                 * Format: date-time
+                 * @description Until when the previous secret signs messages too.
+                 * @example 2026-01-05T10:00:00.000Z
+                 */
+                previous_secret_expires_at: string;
+            };
+        };
+        /**
+         * @description `pending`: not yet delivered, with an attempt to come; `delivered`: a 2xx answer; `failed`: given up.
+         * @example delivered
+         * @enum {string}
+         */
+        WebhookDeliveryStatus: "pending" | "delivered" | "failed";
+        WebhookAttempt: {
+            attempted_at: components["schemas"]["Timestamp"];
+            /**
+             * @description The answer's HTTP status; null when none came.
+             * @example 500
+             */
+            status_code: number | null;
+            /**
+             * @description What went wrong (`HTTP 500`, a redirect not followed, a timeout, a refused address); null on success.
+             * @example HTTP 500
+             */
+            error: string | null;
+            /** @example 41 */
+            duration_ms: number;
+        };
+        WebhookDelivery: {
+            /** @example 12 */
+            id: number;
+            /**
+             * @description The `webhook-id` header: one per event, the same on every attempt.
+             * @example msg_2f1c0b9e8d7a4c3b9a1f0e2d3c4b5a69
+             */
+            message_id: string;
+            event_type: components["schemas"]["WebhookEventType"];
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            /**
+             * @description Every attempt so far, retries by an admin included.
+             * @example 2
+             */
+            attempts: number;
+            /** @example 204 */
+            last_status_code: number | null;
+            /** @example null */
+            last_error: string | null;
+            /**
+             * Format: date-time
+             * @description When a pending delivery is tried next; null once delivered or failed.
+             * @example null
+             */
+            next_attempt_at: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: date-time
+             * @example 2026-01-02T03:04:10.300Z
+             */
+            delivered_at: string | null;
+            /** @description Every attempt, oldest first. */
+            attempt_log: components["schemas"]["WebhookAttempt"][];
+        };
+        WebhookDeliveryResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookDelivery"];
+        };
+        WebhookDeliveryListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookDelivery"][];
+            meta: components["schemas"]["CursorMeta"];
+        };
+        /** @description The user as `GET /api/users/{id}` shows it to an admin, `deleted_at` included; never a password, hash or token. */
+        WebhookAdminUser: components["schemas"]["User"] & Record<string, never>;
+        WebhookUserEvent: {
+            /** @enum {string} */
+            type: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled";
+            timestamp: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookAdminUser"];
+        };
+        WebhookSessionEvent: {
+            /** @enum {string} */
+            type: "session.created" | "session.revoked";
+            timestamp: components["schemas"]["Timestamp"];
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The session (the `sid` of its tokens); null when every session of the user was revoked at once without naming one.
+                 * @example 0b7f5c3e-8d1a-4f5e-9c2b-6a4d3e2f1a0b
+                 */
+                session_id: string | null;
+                /** @description session.revoked: every session of the user ended (a logout with `all`, an operator's revocation); false otherwise. */
+                all: boolean;
+                user: components["schemas"]["WebhookAdminUser"];
+            };
+        };
+        /**
          * @description `MFA_REQUIRED` (403) answers the right password of a user with a second factor: the error
          *     carries `mfa_token` and `methods`, and `POST /api/auth/mfa/verify` finishes the login.
          *     `INVALID_CODE` (400): a TOTP or recovery code that is wrong or already used.
@@ -2004,6 +2370,22 @@ export interface components {
     parameters: {
         /** @description The user id. */
         UserId: number;
+        /** @description The webhook endpoint id. */
+        WebhookId: number;
+        /** @description Only items with an id greater than this are returned (default 0). */
+        Cursor: number;
+        /** @description Items to return, at most `MAX_PAGE_SIZE` (100); default `DEFAULT_PAGE_SIZE` (20). */
+        Limit: number;
+        /** @description The message id, the same on every attempt; use it to drop a message you have already handled. */
+        WebhookIdHeader: string;
+        /** @description Seconds since the epoch when this attempt was signed; verifiers refuse one more than five minutes off. */
+        WebhookTimestampHeader: string;
+        /**
+         * @description Space-separated `v1,<base64>` entries: the HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`
+         *     keyed with the base64-decoded part of the secret after `whsec_`. Two entries during the 24
+         *     hours after a rotation (new secret and previous one); a message is genuine when any entry matches.
+         */
+        WebhookSignatureHeader: string;
     };
     requestBodies: never;
     headers: {
@@ -3917,6 +4299,452 @@ export interface operations {
             };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Only items with an id greater than this are returned (default 0). */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Items to return, at most `MAX_PAGE_SIZE` (100); default `DEFAULT_PAGE_SIZE` (20). */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Endpoints by id ascending. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": 3,
+                     *           "url": "https://hooks.example.com/accounts",
+                     *           "events": [
+                     *             "user.created",
+                     *             "user.deleted"
+                     *           ],
+                     *           "description": "CRM sync",
+                     *           "enabled": true,
+                     *           "previous_secret_expires_at": null,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "next_cursor": null,
+                     *         "has_more": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/accounts",
+                 *       "events": [
+                 *         "user.created",
+                 *         "user.deleted"
+                 *       ],
+                 *       "description": "CRM sync"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its secret (shown only here). */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 3,
+                     *         "url": "https://hooks.example.com/accounts",
+                     *         "events": [
+                     *           "user.created",
+                     *           "user.deleted"
+                     *         ],
+                     *         "description": "CRM sync",
+                     *         "enabled": true,
+                     *         "previous_secret_expires_at": null,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z",
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw2Lp1Hr6wEXk="
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointCreatedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 3,
+                     *         "url": "https://hooks.example.com/accounts",
+                     *         "events": [
+                     *           "*"
+                     *         ],
+                     *         "description": null,
+                     *         "enabled": true,
+                     *         "previous_secret_expires_at": null,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         "*"
+                 *       ],
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 3,
+                     *         "url": "https://hooks.example.com/accounts",
+                     *         "events": [
+                     *           "*"
+                     *         ],
+                     *         "description": "CRM sync",
+                     *         "enabled": false,
+                     *         "previous_secret_expires_at": null,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-04T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+                     *         "previous_secret_expires_at": "2026-01-05T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSecretResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Only items with an id greater than this are returned (default 0). */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Items to return, at most `MAX_PAGE_SIZE` (100); default `DEFAULT_PAGE_SIZE` (20). */
+                limit?: components["parameters"]["Limit"];
+                /** @description Only deliveries in this state. */
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+            };
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deliveries by id ascending. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": 12,
+                     *           "message_id": "msg_2f1c0b9e8d7a4c3b9a1f0e2d3c4b5a69",
+                     *           "event_type": "user.created",
+                     *           "status": "delivered",
+                     *           "attempts": 2,
+                     *           "last_status_code": 204,
+                     *           "last_error": null,
+                     *           "next_attempt_at": null,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "delivered_at": "2026-01-02T03:04:10.300Z",
+                     *           "attempt_log": [
+                     *             {
+                     *               "attempted_at": "2026-01-02T03:04:05.100Z",
+                     *               "status_code": 500,
+                     *               "error": "HTTP 500",
+                     *               "duration_ms": 41
+                     *             },
+                     *             {
+                     *               "attempted_at": "2026-01-02T03:04:10.200Z",
+                     *               "status_code": 204,
+                     *               "error": null,
+                     *               "duration_ms": 38
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "next_cursor": null,
+                     *         "has_more": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint id. */
+                id: components["parameters"]["WebhookId"];
+                /** @description The delivery id, from the endpoint's delivery log. */
+                delivery_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, due now. */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 12,
+                     *         "message_id": "msg_2f1c0b9e8d7a4c3b9a1f0e2d3c4b5a69",
+                     *         "event_type": "user.created",
+                     *         "status": "pending",
+                     *         "attempts": 1,
+                     *         "last_status_code": 503,
+                     *         "last_error": "HTTP 503",
+                     *         "next_attempt_at": "2026-01-03T09:00:00.000Z",
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "delivered_at": null,
+                     *         "attempt_log": [
+                     *           {
+                     *             "attempted_at": "2026-01-02T03:04:05.100Z",
+                     *             "status_code": 503,
+                     *             "error": "HTTP 503",
+                     *             "duration_ms": 52
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

@@ -27,6 +27,7 @@ export interface Config {
   readonly housekeeping: HousekeepingConfig;
   readonly audit: AuditConfig;
   readonly mfa: MfaConfig;
+  readonly webhooks: WebhookConfig;
   /** The admin account made at start-up when none has its e-mail (ADMIN_EMAIL and ADMIN_PASSWORD). */
   readonly admin: AdminConfig | undefined;
 }
@@ -216,6 +217,20 @@ export interface WebAuthnConfig {
   readonly rpName: string;
   /** Origins a passkey ceremony may come from: the RP ID or its subdomains; by default the origin of APP_URL. */
   readonly origins: readonly string[];
+}
+
+/** WEBHOOK_*: delivery of events to the endpoints admins register. */
+export interface WebhookConfig {
+  /** Accept endpoints on loopback, private and other non-public addresses, and plain http (development, tests). */
+  readonly allowPrivateUrls: boolean;
+  readonly pollIntervalMs: number;
+  /** First retry delay; it doubles with each attempt, up to an hour. */
+  readonly retryBaseMs: number;
+  readonly maxAttempts: number;
+  /** How long one attempt may take, connection included. */
+  readonly timeoutMs: number;
+  /** Delivered and given-up deliveries are deleted this many days after they finished. */
+  readonly retentionDays: number;
 }
 
 export interface AdminConfig {

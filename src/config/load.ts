@@ -24,6 +24,7 @@ import type {
   ServerConfig,
   SessionConfig,
   TokenConfig,
+  WebhookConfig,
 } from './config';
 import { asymmetricKeyRing, KeyError, parsePrivateKey, parsePublicKeys, secretKeyRing, type AsymmetricAlgorithm } from './keys';
 import { ConfigError, EnvReader, type Env } from './reader';
@@ -63,6 +64,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const housekeeping = housekeepingPart(read);
   const audit = auditPart(read);
   const mfa = mfaPart(read, account.appUrl);
+  const webhooks = webhookPart(read);
   const passwords = passwordPart(read, env);
   const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
   const docs = { enabled: read.boolean('DOCS_ENABLED', true) };
@@ -99,6 +101,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     housekeeping,
     audit,
     mfa,
+    webhooks,
     admin,
   });
 }
@@ -294,6 +297,17 @@ function housekeepingPart(read: EnvReader): HousekeepingConfig {
 function auditPart(read: EnvReader): AuditConfig {
   const set = read.string('AUDIT_RETENTION_DAYS') !== undefined;
   return Object.freeze({ retentionDays: set ? read.integer('AUDIT_RETENTION_DAYS', 0, 1, 100 * 365) : undefined });
+}
+
+function webhookPart(read: EnvReader): WebhookConfig {
+  return Object.freeze({
+    allowPrivateUrls: read.boolean('WEBHOOK_ALLOW_PRIVATE_URLS', false),
+    pollIntervalMs: read.integer('WEBHOOK_POLL_INTERVAL_MS', 2000, 50, 3_600_000),
+    retryBaseMs: read.integer('WEBHOOK_RETRY_BASE_MS', 5000, 10, 3_600_000),
+    maxAttempts: read.integer('WEBHOOK_MAX_ATTEMPTS', 10, 1, 100),
+    timeoutMs: read.integer('WEBHOOK_TIMEOUT_MS', 5000, 100, 60_000),
+    retentionDays: read.integer('WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
+  });
 }
 
 function passwordPart(read: EnvReader, env: Env): PasswordConfig {

@@ -8,6 +8,8 @@ import type { Database } from './types';
 export type UnitOfWork = Transaction<Database> & {
   /** The types of the audit events written in it, reported once it has committed. */
   readonly recordedEvents: string[];
+  /** The ids of the webhook messages written in it, sent once it has committed. */
+  readonly queuedWebhooks: string[];
 };
 
 /** Runs `work` as one unit of work and returns what it returns; a throw rolls everything back. */
@@ -16,14 +18,18 @@ export type Transact = <T>(work: (trx: UnitOfWork) => Promise<T>) => Promise<T>;
 export interface TransactOptions {
   /** Told the audit event types each unit of work recorded, after it has committed (never after a rollback). */
   onCommitted?: (eventTypes: readonly string[]) => void;
+  /** Told once a unit of work that wrote webhook messages has committed. */
+  onWebhooksQueued?: () => void;
 }
 
 /** The one way services open units of work on `db`. */
 export function transactions(db: Kysely<Database>, options: TransactOptions = {}): Transact {
   return async (work) => {
     const recordedEvents: string[] = [];
-    const result = await db.transaction().execute((trx) => work(Object.assign(trx, { recordedEvents })));
+    const queuedWebhooks: string[] = [];
+    const result = await db.transaction().execute((trx) => work(Object.assign(trx, { recordedEvents, queuedWebhooks })));
     if (recordedEvents.length > 0) options.onCommitted?.(recordedEvents);
+    if (queuedWebhooks.length > 0) options.onWebhooksQueued?.();
     return result;
   };
 }

@@ -14,6 +14,12 @@ export function findUserById(db: Executor, id: number): Promise<UserRow | undefi
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** The users with these ids, deleted or not, in no particular order. */
+export function findUsersByIds(db: Executor, ids: readonly number[]): Promise<UserRow[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('users').selectAll().where('id', 'in', ids).execute();
+}
+
 export function findUserByEmail(db: Executor, email: string): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
 }

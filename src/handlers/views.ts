@@ -1,10 +1,11 @@
 import type { components } from '../../generated/openapi';
 import type { AuditEventRow } from '../db/audit';
-import type { MfaFactorRow, SessionRow, UserRow } from '../db/types';
+import type { MfaFactorRow, SessionRow } from '../db/types';
 import type { TokenPair } from '../services/auth';
 import type { ImportResult } from '../services/user-import';
 
-type User = components['schemas']['User'];
+export { userView } from '../services/user-view';
+
 type Session = components['schemas']['Session'];
 type WireTokenPair = components['schemas']['TokenPair'];
 type AuditEvent = components['schemas']['AuditEvent'];
@@ -12,23 +13,6 @@ type Factor = components['schemas']['Factor'];
 type WireImportResult = components['schemas']['ImportResult'];
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
-
-/** A user as the contract shows it: never a hash; `deleted_at` for admins only. */
-export function userView(row: UserRow, forAdmin: boolean): User {
-  const user: User = {
-    id: row.id,
-    email: row.email,
-    name: row.name,
-    role: row.role,
-    is_active: row.is_active,
-    email_verified: row.email_verified,
-    pending_email: row.pending_email,
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-  };
-  if (forAdmin) user.deleted_at = row.deleted_at === null ? null : iso(row.deleted_at);
-  return user;
-}
 
 /** A session as its owner sees it; `current` marks the one of the token in use. */
 export function sessionView(row: SessionRow, currentSessionId: string): Session {

@@ -1,0 +1,25 @@
+import type { components } from '../../generated/openapi';
+import type { UserRow } from '../db/types';
+
+type User = components['schemas']['User'];
+
+/**
+ * A user as the contract shows it: never a hash; `deleted_at` for admins only. The handlers answer
+ * with it, and webhook payloads carry it, so it sits where both can reach it.
+ */
+export function userView(row: UserRow, forAdmin: boolean): User {
+  const iso = (value: Date | string): string => new Date(value).toISOString();
+  const user: User = {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    role: row.role,
+    is_active: row.is_active,
+    email_verified: row.email_verified,
+    pending_email: row.pending_email,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+  if (forAdmin) user.deleted_at = row.deleted_at === null ? null : iso(row.deleted_at);
+  return user;
+}
