@@ -2372,10 +2372,6 @@ export interface components {
         UserId: number;
         /** @description The webhook endpoint id. */
         WebhookId: number;
-        /** @description Only items with an id greater than this are returned (default 0). */
-        Cursor: number;
-        /** @description Items to return, at most `MAX_PAGE_SIZE` (100); default `DEFAULT_PAGE_SIZE` (20). */
-        Limit: number;
         /** @description The message id, the same on every attempt; use it to drop a message you have already handled. */
         WebhookIdHeader: string;
         /** @description Seconds since the epoch when this attempt was signed; verifiers refuse one more than five minutes off. */
@@ -4305,9 +4301,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only items with an id greater than this are returned (default 0). */
-                cursor?: components["parameters"]["Cursor"];
+                cursor?: number;
                 /** @description Items to return, at most `MAX_PAGE_SIZE` (100); default `DEFAULT_PAGE_SIZE` (20). */
-                limit?: components["parameters"]["Limit"];
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -4614,9 +4610,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only items with an id greater than this are returned (default 0). */
-                cursor?: components["parameters"]["Cursor"];
+                cursor?: number;
                 /** @description Items to return, at most `MAX_PAGE_SIZE` (100); default `DEFAULT_PAGE_SIZE` (20). */
-                limit?: components["parameters"]["Limit"];
+                limit?: number;
                 /** @description Only deliveries in this state. */
                 status?: components["schemas"]["WebhookDeliveryStatus"];
             };

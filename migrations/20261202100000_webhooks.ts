@@ -36,7 +36,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('id', 'integer', (col) => col.primaryKey().generatedAlwaysAsIdentity())
     .addColumn('message_id', 'text', (col) => col.notNull().references('webhook_messages.id').onDelete('cascade'))
     .addColumn('endpoint_id', 'integer', (col) => col.notNull().references('webhook_endpoints.id').onDelete('cascade'))
-    .addColumn('status', 'text', (col) => col.notNull().defaultTo('pending').check(sql`status in ('pending', 'delivered', 'failed')`))
+    .addColumn('status', 'text', (col) =>
+      col
+        .notNull()
+        .defaultTo('pending')
+        .check(sql`status in ('pending', 'delivered', 'failed')`),
+    )
     .addColumn('attempts', 'integer', (col) => col.notNull().defaultTo(0))
     .addColumn('round_start', 'integer', (col) => col.notNull().defaultTo(0))
     .addColumn('next_attempt_at', 'timestamptz', (col) => col.notNull().defaultTo(sql`now()`))
@@ -53,13 +58,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .createIndex('webhook_deliveries_due_idx')
     .on('webhook_deliveries')
     .columns(['next_attempt_at', 'id'])
-    .where('status', '=', 'pending')
+    .where(sql.ref('status'), '=', 'pending')
     .execute();
   await db.schema
     .createIndex('webhook_deliveries_finished_idx')
     .on('webhook_deliveries')
     .column('finished_at')
-    .where('finished_at', 'is not', null)
+    .where(sql.ref('finished_at'), 'is not', null)
     .execute();
 
   // Every attempt of a delivery: when, the answer's status (null when none came), what went wrong.

@@ -40,6 +40,8 @@ import { TotpCodes } from './services/totp';
 import { UserImport } from './services/user-import';
 import { UserService } from './services/users';
 import { WebAuthnParty } from './services/webauthn';
+import { WebhookService } from './services/webhooks';
+import { WebhookDispatcher } from './infra/webhooks';
 
 export interface App {
   koa: Koa;
@@ -48,6 +50,8 @@ export interface App {
   db: Kysely<Database>;
   /** The purge on its schedule; `purge()` runs a pass now. */
   housekeeping: Housekeeping;
+  /** Webhook delivery; `prune()` deletes finished deliveries past their retention now. */
+  webhooks: WebhookDispatcher;
   logger: Logger;
   /** Readiness turns 503 and responses ask clients to close their connections; requests are still served. */
   beginShutdown(): void;
@@ -71,15 +75,18 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
     const mail = new AccountMail(config.account, outbox);
     const housekeeping = new Housekeeping(db, config.housekeeping, config.audit, logger);
+    const webhooks = new WebhookDispatcher(db, config.webhooks, config.secret.key, logger);
     const metrics = config.metrics.enabled
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
           { clusterWorker: cluster.isWorker },
         )
       : undefined;
-    // Every write goes through one unit of work; metrics count the audit events of those that commit.
+    // Every write goes through one unit of work; metrics count the audit events of those that commit,
+    // and the webhook messages they wrote are sent at once.
     const transact = transactions(db, {
       onCommitted: metrics && ((types) => types.forEach((type) => metrics.countEvent(type as AuditEventType))),
+      onWebhooksQueued: () => webhooks.wake(),
     });
     const passwords = new PasswordHasher({
       policy: config.passwords,
@@ -119,6 +126,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       health: new HealthService(db, lifecycle),
       factors,
       mfa,
+      webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
@@ -172,12 +180,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     );
     outbox.start();
     housekeeping.start();
+    webhooks.start();
     logger.debug({ database: kind }, 'app ready');
     return {
       koa,
       services,
       db,
       housekeeping,
+      webhooks,
       logger,
       beginShutdown() {
         lifecycle.draining = true;
@@ -187,6 +197,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         await services.account.settled();
         await housekeeping.stop();
         await outbox.stop();
+        await webhooks.stop();
         await db.destroy();
       },
     };

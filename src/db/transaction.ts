@@ -8,7 +8,7 @@ import type { Database } from './types';
 export type UnitOfWork = Transaction<Database> & {
   /** The types of the audit events written in it, reported once it has committed. */
   readonly recordedEvents: string[];
-  /** The ids of the webhook messages written in it, sent once it has committed. */
+  /** The ids of the webhook messages written (or made due again) in it, sent once it has committed. */
   readonly queuedWebhooks: string[];
 };
 

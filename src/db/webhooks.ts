@@ -205,7 +205,12 @@ export async function recordAttempt(db: Executor, outcome: AttemptOutcome): Prom
     : retryInMs === null
       ? { ...common, status: 'failed' as const, finished_at: sql<Date>`now()` }
       : { ...common, next_attempt_at: sql<Date>`now() + make_interval(secs => ${retryInMs / 1000})` };
-  const updated = await hooks(db).updateTable('webhook_deliveries').set(next).where('id', '=', deliveryId).returning('id').executeTakeFirst();
+  const updated = await hooks(db)
+    .updateTable('webhook_deliveries')
+    .set(next)
+    .where('id', '=', deliveryId)
+    .returning('id')
+    .executeTakeFirst();
   if (!updated) return;
   await hooks(db)
     .insertInto('webhook_attempts')
@@ -297,9 +302,7 @@ export async function pruneFinishedDeliveries(db: Executor, before: Date, limit:
         .selectFrom('webhook_messages as m')
         .select('m.id')
         .where('m.created_at', '<', before)
-        .where(({ not, exists, selectFrom }) =>
-          not(exists(selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.message_id', '=', 'm.id'))),
-        )
+        .where((w) => w.not(w.exists(w.selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.message_id', '=', 'm.id'))))
         .limit(limit),
     )
     .executeTakeFirst();

@@ -23,6 +23,10 @@ export function created<R extends WireReply>(data: NoInfer<DataOf<BodyAt<R, 201>
   return { status: 201, body: { success: true, data } } as unknown as R;
 }
 
+export function accepted<R extends WireReply>(data: NoInfer<DataOf<BodyAt<R, 202>>>): Returned<R> {
+  return { status: 202, body: { success: true, data } } as unknown as R;
+}
+
 export function noContent<R extends WireReply & { status: 204 }>(): Returned<R> {
   return { status: 204 } as R;
 }

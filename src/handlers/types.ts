@@ -9,6 +9,7 @@ import type { HealthService } from '../services/health';
 import type { MfaSignIn } from '../services/mfa-sign-in';
 import type { UserImport } from '../services/user-import';
 import type { UserService } from '../services/users';
+import type { WebhookService } from '../services/webhooks';
 
 export type OperationId = keyof operations;
 
@@ -89,6 +90,7 @@ export interface Services {
   health: HealthService;
   factors: FactorService;
   mfa: MfaSignIn;
+  webhooks: WebhookService;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

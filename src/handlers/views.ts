@@ -1,8 +1,10 @@
 import type { components } from '../../generated/openapi';
 import type { AuditEventRow } from '../db/audit';
 import type { MfaFactorRow, SessionRow } from '../db/types';
+import type { WebhookEndpointRow } from '../db/webhooks';
 import type { TokenPair } from '../services/auth';
 import type { ImportResult } from '../services/user-import';
+import type { WebhookDeliveryWithAttempts } from '../services/webhooks';
 
 export { userView } from '../services/user-view';
 
@@ -11,6 +13,8 @@ type WireTokenPair = components['schemas']['TokenPair'];
 type AuditEvent = components['schemas']['AuditEvent'];
 type Factor = components['schemas']['Factor'];
 type WireImportResult = components['schemas']['ImportResult'];
+type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
+type WebhookDelivery = components['schemas']['WebhookDelivery'];
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
 
@@ -63,4 +67,41 @@ export function importResultView(result: ImportResult): WireImportResult {
   const view: WireImportResult = { row: result.row, email: result.email, status: result.status };
   if (result.reason !== undefined) view.reason = result.reason;
   return view;
+}
+
+/** A webhook endpoint as admins see it: never its secret. */
+export function webhookEndpointView(row: WebhookEndpointRow): WebhookEndpoint {
+  const overlapping = row.previous_secret_expires_at !== null && new Date(row.previous_secret_expires_at).getTime() > Date.now();
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events as WebhookEndpoint['events'],
+    description: row.description,
+    enabled: row.enabled,
+    previous_secret_expires_at: overlapping ? iso(row.previous_secret_expires_at!) : null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** One delivery of the log, with each of its attempts. */
+export function webhookDeliveryView(row: WebhookDeliveryWithAttempts): WebhookDelivery {
+  return {
+    id: row.id,
+    message_id: row.message_id,
+    event_type: row.event_type as WebhookDelivery['event_type'],
+    status: row.status,
+    attempts: row.attempts,
+    last_status_code: row.last_status_code,
+    last_error: row.last_error,
+    next_attempt_at: row.status === 'pending' ? iso(row.next_attempt_at) : null,
+    created_at: iso(row.created_at),
+    delivered_at: row.delivered_at === null ? null : iso(row.delivered_at),
+    attempt_log: row.attemptLog.map((attempt) => ({
+      attempted_at: iso(attempt.attempted_at),
+      status_code: attempt.status_code,
+      error: attempt.error,
+      duration_ms: attempt.duration_ms,
+    })),
+  };
 }

@@ -97,4 +97,3 @@ export const publicOnlyLookup: LookupFunction = (hostname, options, callback) =>
     else callback(null, wanted[0].address, wanted[0].family);
   });
 };
-

@@ -166,7 +166,14 @@ export class WebhookDispatcher {
     if (delivered) this.logger.debug({ deliveryId: row.id, messageId: row.message_id }, 'webhooks: delivered');
     else
       this.logger.warn(
-        { deliveryId: row.id, messageId: row.message_id, attempts: row.attempts, retryInMs, statusCode: answer.statusCode, err: answer.error },
+        {
+          deliveryId: row.id,
+          messageId: row.message_id,
+          attempts: row.attempts,
+          retryInMs,
+          statusCode: answer.statusCode,
+          err: answer.error,
+        },
         retryInMs === null ? 'webhooks: delivery failed, given up' : 'webhooks: delivery failed',
       );
   }

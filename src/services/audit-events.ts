@@ -2,6 +2,7 @@ import type { components } from '../../generated/openapi';
 import { insertAuditEvent, insertAuditEvents, type AuditDetails, type NewAuditEventRow } from '../db/audit';
 import type { UnitOfWork } from '../db/transaction';
 import type { ClientInfo } from './principal';
+import { queueWebhookEvents, type WebhookEvent, type WebhookEventType } from './webhook-events';
 
 export type AuditEventType = components['schemas']['AuditEventType'];
 
@@ -32,6 +33,11 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'mfa.recovery_codes_generated': true,
   'mfa.recovery_code_used': true,
   'mfa.reset': true,
+  'webhook.created': true,
+  'webhook.updated': true,
+  'webhook.deleted': true,
+  'webhook.secret_rotated': true,
+  'webhook.delivery_retried': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */
@@ -50,17 +56,71 @@ export interface AuditEvent {
 
 /**
  * Writes an authentication or administration event in the unit of work of the change it records,
- * so that the event exists exactly when its change does.
+ * so that the event exists exactly when its change does; so do the webhook messages it stands for.
  */
 export async function recordEvent(trx: UnitOfWork, event: AuditEvent): Promise<void> {
   await insertAuditEvent(trx, rowOf(event));
   trx.recordedEvents.push(event.type);
+  await queueWebhookEvents(trx, webhookEventsOf(event));
 }
 
 /** Writes many events in one statement (an import's), so that a large batch is not a round trip per event. */
 export async function recordEvents(trx: UnitOfWork, events: readonly AuditEvent[]): Promise<void> {
   await insertAuditEvents(trx, events.map(rowOf));
   trx.recordedEvents.push(...events.map((event) => event.type));
+  await queueWebhookEvents(trx, events.flatMap(webhookEventsOf));
+}
+
+/**
+ * The webhook events an audit event stands for: the one place that says which changes other
+ * systems are told of. A session ending as a side effect (a password change, a disabled or deleted
+ * account, a first second factor) is reported by that change's event alone.
+ */
+export function webhookEventsOf(event: AuditEvent): WebhookEvent[] {
+  const { subject, details = {} } = event;
+  if (subject === null) return [];
+  const about = (type: WebhookEventType): WebhookEvent => ({ type, userId: subject });
+  const session = (type: WebhookEventType, all = details.all === true): WebhookEvent => ({
+    type,
+    userId: subject,
+    session: { id: typeof details.session_id === 'string' ? details.session_id : null, all },
+  });
+  switch (event.type) {
+    case 'user.registered':
+      return typeof details.session_id === 'string' ? [about('user.created'), session('session.created')] : [about('user.created')];
+    case 'user.created':
+    case 'user.deleted':
+    case 'user.restored':
+      return [about(event.type)];
+    case 'user.updated': {
+      // A new password is news of its own; the rest of an update is `user.updated`.
+      const fields = Array.isArray(details.fields) ? details.fields : [];
+      return [
+        ...(fields.some((field) => field !== 'password') ? [about('user.updated')] : []),
+        ...(fields.includes('password') ? [about('user.password_changed')] : []),
+      ];
+    }
+    case 'email.verified':
+      return [about('user.email_verified')];
+    case 'password.changed':
+    case 'password.reset_completed':
+      return [about('user.password_changed')];
+    case 'mfa.factor_added':
+      return details.first === true ? [about('user.mfa_enabled')] : [];
+    case 'mfa.factor_removed':
+      return details.factors_left === 0 ? [about('user.mfa_disabled')] : [];
+    case 'mfa.reset':
+      return typeof details.factors_removed === 'number' && details.factors_removed > 0 ? [about('user.mfa_disabled')] : [];
+    case 'login.succeeded':
+      return [session('session.created')];
+    case 'session.logged_out':
+    case 'session.revoked':
+      return [session('session.revoked')];
+    case 'session.refresh_reuse_detected':
+      return [session('session.revoked', false)];
+    default:
+      return [];
+  }
 }
 
 function rowOf(event: AuditEvent): NewAuditEventRow {

@@ -1,0 +1,57 @@
+import { randomUUID } from 'node:crypto';
+import type { components } from '../../generated/openapi';
+import type { UnitOfWork } from '../db/transaction';
+import { findUsersByIds } from '../db/users';
+import { findSubscribers, insertMessages, type NewWebhookMessageRow } from '../db/webhooks';
+import { userView } from './user-view';
+
+export type WebhookEventType = components['schemas']['WebhookEventType'];
+
+/** Every event type; a Record, so that the compiler notices a type the contract adds. */
+export const WEBHOOK_EVENT_TYPES = Object.keys({
+  'user.created': true,
+  'user.updated': true,
+  'user.deleted': true,
+  'user.restored': true,
+  'user.email_verified': true,
+  'user.password_changed': true,
+  'user.mfa_enabled': true,
+  'user.mfa_disabled': true,
+  'session.created': true,
+  'session.revoked': true,
+} satisfies Record<WebhookEventType, true>) as readonly WebhookEventType[];
+
+/** An event to report to the endpoints subscribed to it: about a user, and for session events one or all of their sessions. */
+export interface WebhookEvent {
+  type: WebhookEventType;
+  userId: number;
+  session?: { id: string | null; all: boolean };
+}
+
+/**
+ * Writes a message per event, and a delivery of it per enabled endpoint subscribed to its type, in
+ * the caller's unit of work: the events exist exactly when the change they report does. Each
+ * payload carries the user as it is in this transaction, as an admin sees it. Nothing is written
+ * when no endpoint wants the events, and the cost is then one query.
+ */
+export async function queueWebhookEvents(trx: UnitOfWork, events: readonly WebhookEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const endpoints = await findSubscribers(trx, [...new Set(events.map((event) => event.type))]);
+  if (endpoints.length === 0) return;
+  const users = new Map((await findUsersByIds(trx, [...new Set(events.map((event) => event.userId))])).map((user) => [user.id, user]));
+  const timestamp = new Date().toISOString();
+  const messages: NewWebhookMessageRow[] = [];
+  const deliveries: { message_id: string; endpoint_id: number }[] = [];
+  for (const event of events) {
+    const user = users.get(event.userId);
+    const subscribers = endpoints.filter((endpoint) => endpoint.events.includes('*') || endpoint.events.includes(event.type));
+    if (!user || subscribers.length === 0) continue;
+    const shown = userView(user, true);
+    const data = event.session ? { session_id: event.session.id, all: event.session.all, user: shown } : shown;
+    const id = `msg_${randomUUID().replaceAll('-', '')}`;
+    messages.push({ id, event_type: event.type, body: JSON.stringify({ type: event.type, timestamp, data }) });
+    deliveries.push(...subscribers.map((endpoint) => ({ message_id: id, endpoint_id: endpoint.id })));
+  }
+  await insertMessages(trx, messages, deliveries);
+  trx.queuedWebhooks.push(...messages.map((message) => message.id));
+}
