@@ -3,6 +3,7 @@ import { Secret, TOTP } from 'otpauth';
 import { Webhook } from 'standardwebhooks';
 import type { AuditEventTable } from '../src/db/audit';
 import type { WebhookAttemptTable, WebhookDeliveryTable, WebhookEndpointTable, WebhookMessageTable } from '../src/db/webhooks';
+import { loadConfig } from '../src/config';
 import { unseal } from '../src/infra/sealed';
 import { webhookSealingKey } from '../src/infra/webhooks';
 import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
@@ -638,4 +639,25 @@ describe('processes', () => {
       }
     },
   );
+});
+
+describe('settings', () => {
+  it('WEBHOOK_* have the documented defaults, and bad values stop the start with a message each', () => {
+    expect(loadConfig({}).webhooks).toEqual({
+      allowPrivateUrls: false,
+      pollIntervalMs: 2000,
+      retryBaseMs: 5000,
+      maxAttempts: 10,
+      timeoutMs: 5000,
+      retentionDays: 30,
+    });
+    expect(() =>
+      loadConfig({
+        WEBHOOK_ALLOW_PRIVATE_URLS: 'maybe',
+        WEBHOOK_MAX_ATTEMPTS: '0',
+        WEBHOOK_TIMEOUT_MS: 'soon',
+        WEBHOOK_RETENTION_DAYS: '0',
+      }),
+    ).toThrow(/WEBHOOK_ALLOW_PRIVATE_URLS[\s\S]*WEBHOOK_MAX_ATTEMPTS[\s\S]*WEBHOOK_TIMEOUT_MS[\s\S]*WEBHOOK_RETENTION_DAYS/);
+  });
 });
