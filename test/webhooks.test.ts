@@ -480,7 +480,7 @@ describe('delivery', () => {
       .where('id', 'in', [old.message_id, waiting.message_id])
       .execute();
 
-    expect(await t.app.webhooks.prune()).toBe(2); // the delivery, and its message
+    await t.app.webhooks.prune();
     expect((await deliveries(t, admin, id)).map((d) => [d.id, d.status])).toEqual([
       [recent.id, 'delivered'],
       [waiting.id, 'pending'],

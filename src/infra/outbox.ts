@@ -4,6 +4,7 @@ import { claimDueMail, countPendingMail, enqueueMail, markMailFailed, markMailSe
 import type { Database, Executor, OutboxRow } from '../db/types';
 import type { Logger } from '../logger';
 import type { Mail, MailTransport } from './mail-transport';
+import { DrainLoop } from './drain-loop';
 import { deriveKey, seal, unseal } from './sealed';
 
 const BATCH = 10;
@@ -18,10 +19,7 @@ const MAX_BACKOFF_MS = 60 * 60 * 1000;
  */
 export class Outbox {
   private readonly key: Buffer;
-  private timer: NodeJS.Timeout | undefined;
-  private draining: Promise<void> | undefined;
-  private again = false;
-  private stopped = true;
+  private readonly loop: DrainLoop;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -32,6 +30,11 @@ export class Outbox {
     private readonly logger: Logger,
   ) {
     this.key = deriveKey(secret, 'mail-outbox');
+    this.loop = new DrainLoop(
+      () => this.drain(),
+      config.pollIntervalMs,
+      (error) => this.logger.warn({ err: error }, 'mail outbox: could not read the queue'),
+    );
   }
 
   /** Queues a message in the caller's transaction; call `wake()` once it commits. */
@@ -45,44 +48,17 @@ export class Outbox {
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    const tick = () => {
-      this.timer = setTimeout(() => {
-        this.wake();
-        tick();
-      }, this.config.pollIntervalMs);
-      this.timer.unref();
-    };
-    // The first pass waits for the first tick too: it is the first query on this table, which costs an
-    // embedded database a tenth of a second of reading its catalog, and the start should not wait for it.
-    // Mail queued by requests is sent at once regardless (`wake()`).
-    tick();
+    this.loop.start();
   }
 
   /** Delivers what is due now, without waiting for the next poll. */
   wake(): void {
-    if (this.stopped) return;
-    if (this.draining) {
-      this.again = true;
-      return;
-    }
-    this.draining = this.drain()
-      .catch((error: unknown) => this.logger.warn({ err: error }, 'mail outbox: could not read the queue'))
-      .finally(() => {
-        this.draining = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.loop.wake();
   }
 
   /** Stops polling and waits for the batch in hand. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.draining;
+    await this.loop.stop();
     this.transport.close();
   }
 
@@ -90,7 +66,7 @@ export class Outbox {
     for (;;) {
       const batch = await claimDueMail(this.db, BATCH, LEASE_MS);
       for (const [index, row] of batch.entries()) {
-        if (this.stopped) {
+        if (this.loop.stopped) {
           // Stopping: what was claimed but not tried goes back to the queue for the next process.
           await releaseMail(
             this.db,
@@ -100,7 +76,7 @@ export class Outbox {
         }
         await this.deliver(row);
       }
-      if (batch.length < BATCH || this.stopped) return;
+      if (batch.length < BATCH || this.loop.stopped) return;
     }
   }
 

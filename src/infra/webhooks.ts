@@ -6,6 +6,7 @@ import type { WebhookConfig } from '../config';
 import type { Database } from '../db/types';
 import { claimDueDeliveries, pruneFinishedDeliveries, recordAttempt, releaseDeliveries, type ClaimedDelivery } from '../db/webhooks';
 import type { Logger } from '../logger';
+import { DrainLoop } from './drain-loop';
 import { deriveKey, unseal } from './sealed';
 import { publicOnlyLookup, RefusedWebhookAddress, urlProblem } from './webhook-addresses';
 
@@ -37,12 +38,9 @@ interface Answer {
 export class WebhookDispatcher {
   private readonly key: Buffer;
   private readonly leaseMs: number;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly loop: DrainLoop;
   private pruneTimer: NodeJS.Timeout | undefined;
-  private draining: Promise<void> | undefined;
   private pruning: Promise<number> | undefined;
-  private again = false;
-  private stopped = true;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -53,46 +51,30 @@ export class WebhookDispatcher {
   ) {
     this.key = webhookSealingKey(secretKey);
     this.leaseMs = config.timeoutMs + 60_000;
+    this.loop = new DrainLoop(
+      () => this.drain(),
+      config.pollIntervalMs,
+      (error) => this.logger.warn({ err: error }, 'webhooks: could not read the queue'),
+    );
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    const tick = () => {
-      this.timer = setTimeout(() => {
-        this.wake();
-        tick();
-      }, this.config.pollIntervalMs);
-      this.timer.unref();
-    };
-    tick();
+    if (!this.loop.stopped) return;
+    this.loop.start();
     const prune = (delayMs: number) => {
       this.pruneTimer = setTimeout(() => {
         void this.prune().finally(() => {
-          if (!this.stopped) prune(PRUNE_INTERVAL_MS);
+          if (!this.loop.stopped) prune(PRUNE_INTERVAL_MS);
         });
       }, delayMs);
       this.pruneTimer.unref();
     };
-    prune(Math.min(FIRST_PRUNE_MS, this.config.pollIntervalMs * 30));
+    prune(FIRST_PRUNE_MS);
   }
 
   /** Sends what is due now, without waiting for the next poll (after a commit that queued messages). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.draining) {
-      this.again = true;
-      return;
-    }
-    this.draining = this.drain()
-      .catch((error: unknown) => this.logger.warn({ err: error }, 'webhooks: could not read the queue'))
-      .finally(() => {
-        this.draining = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.loop.wake();
   }
 
   /**
@@ -113,10 +95,8 @@ export class WebhookDispatcher {
 
   /** Stops polling and pruning, and waits for the attempts in flight (each ends within `timeoutMs`). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
     clearTimeout(this.pruneTimer);
-    await Promise.all([this.draining, this.pruning]);
+    await Promise.all([this.loop.stop(), this.pruning]);
   }
 
   private async pruneAll(): Promise<number> {
@@ -125,7 +105,7 @@ export class WebhookDispatcher {
     for (;;) {
       const removed = await pruneFinishedDeliveries(this.db, before, PRUNE_BATCH);
       total += removed;
-      if (removed < PRUNE_BATCH || this.stopped) break;
+      if (removed < PRUNE_BATCH || this.loop.stopped) break;
     }
     if (total > 0) this.logger.info({ removed: total }, 'webhooks: pruned finished deliveries');
     return total;
@@ -134,7 +114,7 @@ export class WebhookDispatcher {
   private async drain(): Promise<void> {
     for (;;) {
       const batch = await claimDueDeliveries(this.db, BATCH, this.leaseMs);
-      if (this.stopped) {
+      if (this.loop.stopped) {
         // Stopping: what was claimed but not tried goes back to the queue for the next process.
         await releaseDeliveries(
           this.db,
@@ -144,7 +124,7 @@ export class WebhookDispatcher {
       }
       // One slow endpoint must not hold up the others: the batch's attempts run side by side.
       await Promise.all(batch.map((row) => this.attempt(row)));
-      if (batch.length < BATCH || this.stopped) return;
+      if (batch.length < BATCH || this.loop.stopped) return;
     }
   }
 
