@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { PaginationConfig, WebhookConfig } from '../config';
-import type { Transact } from '../db/transaction';
+import type { AuditDetails } from '../db/audit';
+import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database } from '../db/types';
 import {
   deleteEndpoint,
@@ -23,7 +24,7 @@ import { NotFound, Validation } from '../errors';
 import { seal } from '../infra/sealed';
 import { checkResolvesPublic, RefusedWebhookAddress, urlProblem } from '../infra/webhook-addresses';
 import { webhookSealingKey } from '../infra/webhooks';
-import { recordEvent } from './audit-events';
+import { recordEvent, type AuditEventType } from './audit-events';
 import { requireAdmin, type Principal } from './principal';
 
 /** How long the secret before a rotation keeps signing messages beside the new one. */
@@ -91,13 +92,7 @@ export class WebhookService {
         description: descriptionOf(input.description),
         secret_sealed: seal(this.key, secret),
       });
-      await recordEvent(trx, {
-        type: 'webhook.created',
-        actor: principal.user.id,
-        subject: null,
-        details: { webhook_id: row.id, url: row.url, events: row.events },
-        origin: principal.client,
-      });
+      await recordAdminEvent(trx, principal, 'webhook.created', { webhook_id: row.id, url: row.url, events: row.events });
       return row;
     });
     return { endpoint, secret };
@@ -118,12 +113,10 @@ export class WebhookService {
     if (patch.enabled !== undefined) changes.enabled = patch.enabled;
     return this.transact(async (trx) => {
       const row = found(await updateEndpoint(trx, id, changes));
-      await recordEvent(trx, {
-        type: 'webhook.updated',
-        actor: principal.user.id,
-        subject: null,
-        details: { webhook_id: id, fields: Object.keys(changes), ...(patch.enabled !== undefined ? { enabled: patch.enabled } : {}) },
-        origin: principal.client,
+      await recordAdminEvent(trx, principal, 'webhook.updated', {
+        webhook_id: id,
+        fields: Object.keys(changes),
+        ...(patch.enabled !== undefined ? { enabled: patch.enabled } : {}),
       });
       return row;
     });
@@ -133,13 +126,7 @@ export class WebhookService {
     requireAdmin(principal);
     await this.transact(async (trx) => {
       if (!(await deleteEndpoint(trx, id))) throw new NotFound('Webhook not found');
-      await recordEvent(trx, {
-        type: 'webhook.deleted',
-        actor: principal.user.id,
-        subject: null,
-        details: { webhook_id: id },
-        origin: principal.client,
-      });
+      await recordAdminEvent(trx, principal, 'webhook.deleted', { webhook_id: id });
     });
   }
 
@@ -149,13 +136,7 @@ export class WebhookService {
     const secret = newSecret();
     const row = await this.transact(async (trx) => {
       const rotated = found(await rotateEndpointSecret(trx, id, seal(this.key, secret), SECRET_OVERLAP_SECONDS));
-      await recordEvent(trx, {
-        type: 'webhook.secret_rotated',
-        actor: principal.user.id,
-        subject: null,
-        details: { webhook_id: id },
-        origin: principal.client,
-      });
+      await recordAdminEvent(trx, principal, 'webhook.secret_rotated', { webhook_id: id });
       return rotated;
     });
     return { secret, previousSecretExpiresAt: row.previous_secret_expires_at! };
@@ -180,13 +161,7 @@ export class WebhookService {
     const delivery = await this.transact(async (trx) => {
       const row = await retryDelivery(trx, endpointId, deliveryId);
       if (!row) throw new NotFound('Delivery not found');
-      await recordEvent(trx, {
-        type: 'webhook.delivery_retried',
-        actor: principal.user.id,
-        subject: null,
-        details: { webhook_id: endpointId, delivery_id: deliveryId },
-        origin: principal.client,
-      });
+      await recordAdminEvent(trx, principal, 'webhook.delivery_retried', { webhook_id: endpointId, delivery_id: deliveryId });
       // Due now: the dispatcher is woken once this commits.
       trx.queuedWebhooks.push(row.message_id);
       return row;
@@ -219,6 +194,11 @@ export class WebhookService {
     );
     return rows.map((row) => ({ ...row, attemptLog: attempts.filter((attempt) => attempt.delivery_id === row.id) }));
   }
+}
+
+/** An admin's change to the webhooks: about no account, so without a subject. */
+function recordAdminEvent(trx: UnitOfWork, principal: Principal, type: AuditEventType, details: AuditDetails): Promise<void> {
+  return recordEvent(trx, { type, actor: principal.user.id, subject: null, details, origin: principal.client });
 }
 
 /** `whsec_` and the base64 of 32 random bytes, as Standard Webhooks libraries take it. */
