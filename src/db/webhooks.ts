@@ -1,4 +1,5 @@
-import { sql, type ColumnType, type Generated, type Insertable, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type ColumnType, type Generated, type Insertable, type Selectable } from 'kysely';
+import { preparedStatement } from './prepared';
 import type { Executor } from './types';
 
 type Time = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -136,16 +137,19 @@ export async function deleteEndpoint(db: Executor, id: number): Promise<boolean>
   return deleted !== undefined;
 }
 
-/** The enabled endpoints subscribed to any of `eventTypes` (or to `*`), with the types each takes. */
-export function findSubscribers(db: Executor, eventTypes: readonly string[]): Promise<{ id: number; events: string[] }[]> {
-  return hooks(db)
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'events'])
-    .where('enabled', '=', true)
-    .where(sql<boolean>`events && ${sql.val(['*', ...eventTypes])}::text[]`)
-    .orderBy('id')
-    .execute();
+/**
+ * The enabled endpoints subscribed to any of `eventTypes` (or to `*`), with the types each takes.
+ * Every sign-in and account change asks, so it goes as a prepared statement.
+ */
+export async function findSubscribers(db: Executor, eventTypes: readonly string[]): Promise<{ id: number; events: string[] }[]> {
+  const result = await db.executeQuery<{ id: number; events: string[] }>(CompiledQuery.raw(SUBSCRIBERS_SQL, [['*', ...eventTypes]]));
+  return result.rows;
 }
+
+const SUBSCRIBERS_SQL = preparedStatement(
+  'webhook_subscribers',
+  'select id, events from webhook_endpoints where enabled and events && $1::text[] order by id',
+);
 
 /** Writes messages and their deliveries, in the caller's transaction. */
 export async function insertMessages(
