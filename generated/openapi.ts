@@ -964,7 +964,7 @@ export interface paths {
         /**
          * Register a webhook endpoint (admin)
          * @description Registers a URL that receives the chosen events (`*` for every type; see the event types
-         *     under **Webhooks** at the end of this document). The answer carries the endpoint's signing
+         *     under **Webhook events** at the end of this document). The answer carries the endpoint's signing
          *     secret, `whsec_` and the base64 of 32 random bytes: it is shown this once and stored sealed.
          *
          *     The URL must be `https://` and its name must resolve to public addresses only: loopback,
@@ -1838,7 +1838,7 @@ export interface components {
             credential: components["schemas"]["AuthenticationCredential"];
         };
         /**
-         * @description What a webhook message reports; the payload of each is documented under **Webhooks**.
+         * @description What a webhook message reports; the payload of each is documented under **Webhook events**.
          * @example user.created
          * @enum {string}
          */
