@@ -110,7 +110,7 @@ describe('usage', () => {
 describe('migrate', () => {
   let database: SuiteDatabase;
   beforeAll(async () => {
-    database = await suiteDatabase();
+    database = await suiteDatabase({ empty: true });
   });
   afterAll(() => database.drop());
 
@@ -431,7 +431,7 @@ builtOnce('the built command, as its own process', () => {
   beforeAll(async () => {
     outDir = await building!;
     if (!existsSync(join(outDir, 'src', 'cli', 'index.js'))) throw new Error('the build produced no src/cli/index.js');
-    database = await suiteDatabase();
+    database = await suiteDatabase({ empty: true });
   }, 120_000);
   afterAll(async () => {
     await database?.drop();
