@@ -401,6 +401,27 @@ function suite(t: () => TestContext) {
     expect(metrics.text).toMatch(/^auth_events_total\{event_type="mfa\.reset"\} \d/m);
   });
 
+  it('clears expired login steps and passkey challenges as new ones are made, and keeps live ones', async () => {
+    const challenges = () =>
+      t().db.selectFrom('mfa_challenges').select('challenge').where('challenge', 'like', 'clear:%').orderBy('challenge');
+    const add = (label: string, expiresAt: number) =>
+      t()
+        .db.insertInto('mfa_challenges')
+        .values({ id: crypto.randomUUID(), purpose: 'passkey_login', user_id: null, challenge: label, expires_at: new Date(expiresAt) })
+        .execute();
+    await add('clear:expired', clock - 1000);
+    await add('clear:expired-long-ago', clock - 25 * 3600_000);
+    await add('clear:live', clock + 60_000);
+
+    // An unauthenticated passkey sign-in makes a challenge: anyone can, so each one clears away expired ones.
+    expect((await t().post('/api/auth/passkeys/login/options', {})).status).toBe(200);
+    expect(await challenges().execute()).toEqual([{ challenge: 'clear:live' }]);
+
+    await add('clear:expired-again', clock - 1000);
+    await mfaToken(await enrol());
+    expect(await challenges().execute()).toEqual([{ challenge: 'clear:live' }]);
+  });
+
   it('leaves the tokens of a password alone as they were: no amr or aal, which reads as pwd and aal1', async () => {
     const user = await t().register();
     const res = await t().post('/api/auth/login/json', { email: user.email, password: user.password });
