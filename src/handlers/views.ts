@@ -1,6 +1,7 @@
 import type { components } from '../../generated/openapi';
 import type { AuditEventRow } from '../db/audit';
-import type { MfaFactorRow, SessionRow, UserRow } from '../db/types';
+import type { MfaFactorRow, SessionRow } from '../db/types';
+import type { ListedUser } from '../db/users';
 import type { TokenPair } from '../services/auth';
 import type { ImportResult } from '../services/user-import';
 
@@ -14,7 +15,7 @@ type WireImportResult = components['schemas']['ImportResult'];
 const iso = (value: Date | string): string => new Date(value).toISOString();
 
 /** A user as the contract shows it: never a hash; `deleted_at` for admins only. */
-export function userView(row: UserRow, forAdmin: boolean): User {
+export function userView(row: ListedUser, forAdmin: boolean): User {
   const user: User = {
     id: row.id,
     email: row.email,
