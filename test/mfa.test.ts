@@ -1,7 +1,7 @@
 import { Secret, TOTP } from 'otpauth';
 import request from 'supertest';
-import type { AuditEventTable } from '../src/db/audit';
 import { startTestApp, type Response, type TestContext } from './support/app';
+import { auditRows, auditTable as audit } from './support/audit';
 import { expectError, expectUnauthorized } from './support/expect';
 import { claimsOf } from './support/jwt';
 
@@ -26,18 +26,6 @@ interface Enrolled {
   secret: string;
   factorId: number;
   recoveryCodes: string[];
-}
-
-const audit = (t: TestContext) => t.db.withTables<{ audit_events: AuditEventTable }>();
-
-function auditRows(t: TestContext, subject: number, type: string) {
-  return audit(t)
-    .selectFrom('audit_events')
-    .selectAll()
-    .where('subject_user_id', '=', subject)
-    .where('event_type', '=', type)
-    .orderBy('id')
-    .execute();
 }
 
 function suite(t: () => TestContext) {
