@@ -64,11 +64,16 @@ format: node_modules
 ## test: contract freshness, type check, then the whole suite; the timing tests run last, alone,
 ## so that no other test competes with them for the CPU
 SUMMARY := $(shell mktemp -u /tmp/jest-summary.XXXXXX)
-test: check-install node_modules lint-contract check-generated typecheck lint check-imports
+test: check-install node_modules checks
 	@rm -f $(SUMMARY)
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --testPathIgnorePatterns '\.timing\.test\.ts$$'
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --runInBand --testPathPatterns '\.timing\.test\.ts$$'
 	@rm -f $(SUMMARY)
+
+## checks: the static checks, two at a time (each is mostly one CPU's work), each one's output kept together
+.PHONY: checks
+checks: node_modules
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint-contract check-generated typecheck lint check-imports
 
 ## bench: the service against a baseline server on the local PostgreSQL (or BENCH_DATABASE_URL, recreated);
 ## prints a table and writes bench/results/<time>.json

@@ -2,26 +2,37 @@
  * `make bench`: the service against the baseline in bench/baseline.ts, side by side in one run, on
  * PostgreSQL (BENCH_DATABASE_URL, recreated; by default account_bench on the local server).
  *
- * Routes: GET /api/auth/me and GET /api/users (page 1 of 20) at 32 connections, one process each and
- * then two (WEB_CONCURRENCY=2 against two baseline workers), and with one process against the baseline
- * again with its queries prepared; JSON login against the bcrypt ceiling
+ * Routes: GET /api/auth/me (with an access token, and with an API key) and GET /api/users (page 1 of
+ * 20) at 32 connections, one process each and then two (WEB_CONCURRENCY=2 against two baseline
+ * workers), and with one process against the baseline again with its queries prepared. The servers of
+ * one comparison take turns, BENCH_ROUNDS times (5) in one run, in a rotating order; each row reports
+ * the median ratio with its spread. Then the same two routes on the embedded database; JSON login against the bcrypt ceiling
  * measured in the same run, and with PASSWORD_HASH_ALGORITHM=argon2id at its default parameters
  * against the argon2id ceiling, then again with /health/live probed meanwhile; a login overload past
  * PASSWORD_HASH_QUEUE_MAX; embedded start, cold and warm. Writes bench/results/<time>.json.
  *
- * BENCH_SECONDS sets the length of each measured run (10 by default).
+ * BENCH_SECONDS sets the length of each measured run (5 by default; a comparison's runs add up to
+ * rounds × servers × seconds).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { verify as argon2Verify, hash as argon2Hash } from '@node-rs/argon2';
 import { hash, verify } from '@node-rs/bcrypt';
 import { Client } from 'pg';
 import { freePort, freshDatabase, load, login, probe, ROOT, SECRET_KEY, startProcess, table, type Figures, type Proc } from './lib';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/account_bench';
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = 32;
+/** Logins take longer to reach their steady state than reads: the hashing pool fills first. */
+const LOGIN_SECONDS = 15;
+const ME = '/api/auth/me';
+const USERS_PAGE = '/api/users?page=1&per_page=20';
+const PREPARED_NOTE = 'against the baseline with prepared statements';
 const USERS = 1000;
 const PASSWORD = 'bench-password-1';
 const COST = 12;
@@ -31,8 +42,10 @@ interface Row {
   processes: number;
   service: Figures;
   baseline?: Figures;
-  /** Service throughput over the baseline's (or over the bcrypt ceiling, for login). */
+  /** Service throughput over the baseline's (or over the bcrypt ceiling, for login): the median over the rounds. */
   ratio?: number;
+  /** Every round's ratio, lowest first, when the servers took turns. */
+  ratios?: number[];
   target?: string;
   notes?: string;
 }
@@ -44,8 +57,10 @@ const serviceEnv = (workers: number, extra: Record<string, string> = {}): Record
   BCRYPT_COST: String(COST),
   LOG_LEVEL: 'info',
   LOG_FORMAT: 'json',
-  // One client address sends everything here: the per-IP limits would refuse most of it.
+  // One client address sends everything here: the per-IP limits, and its share of the password-hashing
+  // queue, would refuse most of it. The queue's overall bound stays as configured.
   RATE_LIMIT_ENABLED: 'false',
+  PASSWORD_HASH_CALLER_MAX: '100000',
   WEB_CONCURRENCY: String(workers),
   // No mail server here: production needs this to start without one (mail goes to the log).
   MAIL_LOG_LINKS: 'true',
@@ -105,14 +120,94 @@ async function verifyCeiling(seconds: number, check: () => Promise<boolean>): Pr
   return done / ((performance.now() - started) / 1000);
 }
 
-async function compare(route: string, path: string, token: string, workers: number, service: Proc, baseline: Proc): Promise<Row> {
-  const options = { connections: CONNECTIONS, seconds: SECONDS, headers: { authorization: `Bearer ${token}` } };
+interface Contender {
+  label: string;
+  url: string;
+  headers: Record<string, string>;
+  pid?: number;
+}
+
+/**
+ * Loads each contender in turn, ROUNDS times, starting each round one further along, so that a slow
+ * spell of a shared machine falls on all of them alike. Returns each contender's figures per round.
+ */
+async function takeTurns(contenders: Contender[]): Promise<Figures[][]> {
+  const options = (c: Contender) => ({ connections: CONNECTIONS, seconds: SECONDS, headers: c.headers, url: c.url });
   // A short warm-up of each, so the JIT and the pools are in their steady state.
-  await load({ ...options, seconds: 2, url: baseline.url + path });
-  await load({ ...options, seconds: 2, url: service.url + path });
-  const base = await load({ ...options, url: baseline.url + path }, baseline.child.pid);
-  const ours = await load({ ...options, url: service.url + path }, service.child.pid);
-  return { route, processes: workers, service: ours, baseline: base, ratio: ours.rps / base.rps };
+  for (const c of contenders) await load({ ...options(c), seconds: 2 });
+  const figures: Figures[][] = contenders.map(() => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < contenders.length; i++) {
+      const at = (round + i) % contenders.length;
+      figures[at].push(await load(options(contenders[at]), contenders[at].pid));
+    }
+  }
+  return figures;
+}
+
+/** The row of `ours` against `theirs`, run by run: the median ratio, the round it came from, and the spread. */
+function against(route: string, processes: number, ours: Figures[], theirs: Figures[], notes?: string): Row {
+  const rounds = ours.map((figures, i) => ({ service: figures, baseline: theirs[i], ratio: figures.rps / theirs[i].rps }));
+  rounds.sort((a, b) => a.ratio - b.ratio);
+  const median = rounds[Math.floor(rounds.length / 2)];
+  return { route, processes, ...median, ratios: rounds.map((r) => r.ratio), notes };
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** The median of the round-by-round ratios of `ours` to `theirs`. */
+function medianRatio(ours: Figures[], theirs: Figures[]): number {
+  const ratios = ours.map((figures, i) => figures.rps / theirs[i].rps).sort((a, b) => a - b);
+  return ratios[Math.floor(ratios.length / 2)];
+}
+
+const percent = (ratio: number) => `${(ratio * 100).toFixed(0)} %`;
+
+/** A new API key of the user whose access token is given. */
+async function createApiKey(url: string, token: string): Promise<string> {
+  const res = await fetch(`${url}/api/auth/api-keys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...bearer(token) },
+    body: JSON.stringify({ name: 'bench', read_only: true }),
+  });
+  if (res.status !== 201) throw new Error(`creating an API key: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { data: { key: string } }).data.key;
+}
+
+/**
+ * The service on the embedded database, with the same 1,000 users: imported from a JSON-lines file
+ * with `import-users` (the embedded database serves one process, so before the server starts), with
+ * the same cost-12 hash.
+ */
+async function startEmbedded(): Promise<{ proc: Proc; adminToken: string; userToken: string; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'account-bench-embedded-'));
+  const passwordHash = await hash(PASSWORD, COST);
+  const lines = Array.from({ length: USERS }, (_, i) =>
+    JSON.stringify({
+      email: `bench${i + 1}@example.com`,
+      name: `Bench User ${i + 1}`,
+      password_hash: passwordHash,
+      role: i === 0 ? 'admin' : 'user',
+      email_verified: true,
+    }),
+  );
+  const file = join(dir, 'users.jsonl');
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  const env = { ...serviceEnv(1), DATABASE_URL: '', DATA_DIR: join(dir, 'data') };
+  await promisify(execFile)(process.execPath, ['dist/src/cli/index.js', 'import-users', file], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
+  const proc = await startProcess(['dist/src/server.js'], env, await freePort(), '/health/ready');
+  return {
+    proc,
+    adminToken: await login(proc.url, 'bench1@example.com', PASSWORD),
+    userToken: await login(proc.url, 'bench2@example.com', PASSWORD),
+    async stop() {
+      await proc.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 async function embeddedStart(): Promise<{ coldMs: number; warmMs: number }> {
@@ -147,26 +242,73 @@ async function main(): Promise<void> {
   for (const workers of [1, 2]) {
     if (workers > 1) service = await startService(workers);
     const baseline = await startBaseline(workers);
-    rows.push(await compare('GET /api/auth/me', '/api/auth/me', userToken, workers, service, baseline));
-    rows.push(await compare('GET /api/users (page 1 of 20)', '/api/users?page=1&per_page=20', adminToken, workers, service, baseline));
+    const on = (proc: Proc, label: string, path: string, token: string): Contender => ({
+      label,
+      url: proc.url + path,
+      headers: bearer(token),
+      pid: proc.child.pid,
+    });
     if (workers === 1) {
       // The service prepares its token check; the same routes against a baseline that prepares all of
-      // its queries show what is left once neither side parses and plans per call.
+      // its queries show what is left once neither side parses and plans per call. The embedded
+      // database's service takes its turns in the same rounds.
       const prepared = await startBaseline(1, true);
-      const note = { notes: 'against the baseline with prepared statements' };
-      rows.push({ ...(await compare('GET /api/auth/me', '/api/auth/me', userToken, 1, service, prepared)), ...note });
-      rows.push({
-        ...(await compare('GET /api/users (page 1 of 20)', '/api/users?page=1&per_page=20', adminToken, 1, service, prepared)),
-        ...note,
-      });
+      const embedded = await startEmbedded();
+      const apiKey = await createApiKey(service.url, userToken);
+      const me = await takeTurns([
+        on(service, 'service', ME, userToken),
+        on(service, 'service, API key', ME, apiKey),
+        on(baseline, 'baseline', ME, userToken),
+        on(prepared, 'prepared baseline', ME, userToken),
+        on(embedded.proc, 'embedded', ME, embedded.userToken),
+      ]);
+      rows.push(against('GET /api/auth/me', 1, me[0], me[2]));
+      rows.push(against('GET /api/auth/me', 1, me[0], me[3], PREPARED_NOTE));
+      rows.push(
+        against('GET /api/auth/me with an API key', 1, me[1], me[0], 'against the same route with an access token (baseline columns)'),
+      );
+      rows.push(
+        against(
+          'GET /api/auth/me, embedded database',
+          1,
+          me[4],
+          me[2],
+          `${percent(medianRatio(me[4], me[0]))} of the service on PostgreSQL`,
+        ),
+      );
+      const users = await takeTurns([
+        on(service, 'service', USERS_PAGE, adminToken),
+        on(baseline, 'baseline', USERS_PAGE, adminToken),
+        on(prepared, 'prepared baseline', USERS_PAGE, adminToken),
+        on(embedded.proc, 'embedded', USERS_PAGE, embedded.adminToken),
+      ]);
+      rows.push(against('GET /api/users (page 1 of 20)', 1, users[0], users[1]));
+      rows.push(against('GET /api/users (page 1 of 20)', 1, users[0], users[2], PREPARED_NOTE));
+      rows.push(
+        against(
+          'GET /api/users (page 1 of 20), embedded database',
+          1,
+          users[3],
+          users[1],
+          `${percent(medianRatio(users[3], users[0]))} of the service on PostgreSQL`,
+        ),
+      );
+      await embedded.stop();
       await prepared.stop();
+    } else {
+      const me = await takeTurns([on(service, 'service', ME, userToken), on(baseline, 'baseline', ME, userToken)]);
+      rows.push(against('GET /api/auth/me', workers, me[0], me[1]));
+      const users = await takeTurns([on(service, 'service', USERS_PAGE, adminToken), on(baseline, 'baseline', USERS_PAGE, adminToken)]);
+      rows.push(against('GET /api/users (page 1 of 20)', workers, users[0], users[1]));
+    }
+    if (workers === 1) {
       // A fresh process for the login scenario, so that the collection of garbage from the runs above
       // does not land in it.
       await service.stop();
       service = await startService(1);
       const ceiling = await bcryptCeiling(5);
       const body = JSON.stringify({ email: 'bench3@example.com', password: PASSWORD });
-      const loginOptions = { method: 'POST' as const, body, connections: 8, seconds: SECONDS + 5 };
+      const loginOptions = { method: 'POST' as const, body, connections: 8, seconds: LOGIN_SECONDS };
       const base = await load({ ...loginOptions, url: baseline.url + '/api/auth/login/json' }, baseline.child.pid);
       const ours = await load({ ...loginOptions, url: service.url + '/api/auth/login/json' }, service.child.pid);
       rows.push({
@@ -243,7 +385,9 @@ async function main(): Promise<void> {
         fmt(row.baseline?.rps, 1),
         row.baseline?.p99 ?? '',
         row.baseline?.rssMb || '',
-        row.ratio === undefined ? '' : `${(row.ratio * 100).toFixed(0)} %`,
+        row.ratio === undefined
+          ? ''
+          : `${percent(row.ratio)}${row.ratios ? ` (${percent(row.ratios[0])}–${percent(row.ratios[row.ratios.length - 1])})` : ''}`,
         row.notes ?? '',
       ]),
     ),
@@ -253,7 +397,7 @@ async function main(): Promise<void> {
   const results = {
     date: new Date().toISOString(),
     machine: { cores: availableParallelism(), node: process.version },
-    settings: { connections: CONNECTIONS, seconds: SECONDS, users: USERS, bcryptCost: COST },
+    settings: { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, loginSeconds: LOGIN_SECONDS, users: USERS, bcryptCost: COST },
     rows,
     embeddedStart: start,
   };

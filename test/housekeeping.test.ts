@@ -27,8 +27,8 @@ afterAll(() => t.close());
 
 const withConfig = (overrides: Partial<HousekeepingConfig>): HousekeepingConfig => ({ ...t.config.housekeeping, ...overrides });
 
-// Fixture rows carry a label (a session's user agent, a token's hash, a message's subject, a
-// challenge's WebAuthn challenge), so a test can tell its rows from those registration wrote.
+// Fixture rows carry a label (a session's user agent, a token's hash, a message's subject), so a test
+// can tell its rows from those registration wrote.
 
 async function addSession(ctx: TestContext, user: number, label: string, times: { expires: Date; revoked?: Date }): Promise<void> {
   await ctx.db
@@ -74,20 +74,6 @@ async function addMail(label: string, times: { created: Date; sent?: Date; faile
     .execute();
 }
 
-async function addChallenge(label: string, times: { expires: Date; used?: Date }): Promise<void> {
-  await t.db
-    .insertInto('mfa_challenges')
-    .values({
-      id: randomUUID(),
-      purpose: 'passkey_login',
-      user_id: null,
-      challenge: label,
-      expires_at: times.expires,
-      used_at: times.used ?? null,
-    })
-    .execute();
-}
-
 async function sessionLabels(prefix: string): Promise<string[]> {
   const rows = await t.db
     .selectFrom('sessions')
@@ -106,16 +92,6 @@ async function tokenLabels(prefix: string): Promise<string[]> {
     .orderBy('token_hash')
     .execute();
   return rows.map((row) => row.token_hash);
-}
-
-async function challengeLabels(prefix: string): Promise<string[]> {
-  const rows = await t.db
-    .selectFrom('mfa_challenges')
-    .select('challenge')
-    .where('challenge', 'like', `${prefix}%`)
-    .orderBy('challenge')
-    .execute();
-  return rows.map((row) => row.challenge ?? '');
 }
 
 async function mailLabels(prefix: string): Promise<string[]> {
@@ -140,23 +116,17 @@ describe('a purge', () => {
     await addMail('a:sent-long-ago', { created: hoursAgo(26), sent: hoursAgo(25) });
     await addMail('a:failed-recently', { created: hoursAgo(2), failed: hoursAgo(1) });
     await addMail('a:failed-long-ago', { created: hoursAgo(26), failed: hoursAgo(25) });
-    await addChallenge('a:live', { expires: inHours(1) });
-    await addChallenge('a:used-recently', { expires: inHours(1), used: hoursAgo(1) });
-    await addChallenge('a:used-long-ago', { expires: inHours(1), used: hoursAgo(25) });
-    await addChallenge('a:expired-recently', { expires: hoursAgo(1) });
-    await addChallenge('a:expired-long-ago', { expires: hoursAgo(25) });
     const sessionsBefore = await t.db.selectFrom('sessions').select('id').where('user_agent', 'not like', 'a:%').execute();
 
     // A longer retention keeps all of them.
     const kept = await new Housekeeping(t.db, withConfig({ retentionHours: 48 }), t.config.audit, quiet).purge();
-    expect(kept).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 }, status: 'done' });
+    expect(kept).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0 }, status: 'done' });
 
     const result = await new Housekeeping(t.db, withConfig({ retentionHours: 24 }), t.config.audit, quiet).purge();
-    expect(result).toEqual({ removed: { sessions: 2, account_tokens: 2, mail_outbox: 2, mfa_challenges: 2 }, status: 'done' });
+    expect(result).toEqual({ removed: { sessions: 2, account_tokens: 2, mail_outbox: 2 }, status: 'done' });
     expect(await sessionLabels('a:')).toEqual(['a:expired-recently', 'a:live', 'a:revoked-recently']);
     expect(await tokenLabels('a:')).toEqual(['a:expired-recently', 'a:unused', 'a:used-recently']);
     expect(await mailLabels('a:')).toEqual(['a:failed-recently', 'a:pending', 'a:sent-recently']);
-    expect(await challengeLabels('a:')).toEqual(['a:expired-recently', 'a:live', 'a:used-recently']);
     // The registered user's own session is untouched.
     expect(await t.db.selectFrom('sessions').select('id').where('user_agent', 'not like', 'a:%').execute()).toEqual(sessionsBefore);
 
@@ -165,7 +135,6 @@ describe('a purge', () => {
       sessions: 0,
       account_tokens: 0,
       mail_outbox: 0,
-      mfa_challenges: 0,
     });
   });
 
@@ -176,7 +145,7 @@ describe('a purge', () => {
     expect(await sessionLabels('b:')).toHaveLength(3);
 
     const result = await new Housekeeping(t.db, withConfig({ batchSize: 2 }), t.config.audit, quiet).purge();
-    expect(result).toEqual({ removed: { sessions: 3, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 }, status: 'done' });
+    expect(result).toEqual({ removed: { sessions: 3, account_tokens: 0, mail_outbox: 0 }, status: 'done' });
     expect(await sessionLabels('b:')).toEqual([]);
   });
 
@@ -200,12 +169,12 @@ describe('a purge', () => {
       await other.query('select pg_advisory_xact_lock($1::bigint)', [HOUSEKEEPING_LOCK_KEY]);
 
       const blocked = await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge();
-      expect(blocked).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 }, status: 'busy' });
+      expect(blocked).toEqual({ removed: { sessions: 0, account_tokens: 0, mail_outbox: 0 }, status: 'busy' });
       expect(await sessionLabels('c:')).toEqual(['c:expired']);
 
       await other.query('commit');
       const after = await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge();
-      expect(after).toEqual({ removed: { sessions: 1, account_tokens: 0, mail_outbox: 0, mfa_challenges: 0 }, status: 'done' });
+      expect(after).toEqual({ removed: { sessions: 1, account_tokens: 0, mail_outbox: 0 }, status: 'done' });
       expect(await sessionLabels('c:')).toEqual([]);
     } finally {
       await other.end();

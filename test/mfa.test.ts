@@ -1,7 +1,7 @@
 import { Secret, TOTP } from 'otpauth';
 import request from 'supertest';
-import type { AuditEventTable } from '../src/db/audit';
 import { startTestApp, type Response, type TestContext } from './support/app';
+import { auditRows, auditTable as audit } from './support/audit';
 import { expectError, expectUnauthorized } from './support/expect';
 import { claimsOf } from './support/jwt';
 
@@ -26,18 +26,6 @@ interface Enrolled {
   secret: string;
   factorId: number;
   recoveryCodes: string[];
-}
-
-const audit = (t: TestContext) => t.db.withTables<{ audit_events: AuditEventTable }>();
-
-function auditRows(t: TestContext, subject: number, type: string) {
-  return audit(t)
-    .selectFrom('audit_events')
-    .selectAll()
-    .where('subject_user_id', '=', subject)
-    .where('event_type', '=', type)
-    .orderBy('id')
-    .execute();
 }
 
 function suite(t: () => TestContext) {
@@ -399,6 +387,27 @@ function suite(t: () => TestContext) {
     expect(metrics.text).toMatch(/^auth_events_total\{event_type="mfa\.verified"\} [1-9]/m);
     expect(metrics.text).toMatch(/^auth_events_total\{event_type="mfa\.factor_added"\} [1-9]/m);
     expect(metrics.text).toMatch(/^auth_events_total\{event_type="mfa\.reset"\} \d/m);
+  });
+
+  it('clears expired login steps and passkey challenges as new ones are made, and keeps live ones', async () => {
+    const challenges = () =>
+      t().db.selectFrom('mfa_challenges').select('challenge').where('challenge', 'like', 'clear:%').orderBy('challenge');
+    const add = (label: string, expiresAt: number) =>
+      t()
+        .db.insertInto('mfa_challenges')
+        .values({ id: crypto.randomUUID(), purpose: 'passkey_login', user_id: null, challenge: label, expires_at: new Date(expiresAt) })
+        .execute();
+    await add('clear:expired', clock - 1000);
+    await add('clear:expired-long-ago', clock - 25 * 3600_000);
+    await add('clear:live', clock + 60_000);
+
+    // An unauthenticated passkey sign-in makes a challenge: anyone can, so each one clears away expired ones.
+    expect((await t().post('/api/auth/passkeys/login/options', {})).status).toBe(200);
+    expect(await challenges().execute()).toEqual([{ challenge: 'clear:live' }]);
+
+    await add('clear:expired-again', clock - 1000);
+    await mfaToken(await enrol());
+    expect(await challenges().execute()).toEqual([{ challenge: 'clear:live' }]);
   });
 
   it('leaves the tokens of a password alone as they were: no amr or aal, which reads as pwd and aal1', async () => {

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { Webhook } from 'standardwebhooks';
-import type { AuditEventTable } from '../src/db/audit';
 import type { WebhookAttemptTable, WebhookDeliveryTable, WebhookEndpointTable, WebhookMessageTable } from '../src/db/webhooks';
 import { loadConfig } from '../src/config';
 import { unseal } from '../src/infra/sealed';
 import { webhookSealingKey } from '../src/infra/webhooks';
 import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
+import { auditTable } from './support/audit';
 import { expectError } from './support/expect';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
 import { until } from './support/wait';
@@ -92,14 +92,9 @@ async function newUser(app: TestContext = t) {
 
 const sidOf = (token: string): string => (JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as { sid: string }).sid;
 const codeFor = (secret: string) => new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate();
+/** The audit events of one type: the webhook operations' have no subject. */
 const auditRows = (type: string) =>
-  t.db
-    .withTables<{ audit_events: AuditEventTable }>()
-    .selectFrom('audit_events')
-    .selectAll()
-    .where('event_type', '=', type)
-    .orderBy('id')
-    .execute();
+  auditTable(t).selectFrom('audit_events').selectAll().where('event_type', '=', type).orderBy('id').execute();
 const hooks = (app: TestContext) =>
   app.db.withTables<{
     webhook_endpoints: WebhookEndpointTable;

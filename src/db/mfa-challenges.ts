@@ -11,8 +11,24 @@ export interface NewChallenge {
   expiresAt: Date;
 }
 
-export async function insertChallenge(db: Executor, c: NewChallenge): Promise<void> {
+/** Expired challenges cleared by each new one: more than are made meanwhile, so the table stays small. */
+const CLEARED_PER_INSERT = 100;
+
+/**
+ * Keeps a new challenge, and deletes in the same statement up to CLEARED_PER_INSERT challenges that
+ * expired before `now` (used ones expire minutes after they were made): challenges clear themselves
+ * away as they are made, so no purge of their own is needed. Rows another transaction holds are left
+ * to the next insert.
+ */
+export async function insertChallenge(db: Executor, c: NewChallenge, now: Date): Promise<void> {
   await db
+    .with('cleared', (db) =>
+      db
+        .deleteFrom('mfa_challenges')
+        .where('id', 'in', (eb) =>
+          eb.selectFrom('mfa_challenges').select('id').where('expires_at', '<', now).limit(CLEARED_PER_INSERT).forUpdate().skipLocked(),
+        ),
+    )
     .insertInto('mfa_challenges')
     .values({
       id: c.id,

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { sql, type SelectQueryBuilder } from 'kysely';
+import { preparedStatement } from './prepared';
 import type { Database, Executor, NewUserRow, UserRow, UserUpdate } from './types';
 
 export type UserStatus = 'active' | 'inactive' | 'deleted';
@@ -102,19 +104,57 @@ export interface PageQuery extends UserFilter {
   offset: number;
 }
 
-/** One page of users and the total that match the filter. */
-export async function listUsersPage(db: Executor, query: PageQuery): Promise<{ rows: UserRow[]; total: number }> {
+/** A statement's name from its text: shapes that differ only in their parameters share one. */
+const shapeName = (prefix: string, text: string) => `${prefix}_${createHash('sha1').update(text).digest('hex').slice(0, 12)}`;
+
+/** The columns a listed user is shown with: no hash, nothing the view does not show. */
+const LISTED_COLUMNS = [
+  'id',
+  'email',
+  'name',
+  'role',
+  'is_active',
+  'email_verified',
+  'pending_email',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+] as const;
+
+export type ListedUser = Pick<UserRow, (typeof LISTED_COLUMNS)[number]>;
+
+/**
+ * One page of users and the total that match the filter. Without a search, one statement answers
+ * both: the page, each row carrying the total the counters give (an uncorrelated subquery,
+ * evaluated once), and its text depends only on the status, the sort and the direction, so it is
+ * prepared once per connection for each such shape. A page past the end has no row to carry the
+ * total, which is then asked for on its own. A search has two statements, sent unnamed: its plan
+ * depends on the pattern.
+ */
+export async function listUsersPage(db: Executor, query: PageQuery): Promise<{ rows: ListedUser[]; total: number }> {
   const direction = query.descending ? 'desc' : 'asc';
-  const [rows, count] = await Promise.all([
-    filtered(db.selectFrom('users').selectAll(), query)
-      .orderBy(query.sort, direction)
-      .orderBy('id', direction)
-      .limit(query.limit)
-      .offset(query.offset)
-      .execute(),
-    countUsers(db, query),
-  ]);
-  return { rows, total: count };
+  const page = filtered(db.selectFrom('users').select(LISTED_COLUMNS), query)
+    .orderBy(query.sort, direction)
+    .orderBy('id', direction)
+    .limit(query.limit)
+    .offset(query.offset);
+  if (query.q) {
+    const [rows, total] = await Promise.all([page.execute(), countUsers(db, query)]);
+    return { rows, total };
+  }
+  const compiled = page
+    .select((eb) =>
+      eb
+        .selectFrom('user_counts')
+        .select(countersTotal.as('total'))
+        .where('state', 'in', STATES[query.status ?? 'live'])
+        .as('total'),
+    )
+    .compile();
+  preparedStatement(shapeName('users_page', compiled.sql), compiled.sql);
+  const { rows } = await db.executeQuery(compiled);
+  if (rows.length === 0) return { rows: [], total: await countUsers(db, query) };
+  return { rows: rows.map(({ total: _total, ...row }) => row), total: Number(rows[0].total) };
 }
 
 /** States each status filter covers; no status means every user that is not deleted. */
@@ -125,6 +165,9 @@ const STATES: Record<UserStatus | 'live', Array<'active' | 'inactive' | 'deleted
   deleted: ['deleted'],
 };
 
+/** The sum of the per-state counters of the rows it is selected over. */
+const countersTotal = sql<number>`coalesce(sum(n), 0)::int`;
+
 /**
  * The exact number of users that match. Without a search it is the sum of the counters the database
  * keeps per state (a read of up to three rows at any table size); with one, a count over the rows the
@@ -134,7 +177,7 @@ async function countUsers(db: Executor, filter: UserFilter): Promise<number> {
   if (!filter.q) {
     const row = await db
       .selectFrom('user_counts')
-      .select(sql<number>`coalesce(sum(n), 0)::int`.as('total'))
+      .select(countersTotal.as('total'))
       .where('state', 'in', STATES[filter.status ?? 'live'])
       .executeTakeFirstOrThrow();
     return row.total;
@@ -143,7 +186,11 @@ async function countUsers(db: Executor, filter: UserFilter): Promise<number> {
   return row.total;
 }
 
-/** Up to `limit` users with an id above `after`, by id ascending. */
-export function listUsersAfter(db: Executor, filter: UserFilter, after: number, limit: number): Promise<UserRow[]> {
-  return filtered(db.selectFrom('users').selectAll(), filter).where('id', '>', after).orderBy('id', 'asc').limit(limit).execute();
+/** Up to `limit` users with an id above `after`, by id ascending; prepared per status when there is no search. */
+export async function listUsersAfter(db: Executor, filter: UserFilter, after: number, limit: number): Promise<ListedUser[]> {
+  const query = filtered(db.selectFrom('users').select(LISTED_COLUMNS), filter).where('id', '>', after).orderBy('id', 'asc').limit(limit);
+  if (filter.q) return query.execute();
+  const compiled = query.compile();
+  preparedStatement(shapeName('users_after', compiled.sql), compiled.sql);
+  return (await db.executeQuery(compiled)).rows;
 }

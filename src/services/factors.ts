@@ -221,14 +221,19 @@ export class FactorService {
     userHandle?: string;
   }): Promise<string> {
     const id = randomUUID();
-    await insertChallenge(this.db, {
-      id,
-      purpose: c.purpose,
-      userId: c.userId,
-      challenge: c.challenge,
-      userHandle: c.userHandle,
-      expiresAt: new Date(this.now() + CHALLENGE_TTL_MS),
-    });
+    const now = this.now();
+    await insertChallenge(
+      this.db,
+      {
+        id,
+        purpose: c.purpose,
+        userId: c.userId,
+        challenge: c.challenge,
+        userHandle: c.userHandle,
+        expiresAt: new Date(now + CHALLENGE_TTL_MS),
+      },
+      new Date(now),
+    );
     return id;
   }
 

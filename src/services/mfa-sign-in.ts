@@ -68,9 +68,14 @@ export class MfaSignIn implements SecondFactorGate {
     if (factors.some((f) => f.type === 'webauthn')) methods.push('webauthn');
     if ((await countRecoveryCodes(this.db, user.id)) > 0) methods.push('recovery_code');
     const mfaToken = randomBytes(32).toString('base64url');
-    const expiresAt = new Date(this.options.now() + MFA_TOKEN_TTL_MS);
+    const now = this.options.now();
     await this.transact(async (trx) => {
-      await insertChallenge(trx, { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), expiresAt });
+      const expiresAt = new Date(now + MFA_TOKEN_TTL_MS);
+      await insertChallenge(
+        trx,
+        { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), expiresAt },
+        new Date(now),
+      );
       await recordEvent(trx, { type: 'mfa.challenged', actor: null, subject: user.id, details: { methods }, origin: client });
     });
     return { mfaToken, methods };

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/openapi';
-import type { UserRow } from '../db/types';
+import type { ListedUser } from '../db/users';
 
 type User = components['schemas']['User'];
 
@@ -7,7 +7,7 @@ type User = components['schemas']['User'];
  * A user as the contract shows it: never a hash; `deleted_at` for admins only. The handlers answer
  * with it, and webhook payloads carry it, so it sits where both can reach it.
  */
-export function userView(row: UserRow, forAdmin: boolean): User {
+export function userView(row: ListedUser, forAdmin: boolean): User {
   const iso = (value: Date | string): string => new Date(value).toISOString();
   const user: User = {
     id: row.id,

@@ -7,6 +7,7 @@ import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
 import type { AuditDetails } from '../db/audit';
 import * as users from '../db/users';
+import type { ListedUser } from '../db/users';
 import { normalizeEmail } from './auth';
 import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
@@ -31,10 +32,10 @@ export interface ListInput {
 export type UserList =
   | {
       shape: 'page';
-      rows: UserRow[];
+      rows: ListedUser[];
       meta: { page: number; per_page: number; total: number; pages: number; has_next: boolean; has_prev: boolean };
     }
-  | { shape: 'cursor'; rows: UserRow[]; meta: { next_cursor: number | null; has_more: boolean } };
+  | { shape: 'cursor'; rows: ListedUser[]; meta: { next_cursor: number | null; has_more: boolean } };
 
 export interface UserFields {
   name?: string;

@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../../src/config';
 import type { Database } from '../../src/db/types';
 import { createLogger } from '../../src/logger';
 import { assertMatchesContract } from './contract';
-import { copyOfEmptyCluster } from './pglite-template';
+import { copyOfCluster } from './pglite-template';
 
 export const TEST_SECRET = 'test-secret-key-that-is-long-enough-for-hs256';
 export const ADMIN = { email: 'admin@example.com', password: 'admin-password-1' };
@@ -83,11 +83,14 @@ export interface StartOptions {
   clock?: () => number;
 }
 
-/** The database a suite runs on: a fresh PGlite in a folder of its own, or a fresh PostgreSQL database. */
-export async function suiteDatabase(): Promise<SuiteDatabase> {
+/**
+ * The database a suite runs on: a fresh PGlite in a folder of its own, or a fresh PostgreSQL database.
+ * An embedded one comes migrated unless `empty` (the app migrates a PostgreSQL one as it starts).
+ */
+export async function suiteDatabase({ empty = false } = {}): Promise<SuiteDatabase> {
   if (process.env.TEST_DATABASE_KIND !== 'postgres') {
-    // A folder of its own either way: copying the created cluster is much quicker than creating one in memory.
-    const { dir, drop } = await copyOfEmptyCluster();
+    // A folder of its own either way: copying a made cluster is much quicker than creating one in memory.
+    const { dir, drop } = await copyOfCluster({ empty });
     return { env: { DATA_DIR: dir }, drop, kind: 'embedded' };
   }
   const serverUrl = process.env.TEST_DATABASE_URL;

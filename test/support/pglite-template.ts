@@ -1,12 +1,17 @@
-import { readFileSync, rmSync, statfsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { cp, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadConfig } from '../../src/config';
+import { openMigratedDatabase } from '../../src/db/migrate';
 
-// Most of an embedded app's start goes into PGlite creating its cluster (initdb). That cluster is the
-// same every time, so it is created once per PGlite version, kept in /dev/shm (or the temporary
-// folder), and copied into a folder of its own for each database. The app still migrates its
-// database as it always does.
+// Most of an embedded app's start goes into PGlite creating its cluster (initdb), and then into the
+// migrations. Both give the same result every time, so two clusters are made once per PGlite version
+// and set of migrations, kept in /dev/shm (or the temporary folder), and copied into a folder of its
+// own for each database: the created, empty cluster, and the same with every migration applied. The
+// app still runs its migrations at start-up as it always does; on the migrated copy there are none
+// left to run.
 
 const PGLITE_PACKAGE = join(__dirname, '..', '..', 'node_modules', '@electric-sql', 'pglite', 'package.json');
 const PGLITE_VERSION = (JSON.parse(readFileSync(PGLITE_PACKAGE, 'utf8')) as { version: string }).version;
@@ -22,8 +27,21 @@ function inMemoryFolder(): string | undefined {
 }
 const BASE = inMemoryFolder() ?? tmpdir();
 const TEMPLATE = join(BASE, `account-test-pglite-${PGLITE_VERSION}`);
+const MIGRATIONS_DIR = join(__dirname, '..', '..', 'migrations');
+/** The migrations' sources, hashed: a migrated template is only reused by the code that made it. */
+const MIGRATIONS_HASH = createHash('sha256')
+  .update(
+    readdirSync(MIGRATIONS_DIR)
+      .sort()
+      .map((name) => `${name}\0${readFileSync(join(MIGRATIONS_DIR, name), 'utf8')}`)
+      .join('\0'),
+  )
+  .digest('hex')
+  .slice(0, 16);
+const MIGRATED_TEMPLATE = `${TEMPLATE}-migrated-${MIGRATIONS_HASH}`;
 
 let template: Promise<string> | undefined;
+let migratedTemplate: Promise<string> | undefined;
 
 async function exists(path: string): Promise<boolean> {
   return stat(path).then(
@@ -47,9 +65,28 @@ function pgliteTemplate(): Promise<string> {
   return template;
 }
 
-/** A folder of its own holding a copy of the created, empty cluster; `drop` removes it. */
-export async function copyOfEmptyCluster(): Promise<{ dir: string; drop: () => Promise<void> }> {
-  const source = await pgliteTemplate();
+/** The created cluster with every migration applied, made once (by whichever test process gets there first). */
+function migratedPgliteTemplate(): Promise<string> {
+  migratedTemplate ??= (async () => {
+    if (await exists(join(MIGRATED_TEMPLATE, 'PG_VERSION'))) return MIGRATED_TEMPLATE;
+    const staging = await mkdtemp(join(BASE, 'account-test-pglite-staging-'));
+    await cp(await pgliteTemplate(), staging, { recursive: true });
+    const { db } = await openMigratedDatabase(
+      loadConfig({ SECRET_KEY: 'template-secret-key-that-is-long-enough', DATA_DIR: staging }).database,
+    );
+    await db.destroy();
+    await rename(staging, MIGRATED_TEMPLATE).catch(() => rm(staging, { recursive: true, force: true }));
+    return MIGRATED_TEMPLATE;
+  })();
+  return migratedTemplate;
+}
+
+/**
+ * A folder of its own holding a copy of the created cluster, with every migration applied unless
+ * `empty` (for the tests of the migrations themselves); `drop` removes it.
+ */
+export async function copyOfCluster({ empty = false } = {}): Promise<{ dir: string; drop: () => Promise<void> }> {
+  const source = await (empty ? pgliteTemplate() : migratedPgliteTemplate());
   const dir = await mkdtemp(join(BASE, 'account-test-'));
   copies.add(dir);
   await cp(source, dir, { recursive: true });
