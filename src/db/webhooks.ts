@@ -192,6 +192,8 @@ export async function claimDueDeliveries(db: Executor, limit: number, leaseMs: n
 
 export interface AttemptOutcome {
   deliveryId: number;
+  /** When the attempt began. */
+  attemptedAt: Date;
   statusCode: number | null;
   error: string | null;
   durationMs: number;
@@ -202,23 +204,29 @@ export interface AttemptOutcome {
 
 /** Records an attempt and what follows from it, unless the delivery is gone (its endpoint deleted meanwhile). */
 export async function recordAttempt(db: Executor, outcome: AttemptOutcome): Promise<void> {
-  const { deliveryId, statusCode, error, durationMs, delivered, retryInMs } = outcome;
+  const { deliveryId, attemptedAt, statusCode, error, durationMs, delivered, retryInMs } = outcome;
   const common = { locked_until: null, last_status_code: statusCode, last_error: error };
   const next = delivered
     ? { ...common, status: 'delivered' as const, delivered_at: sql<Date>`now()`, finished_at: sql<Date>`now()` }
     : retryInMs === null
       ? { ...common, status: 'failed' as const, finished_at: sql<Date>`now()` }
       : { ...common, next_attempt_at: sql<Date>`now() + make_interval(secs => ${retryInMs / 1000})` };
-  const updated = await hooks(db)
-    .updateTable('webhook_deliveries')
-    .set(next)
-    .where('id', '=', deliveryId)
-    .returning('id')
-    .executeTakeFirst();
-  if (!updated) return;
+  // One statement, so that no reader sees the delivery's new state without the attempt that led to it.
   await hooks(db)
+    .with('updated', (q) => q.updateTable('webhook_deliveries').set(next).where('id', '=', deliveryId).returning('id'))
     .insertInto('webhook_attempts')
-    .values({ delivery_id: deliveryId, status_code: statusCode, error, duration_ms: durationMs })
+    .columns(['delivery_id', 'attempted_at', 'status_code', 'error', 'duration_ms'])
+    .expression((eb) =>
+      eb
+        .selectFrom('updated')
+        .select((s) => [
+          s.ref('updated.id').as('delivery_id'),
+          sql<Date>`${attemptedAt}::timestamptz`.as('attempted_at'),
+          sql<number | null>`${statusCode}::int`.as('status_code'),
+          sql<string | null>`${error}::text`.as('error'),
+          sql<number>`${durationMs}::int`.as('duration_ms'),
+        ]),
+    )
     .execute();
 }
 

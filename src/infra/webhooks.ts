@@ -129,7 +129,7 @@ export class WebhookDispatcher {
   }
 
   private async attempt(row: ClaimedDelivery): Promise<void> {
-    const started = Date.now();
+    const started = new Date();
     const answer = await this.send(row);
     const delivered = answer.statusCode !== null && answer.statusCode >= 200 && answer.statusCode < 300;
     const round = row.attempts - row.round_start;
@@ -137,9 +137,10 @@ export class WebhookDispatcher {
       delivered || round >= this.config.maxAttempts ? null : Math.min(this.config.retryBaseMs * 2 ** (round - 1), MAX_BACKOFF_MS);
     await recordAttempt(this.db, {
       deliveryId: row.id,
+      attemptedAt: started,
       statusCode: answer.statusCode,
       error: answer.error,
-      durationMs: Date.now() - started,
+      durationMs: Date.now() - started.getTime(),
       delivered,
       retryInMs,
     });
