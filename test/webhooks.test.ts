@@ -5,7 +5,8 @@ import type { WebhookAttemptTable, WebhookDeliveryTable, WebhookEndpointTable, W
 import { loadConfig } from '../src/config';
 import { unseal } from '../src/infra/sealed';
 import { webhookSealingKey } from '../src/infra/webhooks';
-import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
+import vectors from './fixtures/password-hashes.json';
+import { startTestApp, TEST_SECRET, uniqueEmail, type TestContext } from './support/app';
 import { auditTable } from './support/audit';
 import { expectError } from './support/expect';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
@@ -333,6 +334,19 @@ describe('events', () => {
     const rows = await hooks(t).selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', id).execute();
     expect(rows).toHaveLength(1);
     expect(r.received.map((m) => m.payload.type)).toEqual(['user.deleted']);
+    await t.delete(`/api/webhooks/${id}`, { token: admin });
+  });
+  it('an import sends user.created for each account it creates, the imported hash in none', async () => {
+    const r = await receiver();
+    const { id } = await register(t, admin, r, ['user.created']);
+    const hash = vectors.find((v) => v.hash.startsWith('$2b$04$'))!.hash;
+    const users = [uniqueEmail('import'), uniqueEmail('import')].map((email) => ({ email, name: 'Imported', password_hash: hash }));
+    const { data, response } = await t.clientFor(admin).POST('/api/users/import', { body: { users } });
+    expect(response.status).toBe(200);
+    expect(data!.data.map((result) => result.status)).toEqual(['created', 'created']);
+    await until(() => r.received.length === 2, 'two messages');
+    expect(r.received.map((m) => m.payload.data.email).sort()).toEqual(users.map((u) => u.email).sort());
+    expect(r.received.every((m) => m.payload.type === 'user.created' && !m.body.includes(hash))).toBe(true);
     await t.delete(`/api/webhooks/${id}`, { token: admin });
   });
 });
