@@ -44,7 +44,7 @@ export function urlProblem(value: string, allowPrivate: boolean): string | undef
   return undefined;
 }
 
-/** Every address of `hostname`; throws RefusedWebhookAddress when it has none, or any that is not public. */
+/** Every address of `hostname`, or a RefusedWebhookAddress when it has none, or any that is not public. */
 function resolvePublic(hostname: string, callback: (error: Error | null, addresses: LookupAddress[]) => void): void {
   lookup(hostname, { all: true, verbatim: true }, (error, addresses) => {
     if (error || addresses.length === 0) {
