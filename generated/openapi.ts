@@ -2019,7 +2019,13 @@ export interface components {
             meta: components["schemas"]["CursorMeta"];
         };
         /** @description The user as `GET /api/users/{id}` shows it to an admin, `deleted_at` included; never a password, hash or token. */
-        WebhookAdminUser: components["schemas"]["User"] & Record<string, never>;
+        WebhookAdminUser: components["schemas"]["User"] & {
+            /**
+             * Format: date-time
+             * @description Null unless the user is deleted.
+             */
+            deleted_at: string | null;
+        };
         WebhookUserEvent: {
             /** @enum {string} */
             type: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled";

@@ -8,6 +8,7 @@ import { webhookSealingKey } from '../src/infra/webhooks';
 import vectors from './fixtures/password-hashes.json';
 import { startTestApp, TEST_SECRET, uniqueEmail, type TestContext } from './support/app';
 import { auditTable } from './support/audit';
+import { assertWebhookMatchesContract } from './support/contract';
 import { expectError } from './support/expect';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
 import { until } from './support/wait';
@@ -315,6 +316,7 @@ describe('events', () => {
       expect(() => new Webhook(endpoint.secret).verify(m.body, m.headers as Record<string, string>)).not.toThrow();
       expect(m.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
       expect(m.headers['content-type']).toBe('application/json');
+      assertWebhookMatchesContract(m.payload.type, m.payload);
       expect(Object.keys(m.payload).sort()).toEqual(['data', 'timestamp', 'type']);
       expect(new Date(m.payload.timestamp).toISOString()).toBe(m.payload.timestamp);
       const shown = m.payload.type.startsWith('session.') ? m.payload.data.user : m.payload.data;
@@ -347,6 +349,7 @@ describe('events', () => {
     await until(() => r.received.length === 2, 'two messages');
     expect(r.received.map((m) => m.payload.data.email).sort()).toEqual(users.map((u) => u.email).sort());
     expect(r.received.every((m) => m.payload.type === 'user.created' && !m.body.includes(hash))).toBe(true);
+    for (const m of r.received) assertWebhookMatchesContract(m.payload.type, m.payload);
     await t.delete(`/api/webhooks/${id}`, { token: admin });
   });
 });

@@ -106,6 +106,14 @@ export function assertMatchesContract(method: string, url: string, status: numbe
   check(where, validatorFor(`${match.operation.operationId}:${status}`, schema), body);
 }
 
+/** Asserts that a webhook message's body is what the contract's `x-webhooks` documents for its type. */
+export function assertWebhookMatchesContract(type: string, body: unknown): void {
+  const event = (document['x-webhooks'] as Json | undefined)?.[type]?.post as Json | undefined;
+  if (!event) throw new Error(`webhook ${type}: no such event in the contract's x-webhooks`);
+  const schema = resolve(event.requestBody).content['application/json'].schema as Json;
+  check(`webhook ${type}`, validatorFor(`webhook:${type}`, schema), body);
+}
+
 function check(where: string, validate: ValidateFunction, body: unknown): void {
   if (!validate(body)) {
     throw new Error(`${where}: body does not match the contract: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body, null, 2)}`);
