@@ -12,7 +12,7 @@ export interface ReceivedWebhook {
   payload: { type: string; timestamp: string; data: any };
   /** The trusted secrets whose `Webhook.verify` accepted the request. */
   verifiedBy: string[];
-  /** The status it was answered with. */
+  /** The status it was answered with; 0 while unanswered. */
   status: number;
 }
 
@@ -25,8 +25,8 @@ export interface WebhookReceiver {
   received: ReceivedWebhook[];
   /** TCP connections accepted, whether or not a request came on them. */
   connections: number;
-  /** The status each request is answered with (204 unless set); a 3xx points at `/elsewhere`. */
-  answer: (request: ReceivedWebhook, index: number) => number;
+  /** The status each request is answered with (204 unless set); a 3xx points at `/elsewhere`; null never answers. */
+  answer: (request: ReceivedWebhook, index: number) => number | null;
   /** Verifies later requests with this secret too (as a Standard Webhooks receiver would). */
   trust(secret: string): void;
   /** The requests of one event type about one user. */
@@ -75,8 +75,10 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         verifiedBy,
         status: 0,
       };
-      request.status = receiver.answer(request, receiver.received.length);
+      const status = receiver.answer(request, receiver.received.length);
       receiver.received.push(request);
+      if (status === null) return;
+      request.status = status;
       if (request.status >= 300 && request.status < 400) res.setHeader('Location', `http://127.0.0.1:${receiver.port}/elsewhere`);
       res.writeHead(request.status).end();
     });
