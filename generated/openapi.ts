@@ -812,12 +812,12 @@ export interface paths {
          *     `mfa.totp_enrolment_started`, `mfa.factor_added` and `mfa.factor_removed`
          *     (`details.factor_id`, `details.type`), `mfa.recovery_codes_generated`,
          *     `mfa.recovery_code_used` (`details.remaining`) and `mfa.reset` (an admin removed every
-         *     factor of the subject; `details.factors_removed`).
-         *
-         *     Webhooks: `webhook.created`, `webhook.updated` (`details.fields`), `webhook.deleted`,
-         *     `webhook.secret_rotated` (`details.webhook_id` in each) and `webhook.delivery_retried`
-         *     (`details.delivery_id` too); their `subject_user_id` is null. A passkey sign-in is a `login.succeeded`
+         *     factor of the subject; `details.factors_removed`). A passkey sign-in is a `login.succeeded`
          *     with `details.method: passkey`, or a `login.failed` with `details.reason: passkey_rejected`.
+         *
+         *     Webhooks: `webhook.created` (`details.host` of the URL and `details.events`), `webhook.updated`
+         *     (`details.fields`), `webhook.deleted`, `webhook.secret_rotated` (`details.webhook_id` in
+         *     each) and `webhook.delivery_retried` (`details.delivery_id` too); their `subject_user_id` is null.
          *
          *     `actor_user_id` is who acted: the signed-in user, or the account whose password, refresh,
          *     reset or verification token was presented; null when no one was identified (a failed login,

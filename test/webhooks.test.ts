@@ -143,7 +143,10 @@ describe('endpoints', () => {
     expect(unseal(webhookSealingKey(TEST_SECRET), row.secret_sealed)).toBe(created.secret);
 
     const audited = (await auditRows('webhook.created')).find((e) => e.details.webhook_id === created.id);
-    expect(audited).toMatchObject({ subject_user_id: null, details: { url: r.url } });
+    expect(audited).toMatchObject({
+      subject_user_id: null,
+      details: { host: `127.0.0.1:${r.port}`, events: ['user.created', 'user.deleted'] },
+    });
     expect(JSON.stringify(audited)).not.toContain(base64);
     await t.delete(`/api/webhooks/${created.id}`, { token: admin });
   });

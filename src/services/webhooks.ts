@@ -92,7 +92,8 @@ export class WebhookService {
         description: descriptionOf(input.description),
         secret_sealed: seal(this.key, secret),
       });
-      await recordAdminEvent(trx, principal, 'webhook.created', { webhook_id: row.id, url: row.url, events: row.events });
+      // The host only: a URL's path or query may carry a receiver's token, which the trail never holds.
+      await recordAdminEvent(trx, principal, 'webhook.created', { webhook_id: row.id, host: new URL(row.url).host, events: row.events });
       return row;
     });
     return { endpoint, secret };
