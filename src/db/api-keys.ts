@@ -11,7 +11,7 @@ export interface NewApiKey {
   expiresInDays: number;
 }
 
-/** Stores a new key; it expires `expiresInDays` after now, by the database's clock, which checks it. */
+/** Stores a new key; it expires `expiresInDays` after now, by the clock of the database, which checks it. */
 export function insertApiKey(db: Executor, key: NewApiKey): Promise<ApiKeyRow> {
   return db
     .insertInto('api_keys')
@@ -21,7 +21,8 @@ export function insertApiKey(db: Executor, key: NewApiKey): Promise<ApiKeyRow> {
       prefix: key.prefix,
       key_hash: key.keyHash,
       read_only: key.readOnly,
-      expires_at: sql<Date>`now() + make_interval(days => ${key.expiresInDays})`,
+      // Whole days of 24 hours, whatever the database's time zone and its daylight saving.
+      expires_at: sql<Date>`now() + make_interval(hours => ${key.expiresInDays * 24})`,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
