@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config';
-import type { AuditEventTable } from '../src/db/audit';
 import { startTestApp, type RegisteredUser, type Response, type TestContext } from './support/app';
+import { auditEventsOf } from './support/audit';
 import { document } from './support/contract';
 import { expectError, expectUnauthorized } from './support/expect';
 import { claimsOf } from './support/jwt';
@@ -35,15 +35,7 @@ function suite(t: () => TestContext) {
 
   const keyRow = (id: number) => t().db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
 
-  const auditRows = (subject: number, type: string) =>
-    t()
-      .db.withTables<{ audit_events: AuditEventTable }>()
-      .selectFrom('audit_events')
-      .selectAll()
-      .where('subject_user_id', '=', subject)
-      .where('event_type', '=', type)
-      .orderBy('id')
-      .execute();
+  const auditRows = (subject: number, type: string) => auditEventsOf(t(), subject, type);
 
   /** The user's own record, read with a key: 200 while the key works. */
   const me = (key: string) => t().clientFor(key).GET('/api/auth/me');

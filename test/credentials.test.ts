@@ -1,4 +1,5 @@
 import { ADMIN, startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
+import { auditEventsOf } from './support/audit';
 import { expectError } from './support/expect';
 import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
 import { until } from './support/wait';
@@ -50,23 +51,7 @@ const allSent = (recipient: string, app = t) =>
     return rows.every((r) => r.sent_at !== null) && rows;
   }, `outbox rows for ${recipient} marked sent`);
 const sessionsOf = (userId: number, app = t) => app.db.selectFrom('sessions').selectAll().where('user_id', '=', userId).execute();
-const auditOf = (subject: number, type: string, app = t) =>
-  app.db
-    .withTables<{
-      audit_events: {
-        id: number;
-        event_type: string;
-        actor_user_id: number | null;
-        subject_user_id: number | null;
-        details: Record<string, unknown>;
-      };
-    }>()
-    .selectFrom('audit_events')
-    .selectAll()
-    .where('subject_user_id', '=', subject)
-    .where('event_type', '=', type)
-    .orderBy('id')
-    .execute();
+const auditOf = (subject: number, type: string, app = t) => auditEventsOf(app, subject, type);
 
 const login = (email: string, password: string, app = t) => app.post('/api/auth/login/json', { email, password });
 const me = (token: string, app = t) => app.get('/api/auth/me', { token });

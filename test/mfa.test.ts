@@ -2,6 +2,7 @@ import { Secret, TOTP } from 'otpauth';
 import request from 'supertest';
 import type { AuditEventTable } from '../src/db/audit';
 import { startTestApp, type Response, type TestContext } from './support/app';
+import { auditEventsOf } from './support/audit';
 import { expectError, expectUnauthorized } from './support/expect';
 import { claimsOf } from './support/jwt';
 
@@ -30,15 +31,7 @@ interface Enrolled {
 
 const audit = (t: TestContext) => t.db.withTables<{ audit_events: AuditEventTable }>();
 
-function auditRows(t: TestContext, subject: number, type: string) {
-  return audit(t)
-    .selectFrom('audit_events')
-    .selectAll()
-    .where('subject_user_id', '=', subject)
-    .where('event_type', '=', type)
-    .orderBy('id')
-    .execute();
-}
+const auditRows = auditEventsOf;
 
 function suite(t: () => TestContext) {
   async function enrol(): Promise<Enrolled> {

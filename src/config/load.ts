@@ -4,8 +4,8 @@ import { isEmailAddress } from '../email-address';
 import type {
   AccountConfig,
   AdminConfig,
-  ApiKeyConfig,
   Algorithm,
+  ApiKeyConfig,
   AuditConfig,
   Config,
   DatabaseConfig,
