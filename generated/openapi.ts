@@ -654,7 +654,8 @@ export interface paths {
          *     The key expires `expires_in_days` after its creation: 1 to 365, by default 90 (or
          *     `API_KEY_MAX_DAYS` when that is shorter); more than `API_KEY_MAX_DAYS` is a 422 on
          *     `body.expires_in_days`. A `read_only` key is refused every method but GET (403
-         *     `FORBIDDEN`). Recorded in the audit trail as `api_key.created`.
+         *     `FORBIDDEN`). A user holds at most 100 keys, expired ones included: one more is a 409
+         *     `CONFLICT` until one is deleted. Recorded in the audit trail as `api_key.created`.
          *
          *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
@@ -2051,7 +2052,7 @@ export interface components {
         };
         /**
          * @description The request conflicts with the current state (e-mail taken, user not deleted, e-mail
-         *     already verified, a change that would leave no active admin).
+         *     already verified, a change that would leave no active admin, a 101st API key).
          */
         Conflict: {
             headers: {
@@ -3607,6 +3608,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyRefused"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

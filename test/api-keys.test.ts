@@ -111,6 +111,34 @@ function suite(t: () => TestContext) {
         { name: 'At the cap' },
       ]);
     });
+
+    it('holds at most 100 keys per user, expired ones included, and the 101st is a 409 until one is deleted', async () => {
+      const user = await t().register();
+      const expired = new Date(Date.now() - DAY_MS);
+      await t()
+        .db.insertInto('api_keys')
+        .values(
+          Array.from({ length: 99 }, (_, n) => ({
+            user_id: user.id,
+            name: `Old ${n}`,
+            prefix: 'ask_old',
+            key_hash: sha256(`old ${user.id} ${n}`),
+            expires_at: expired,
+          })),
+        )
+        .execute();
+      const hundredth = await createKey(user.access, { name: 'Hundredth' });
+      const res = await t().post('/api/auth/api-keys', { name: 'One too many' }, { token: user.access });
+      expectError(res, 409, 'CONFLICT');
+      expect(res.body.error.message).toBe('A user may hold at most 100 API keys, expired ones included: delete one first');
+      expect((await t().clientFor(user.access).GET('/api/auth/api-keys')).data!.data).toHaveLength(100);
+
+      await t().delete(`/api/auth/api-keys/${hundredth.id}`, { token: user.access });
+      expect((await t().post('/api/auth/api-keys', { name: 'Room again' }, { token: user.access })).status).toBe(201);
+      // Another user is not limited by this one's keys.
+      const other = await t().register();
+      expect((await t().post('/api/auth/api-keys', { name: 'Mine' }, { token: other.access })).status).toBe(201);
+    });
   });
 
   describe('use', () => {

@@ -28,6 +28,20 @@ export function insertApiKey(db: Executor, key: NewApiKey): Promise<ApiKeyRow> {
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * Locks the user's row for the rest of the transaction and counts their keys, expired ones
+ * included: two creations at once see each other's key.
+ */
+export async function lockAndCountApiKeys(db: Executor, userId: number): Promise<number> {
+  await db.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
+  const row = await db
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('user_id', '=', userId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** Every key of the user, expired ones included, oldest first. */
 export function listApiKeys(db: Executor, userId: number): Promise<ApiKeyRow[]> {
   return db.selectFrom('api_keys').selectAll().where('user_id', '=', userId).orderBy('id').execute();

@@ -1,15 +1,17 @@
 import type { Kysely } from 'kysely';
 import type { ApiKeyConfig } from '../config';
-import { deleteApiKey, findApiKeyHolder, insertApiKey, listApiKeys } from '../db/api-keys';
+import { deleteApiKey, findApiKeyHolder, insertApiKey, listApiKeys, lockAndCountApiKeys } from '../db/api-keys';
 import type { Transact } from '../db/transaction';
 import type { ApiKeyRow, Database } from '../db/types';
-import { NotFound, TokenExpired, Unauthorized, Validation } from '../errors';
+import { Conflict, NotFound, TokenExpired, Unauthorized, Validation } from '../errors';
 import { apiKeyHash, isWellFormedApiKey, newApiKey } from './api-key-secrets';
 import { recordEvent } from './audit-events';
 import type { ClientInfo, Principal } from './principal';
 
 /** How long a key lives when its creator does not say, unless API_KEY_MAX_DAYS is shorter. */
 const DEFAULT_DAYS = 90;
+/** Keys one user may hold, expired ones included: the list has no pages. */
+export const MAX_KEYS_PER_USER = 100;
 
 export interface NewApiKeyInput {
   name: string;
@@ -43,6 +45,9 @@ export class ApiKeyService {
     }
     const { key, prefix, hash } = newApiKey();
     const row = await this.transact(async (trx) => {
+      if ((await lockAndCountApiKeys(trx, user.id)) >= MAX_KEYS_PER_USER) {
+        throw new Conflict(`A user may hold at most ${MAX_KEYS_PER_USER} API keys, expired ones included: delete one first`);
+      }
       const created = await insertApiKey(trx, {
         userId: user.id,
         name: input.name.trim(),
