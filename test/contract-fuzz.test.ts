@@ -386,6 +386,9 @@ const known = {
   userEmail: '',
   deletedUserToken: '',
   refreshToken: '',
+  /** API keys of the current user: one that may write, one read-only. */
+  userKey: '',
+  readOnlyKey: '',
 };
 /** Ids a path may name: the people made at the start, the admin, and the current user. */
 const knownIds = () => [...known.ids, known.userId];
@@ -428,6 +431,8 @@ function authorization(): fc.Arbitrary<Record<string, string>> {
     () => known.deletedUserToken,
     () => `${known.userToken}x`,
     () => known.userToken.split('.').slice(0, 2).join('.'),
+    () => `${known.userKey.slice(0, -1)}${known.userKey.endsWith('A') ? 'B' : 'A'}`,
+    () => known.userKey.slice(0, -1),
     () => 'a'.repeat(6000),
   );
   const headerSafe = (s: string) => s.replace(/[^\x21-\x7e]/g, 'x') || 'x';
@@ -435,6 +440,8 @@ function authorization(): fc.Arbitrary<Record<string, string>> {
     { weight: 3, arbitrary: fc.constant({}) },
     { weight: 6, arbitrary: bearer(() => known.adminToken) },
     { weight: 4, arbitrary: bearer(() => known.userToken) },
+    { weight: 2, arbitrary: bearer(() => known.userKey) },
+    { weight: 1, arbitrary: bearer(() => known.readOnlyKey) },
     { weight: 3, arbitrary: crafted.map((make) => ({ authorization: `Bearer ${make()}` })) },
     { weight: 1, arbitrary: weirdString.filter((s) => s.length < 2000).map((s) => ({ authorization: `Bearer ${headerSafe(s)}` })) },
     {
@@ -621,6 +628,8 @@ async function renewCredentials(): Promise<void> {
   known.userId = user.id;
   known.userEmail = user.email;
   known.refreshToken = user.refresh;
+  const key = (read_only: boolean) => t.post('/api/auth/api-keys', { name: 'Fuzz', read_only }, { token: user.access });
+  [known.userKey, known.readOnlyKey] = (await Promise.all([key(false), key(true)])).map((res) => res.body.data.key as string);
   known.sessions = [...known.sessions.slice(0, 4), (jwt.decode(user.access) as Json).sid];
 }
 
@@ -629,7 +638,7 @@ beforeEach(renewCredentials);
 /** After a successful change made with valid credentials, they may be gone: make new ones. */
 async function renewAfter(method: string, res: Response, headers: Record<string, string>): Promise<void> {
   const authorization = headers.authorization ?? '';
-  const valid = authorization.includes(known.adminToken) || authorization.includes(known.userToken);
+  const valid = [known.adminToken, known.userToken, known.userKey].some((credential) => authorization.includes(credential));
   if (method !== 'GET' && res.status < 300 && valid) await renewCredentials();
 }
 

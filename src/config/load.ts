@@ -5,6 +5,7 @@ import type {
   AccountConfig,
   AdminConfig,
   Algorithm,
+  ApiKeyConfig,
   AuditConfig,
   Config,
   DatabaseConfig,
@@ -63,6 +64,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const housekeeping = housekeepingPart(read);
   const audit = auditPart(read);
   const mfa = mfaPart(read, account.appUrl);
+  const apiKeys = apiKeyPart(read);
   const passwords = passwordPart(read, env);
   const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
   const docs = { enabled: read.boolean('DOCS_ENABLED', true) };
@@ -99,6 +101,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     housekeeping,
     audit,
     mfa,
+    apiKeys,
     admin,
   });
 }
@@ -289,6 +292,10 @@ function housekeepingPart(read: EnvReader): HousekeepingConfig {
     // Rows stay a while after they stop mattering, for whoever looks into a recent sign-out or failed delivery.
     retentionHours: read.integer('HOUSEKEEPING_RETENTION_HOURS', 24, 1, 24 * 365),
   });
+}
+
+function apiKeyPart(read: EnvReader): ApiKeyConfig {
+  return Object.freeze({ maxDays: read.integer('API_KEY_MAX_DAYS', 365, 1, 365) });
 }
 
 function auditPart(read: EnvReader): AuditConfig {

@@ -1,3 +1,4 @@
+import * as apiKeys from './api-keys';
 import * as audit from './audit';
 import * as auth from './auth';
 import * as factors from './factors';
@@ -7,7 +8,7 @@ import * as users from './users';
 import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types';
 
 /** Every operation of api/openapi.yaml by operationId. */
-export const handlers = { ...auth, ...users, ...audit, ...health, ...keys, ...factors } satisfies HandlerMap;
+export const handlers = { ...auth, ...users, ...audit, ...health, ...keys, ...factors, ...apiKeys } satisfies HandlerMap;
 
 /** The handlers as the HTTP layer runs them, bound to the app's services. */
 export function operationsFor(services: Services): Operations {

@@ -32,6 +32,8 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'mfa.recovery_codes_generated': true,
   'mfa.recovery_code_used': true,
   'mfa.reset': true,
+  'api_key.created': true,
+  'api_key.deleted': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */
