@@ -163,6 +163,8 @@ export interface paths {
          * Log out
          * @description Revokes the session of the access token, or with `{"all": true}` every session of the user.
          *     Access and refresh tokens of a revoked session fail at once. The body is optional.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["logout"];
         delete?: never;
@@ -187,6 +189,8 @@ export interface paths {
          *     password answers 400 `INVALID_PASSWORD` and counts like a failed login of the account from
          *     this client (see `loginJson`): once locked, the answer is 429 `RATE_LIMITED`. Spends the
          *     credential budget (`AUTH_RATE_LIMIT_PER_MINUTE`).
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["changePassword"];
         delete?: never;
@@ -305,6 +309,8 @@ export interface paths {
         /**
          * The current user's live sessions
          * @description Every session of the user that is neither revoked nor expired; `current` marks the one of this token.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         get: operations["listSessions"];
         put?: never;
@@ -328,6 +334,8 @@ export interface paths {
         /**
          * Revoke one of the current user's sessions
          * @description Its access and refresh tokens stop working at once. A session of another user is a 404.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         delete: operations["revokeSession"];
         options?: never;
@@ -347,6 +355,8 @@ export interface paths {
          * @description Every confirmed factor of the user: TOTP authenticators and passkeys. A TOTP factor waiting
          *     for its first code is not listed. `meta.recovery_codes_remaining` counts the unused
          *     recovery codes.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         get: operations["listFactors"];
         put?: never;
@@ -373,6 +383,8 @@ export interface paths {
          *     longer signs in. Removing the user's last factor also voids their recovery codes, and
          *     password logins then open a session again without a second step. A factor of another
          *     user is a 404.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         delete: operations["deleteFactor"];
         options?: never;
@@ -397,6 +409,8 @@ export interface paths {
          *     and does not protect the account, until `POST /api/auth/mfa/totp/{id}/confirm` is sent a
          *     code from the app. Starting again replaces a pending factor. The secret is shown only
          *     here and is kept sealed.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["enrolTotp"];
         delete?: never;
@@ -422,6 +436,8 @@ export interface paths {
          *     raised to `aal2` (tokens refreshed from it say so). From then on a password login asks for
          *     a second factor (403 `MFA_REQUIRED`). A wrong code is a 400 `INVALID_CODE`; a confirmed
          *     factor is a 409; a factor of another user, or a passkey, a 404.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["confirmTotp"];
         delete?: never;
@@ -444,6 +460,8 @@ export interface paths {
          * @description Ten new recovery codes, shown this once; the earlier set stops working. Each code signs in
          *     once in place of a second factor (`POST /api/auth/mfa/verify` with `method: recovery_code`).
          *     A user without a confirmed factor is a 409.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["regenerateRecoveryCodes"];
         delete?: never;
@@ -519,6 +537,8 @@ export interface paths {
          *     for a discoverable credential of the current user on this relying party (`WEBAUTHN_RP_ID`),
          *     excluding the passkeys the user has already. The challenge is good for one registration
          *     within 5 minutes.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["passkeyRegistrationOptions"];
         delete?: never;
@@ -546,6 +566,8 @@ export interface paths {
          *     is the user's first factor, every other session of the user is revoked and this one is
          *     raised to `aal2`, as on TOTP confirmation. An answer that does not check out is a 400
          *     `INVALID_PASSKEY`; a credential already registered, a 409.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["registerPasskey"];
         delete?: never;
@@ -599,6 +621,69 @@ export interface paths {
          */
         post: operations["passkeyLogin"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The current user's API keys
+         * @description Every API key of the user, expired ones included (until deleted), oldest first: never the
+         *     key itself, only its `prefix`, the first characters, to tell keys apart. `last_used_at` is
+         *     updated at most once a minute: it is exact to the minute.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description A new key for a program that calls the API on the user's behalf. The key (`key`) is in this
+         *     response only: the service keeps its SHA-256 and cannot show it again. It is `ask_`, 43
+         *     characters of base64url (32 random bytes) and a 6-character checksum (the CRC32 of those 43
+         *     characters, base64url), 53 characters in all, so that secret scanners recognise it and a
+         *     mistyped key is refused without a lookup.
+         *
+         *     The key expires `expires_in_days` after its creation: 1 to 365, by default 90 (or
+         *     `API_KEY_MAX_DAYS` when that is shorter); more than `API_KEY_MAX_DAYS` is a 422 on
+         *     `body.expires_in_days`. A `read_only` key is refused every method but GET (403
+         *     `FORBIDDEN`). A user holds at most 100 keys, expired ones included: one more is a 409
+         *     `CONFLICT` until one is deleted. Recorded in the audit trail as `api_key.created`.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete one of the current user's API keys
+         * @description The key stops working at once: its next request is a 401. Recorded in the audit trail as
+         *     `api_key.deleted`. A key of another user is a 404.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
+         */
+        delete: operations["deleteApiKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -710,6 +795,8 @@ export interface paths {
          *       again brings none back.
          *     - The last admin (the only live, active user with role `admin`) cannot be demoted or
          *       disabled: 409 `CONFLICT`. The check holds under concurrent requests.
+         *
+         *     API keys cannot manage credentials: a body with `email` or `password` sent with an API key is refused with 403 `FORBIDDEN` (a key may change `name`, and an admin's key `role` and `is_active`).
          */
         put: operations["updateUser"];
         post?: never;
@@ -769,6 +856,8 @@ export interface paths {
          *     passkey and recovery code of the user is removed, and any pending second step of a login
          *     voided; the user then signs in with a password alone and may enrol again. Recorded in the
          *     audit trail as `mfa.reset`. An unknown or deleted user is a 404.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         delete: operations["resetUserFactors"];
         options?: never;
@@ -1507,7 +1596,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -1838,6 +1927,85 @@ export interface components {
             credential: components["schemas"]["AuthenticationCredential"];
         };
         /**
+         * @description What the key is for, to tell the user's keys apart; trimmed, with the rules of a user's name.
+         * @example Nightly export
+         */
+        ApiKeyName: string;
+        CreateApiKeyRequest: {
+            name: components["schemas"]["ApiKeyName"];
+            /**
+             * @description Days until the key expires; by default 90, or `API_KEY_MAX_DAYS` when that is shorter. Above `API_KEY_MAX_DAYS` is a 422.
+             * @example 30
+             */
+            expires_in_days?: number;
+            /**
+             * @description A read-only key is refused every method but GET (403). By default false.
+             * @example true
+             */
+            read_only?: boolean;
+        };
+        ApiKey: {
+            /** @example 5 */
+            id: number;
+            /** @example Nightly export */
+            name: string;
+            /**
+             * @description The first 12 characters of the key (`ask_` and 8 more), to tell keys apart.
+             * @example ask_Xk3q9Lw2
+             */
+            prefix: string;
+            /** @example true */
+            read_only: boolean;
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: date-time
+             * @description When the key stops working (401 `TOKEN_EXPIRED` after it).
+             * @example 2026-02-01T03:04:05.000Z
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When the key last authenticated a request, to the minute (it is written at most once a minute); null if never.
+             * @example 2026-01-05T02:00:00.000Z
+             */
+            last_used_at: string | null;
+        };
+        CreatedApiKey: {
+            /** @example 5 */
+            id: number;
+            /** @example Nightly export */
+            name: string;
+            /**
+             * @description The first 12 characters of the key, as lists show it.
+             * @example ask_Xk3q9Lw2
+             */
+            prefix: string;
+            /**
+             * @description The key, shown in this response only; send it as `Authorization: Bearer <key>`.
+             * @example ask_Xk3q9Lw2bV8nM4cR6tY1uI0oP5aS7dF3gH9jK2lZxC4vtv1QQ
+             */
+            key: string;
+            /** @example true */
+            read_only: boolean;
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: date-time
+             * @description When the key stops working.
+             * @example 2026-02-01T03:04:05.000Z
+             */
+            expires_at: string;
+        };
+        CreatedApiKeyResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["CreatedApiKey"];
+        };
+        ApiKeyListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["ApiKey"][];
+        };
+        /**
          * @description What a webhook message reports; the payload of each is documented under **Webhook events**.
          * @example user.created
          * @enum {string}
@@ -2138,7 +2306,8 @@ export interface components {
         };
         /**
          * @description No valid authentication (`UNAUTHORIZED`: missing, malformed or revoked token, deleted or
-         *     disabled user) or an expired token (`TOKEN_EXPIRED`).
+         *     disabled user, an unknown or deleted API key, or one whose checksum does not match) or an
+         *     expired token or API key (`TOKEN_EXPIRED`).
          */
         Unauthorized: {
             headers: {
@@ -2174,7 +2343,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Authenticated but not allowed (role, another user's record, a disabled account at login, or with `REQUIRE_VERIFIED_EMAIL` an e-mail address not yet verified at login or refresh). */
+        /** @description Authenticated but not allowed (role, another user's record, a disabled account at login, or with `REQUIRE_VERIFIED_EMAIL` an e-mail address not yet verified at login or refresh); or an API key that may not do this: a read-only key on anything but GET, or a key changing credentials (`email` or `password`). */
         Forbidden: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2189,6 +2358,27 @@ export interface components {
                  *       "error": {
                  *         "code": "FORBIDDEN",
                  *         "message": "Not allowed"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description The request came with an API key, and API keys cannot manage credentials (API keys, second factors and passkeys, passwords, e-mail, sessions and logout): sign in to do this. */
+        ApiKeyRefused: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "API keys cannot manage credentials (API keys, second factors, passkeys, passwords, e-mail, sessions, logout): sign in to do that"
                  *       }
                  *     }
                  */
@@ -2234,7 +2424,7 @@ export interface components {
         };
         /**
          * @description The request conflicts with the current state (e-mail taken, user not deleted, e-mail
-         *     already verified, a change that would leave no active admin).
+         *     already verified, a change that would leave no active admin, a 101st API key).
          */
         Conflict: {
             headers: {
@@ -2721,6 +2911,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -2769,6 +2960,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidPassword"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -2954,6 +3146,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -3007,6 +3200,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3035,6 +3229,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3088,6 +3283,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3116,6 +3312,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3165,6 +3362,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3218,6 +3416,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -3268,6 +3467,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -3470,6 +3670,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3549,6 +3750,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
@@ -3689,6 +3891,140 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys, oldest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": 5,
+                     *           "name": "Nightly export",
+                     *           "prefix": "ask_Xk3q9Lw2",
+                     *           "read_only": true,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "expires_at": "2026-04-02T03:04:05.000Z",
+                     *           "last_used_at": "2026-01-05T02:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": 6,
+                     *           "name": "Deploy bot",
+                     *           "prefix": "ask_p0Qr7sTu",
+                     *           "read_only": false,
+                     *           "created_at": "2026-01-03T10:00:00.000Z",
+                     *           "expires_at": "2026-02-02T10:00:00.000Z",
+                     *           "last_used_at": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The new key, shown this once. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 5,
+                     *         "name": "Nightly export",
+                     *         "prefix": "ask_Xk3q9Lw2",
+                     *         "key": "ask_Xk3q9Lw2bV8nM4cR6tY1uI0oP5aS7dF3gH9jK2lZxC4vtv1QQ",
+                     *         "read_only": true,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "expires_at": "2026-02-01T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedApiKeyResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

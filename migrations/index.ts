@@ -6,6 +6,7 @@ import * as auditEvents from './20261121030000_audit_events';
 import * as pendingEmail from './20261123154553_pending_email';
 import * as accountTokensRecent from './20261123160532_account_tokens_recent';
 import * as secondFactors from './20261201090000_second_factors';
+import * as apiKeys from './20261202090000_api_keys';
 import * as webhooks from './20261202100000_webhooks';
 
 /** Every migration, by name; names sort in the order they run. */
@@ -17,5 +18,6 @@ export const migrations: Record<string, Migration> = {
   '20261123154553_pending_email': pendingEmail,
   '20261123160532_account_tokens_recent': accountTokensRecent,
   '20261201090000_second_factors': secondFactors,
+  '20261202090000_api_keys': apiKeys,
   '20261202100000_webhooks': webhooks,
 };

@@ -19,6 +19,8 @@ import { rateLimitGuard } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
 import { AccountService } from './services/account';
 import { AccountMail } from './services/account-mail';
+import { ApiKeyService } from './services/api-keys';
+import { isApiKey } from './services/api-key-secrets';
 import { AuditService } from './services/audit';
 import type { AuditEventType } from './services/audit-events';
 import { AuthService } from './services/auth';
@@ -126,6 +128,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       health: new HealthService(db, lifecycle),
       factors,
       mfa,
+      apiKeys: new ApiKeyService(db, transact, config.apiKeys),
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
     };
     if (config.admin) {
@@ -138,7 +141,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
     const [regularBodies, importBodies] = [bodies(config.server.maxBodyBytes), bodies(config.server.importMaxBodyBytes)];
     const { router, compileValidators } = await buildApi(validationContractFor(config.server, config.pagination), operationsFor(services), {
-      authenticate: (token, client) => services.auth.authenticate(token, client),
+      // A bearer token is an access token or an API key, told apart by the key's prefix.
+      authenticate: (token, client) => (isApiKey(token) ? services.apiKeys : services.auth).authenticate(token, client),
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
       parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),

@@ -6,7 +6,7 @@ export type { components, operations, paths };
 /** A client for every operation of the contract: paths, parameters, bodies and answers are typed. */
 export type AccountClient = Client<paths>;
 
-/** The access token to send, or a function that returns the current one (undefined sends none). */
+/** The access token or API key (`ask_...`) to send, or a function that returns the current one (undefined sends none). */
 export type TokenSource = string | (() => string | undefined | Promise<string | undefined>);
 
 export interface AccountClientOptions {

@@ -59,6 +59,8 @@ export function createLogger(
         '*.grace_token_hashes',
         'token_hash',
         '*.token_hash',
+        'key_hash',
+        '*.key_hash',
         'token',
         '*.token',
         'authorization',

@@ -27,6 +27,7 @@ export interface Config {
   readonly housekeeping: HousekeepingConfig;
   readonly audit: AuditConfig;
   readonly mfa: MfaConfig;
+  readonly apiKeys: ApiKeyConfig;
   readonly webhooks: WebhookConfig;
   /** The admin account made at start-up when none has its e-mail (ADMIN_EMAIL and ADMIN_PASSWORD). */
   readonly admin: AdminConfig | undefined;
@@ -217,6 +218,12 @@ export interface WebAuthnConfig {
   readonly rpName: string;
   /** Origins a passkey ceremony may come from: the RP ID or its subdomains; by default the origin of APP_URL. */
   readonly origins: readonly string[];
+}
+
+/** Keys programs call the API with on a user's behalf. */
+export interface ApiKeyConfig {
+  /** The longest lifetime a key may be given (API_KEY_MAX_DAYS); new keys get 90 days, or this when shorter. */
+  readonly maxDays: number;
 }
 
 /** WEBHOOK_*: delivery of events to the endpoints admins register. */

@@ -5,6 +5,7 @@ import type {
   AccountConfig,
   AdminConfig,
   Algorithm,
+  ApiKeyConfig,
   AuditConfig,
   Config,
   DatabaseConfig,
@@ -64,6 +65,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const housekeeping = housekeepingPart(read);
   const audit = auditPart(read);
   const mfa = mfaPart(read, account.appUrl);
+  const apiKeys = apiKeyPart(read);
   const webhooks = webhookPart(read);
   const passwords = passwordPart(read, env);
   const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
@@ -101,6 +103,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     housekeeping,
     audit,
     mfa,
+    apiKeys,
     webhooks,
     admin,
   });
@@ -292,6 +295,10 @@ function housekeepingPart(read: EnvReader): HousekeepingConfig {
     // Rows stay a while after they stop mattering, for whoever looks into a recent sign-out or failed delivery.
     retentionHours: read.integer('HOUSEKEEPING_RETENTION_HOURS', 24, 1, 24 * 365),
   });
+}
+
+function apiKeyPart(read: EnvReader): ApiKeyConfig {
+  return Object.freeze({ maxDays: read.integer('API_KEY_MAX_DAYS', 365, 1, 365) });
 }
 
 function auditPart(read: EnvReader): AuditConfig {

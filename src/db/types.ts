@@ -86,6 +86,20 @@ export interface MfaChallengeTable {
   used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
+export interface ApiKeyTable {
+  id: Generated<number>;
+  user_id: number;
+  name: string;
+  /** The key's first characters, shown in lists; not enough of it to use. */
+  prefix: string;
+  /** SHA-256 (hex) of the whole key: the key itself is never stored. */
+  key_hash: string;
+  read_only: Generated<boolean>;
+  created_at: Timestamp;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 export type TokenPurpose = 'password_reset' | 'email_verification';
 
 export interface AccountTokenTable {
@@ -129,6 +143,7 @@ export interface Database {
   mfa_factors: MfaFactorTable;
   mfa_recovery_codes: MfaRecoveryCodeTable;
   mfa_challenges: MfaChallengeTable;
+  api_keys: ApiKeyTable;
 }
 
 export type UserRow = Selectable<UserTable>;
@@ -140,6 +155,8 @@ export type AccountTokenRow = Selectable<AccountTokenTable>;
 export type MfaFactorRow = Selectable<MfaFactorTable>;
 export type NewMfaFactorRow = Insertable<MfaFactorTable>;
 export type MfaChallengeRow = Selectable<MfaChallengeTable>;
+export type ApiKeyRow = Selectable<ApiKeyTable>;
+export type NewApiKeyRow = Insertable<ApiKeyTable>;
 export type OutboxRow = Selectable<MailOutboxTable>;
 export type NewOutboxRow = Insertable<MailOutboxTable>;
 

@@ -1,3 +1,4 @@
+import { sessionOf } from '../services/principal';
 import { created, noContent, ok, signedIn } from './reply';
 import type { Handler } from './types';
 import { sessionView, tokenPairView, userView } from './views';
@@ -66,8 +67,9 @@ export const resendVerification: Handler<'resendVerification'> = async (input, {
 
 export const listSessions: Handler<'listSessions'> = async (input, { account }) => {
   const me = signedIn(input);
+  const current = sessionOf(me);
   const sessions = await account.listSessions(me);
-  return ok(sessions.map((session) => sessionView(session, me.sessionId)));
+  return ok(sessions.map((session) => sessionView(session, current)));
 };
 
 export const revokeSession: Handler<'revokeSession'> = async (input, { account }) => {

@@ -1,3 +1,4 @@
+import * as apiKeys from './api-keys';
 import * as audit from './audit';
 import * as auth from './auth';
 import * as factors from './factors';
@@ -8,7 +9,7 @@ import * as webhooks from './webhooks';
 import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types';
 
 /** Every operation of api/openapi.yaml by operationId. */
-export const handlers = { ...auth, ...users, ...audit, ...health, ...keys, ...factors, ...webhooks } satisfies HandlerMap;
+export const handlers = { ...auth, ...users, ...audit, ...health, ...keys, ...factors, ...apiKeys, ...webhooks } satisfies HandlerMap;
 
 /** The handlers as the HTTP layer runs them, bound to the app's services. */
 export function operationsFor(services: Services): Operations {

@@ -3,6 +3,7 @@ import type { KeyRing } from '../config/keys';
 import type { AuthService } from '../services/auth';
 import type { ClientInfo, Principal } from '../services/principal';
 import type { AccountService } from '../services/account';
+import type { ApiKeyService } from '../services/api-keys';
 import type { AuditService } from '../services/audit';
 import type { FactorService } from '../services/factors';
 import type { HealthService } from '../services/health';
@@ -90,6 +91,7 @@ export interface Services {
   health: HealthService;
   factors: FactorService;
   mfa: MfaSignIn;
+  apiKeys: ApiKeyService;
   webhooks: WebhookService;
 }
 

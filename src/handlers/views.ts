@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi';
 import type { AuditEventRow } from '../db/audit';
-import type { MfaFactorRow, SessionRow } from '../db/types';
+import type { ApiKeyRow, MfaFactorRow, SessionRow } from '../db/types';
 import type { WebhookEndpointRow } from '../db/webhooks';
 import type { TokenPair } from '../services/auth';
 import type { ImportResult } from '../services/user-import';
@@ -13,6 +13,8 @@ type WireTokenPair = components['schemas']['TokenPair'];
 type AuditEvent = components['schemas']['AuditEvent'];
 type Factor = components['schemas']['Factor'];
 type WireImportResult = components['schemas']['ImportResult'];
+type ApiKey = components['schemas']['ApiKey'];
+type CreatedApiKey = components['schemas']['CreatedApiKey'];
 type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 type WebhookDelivery = components['schemas']['WebhookDelivery'];
 
@@ -67,6 +69,32 @@ export function importResultView(result: ImportResult): WireImportResult {
   const view: WireImportResult = { row: result.row, email: result.email, status: result.status };
   if (result.reason !== undefined) view.reason = result.reason;
   return view;
+}
+
+/** An API key as its owner's list shows it: never the key, only its first characters. */
+export function apiKeyView(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    read_only: row.read_only,
+    created_at: iso(row.created_at),
+    expires_at: iso(row.expires_at),
+    last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
+  };
+}
+
+/** A new API key with the key itself, which no other answer carries. */
+export function createdApiKeyView(row: ApiKeyRow, key: string): CreatedApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    key,
+    read_only: row.read_only,
+    created_at: iso(row.created_at),
+    expires_at: iso(row.expires_at),
+  };
 }
 
 /** A webhook endpoint as admins see it: never its secret. */

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Context as KoaContext } from 'koa';
 import type { Context as ApiContext, Operation } from 'openapi-backend';
 import type { OperationId, OperationRequest, Operations } from '../handlers/types';
+import { keyAccessFor } from './api-key-access';
 import { principalOf, securityFailure, type Authenticate } from './authentication';
 import type { OpenApiDocument } from './contract';
 import { dispatcher, type DispatchOptions, type Handle } from './dispatch';
@@ -38,6 +39,14 @@ export async function buildApi(document: OpenApiDocument, operations: Operations
   // Every operationId of the contract has its operation: checked just above.
   const run = (operation: Operation, request: OperationRequest) => operations.run(operation.operationId as OperationId, request);
   routeOnce(api, contractOperations);
+  // The caller of a secured operation, once per request: a token's user, or an API key's, admitted
+  // only where the contract lets keys in.
+  const admitKey = keyAccessFor(contractOperations);
+  const authenticateRequest = async (ctx: KoaContext) => {
+    const principal = await principalOf(ctx, authenticate);
+    admitKey(ctx, principal);
+    return principal;
+  };
 
   for (const operation of contractOperations) {
     api.register(operation.operationId!, (c: ApiContext, ctx: KoaContext) => {
@@ -59,13 +68,13 @@ export async function buildApi(document: OpenApiDocument, operations: Operations
     },
   });
   for (const scheme of Object.keys(document.components?.securitySchemes ?? {})) {
-    api.registerSecurityHandler(scheme, (_c: ApiContext, ctx: KoaContext) => principalOf(ctx, authenticate));
+    api.registerSecurityHandler(scheme, (_c: ApiContext, ctx: KoaContext) => authenticateRequest(ctx));
   }
 
   const router = new Router();
   for (const operation of contractOperations) {
     const handle: Handle =
-      direct(operation, (request) => run(operation, request), authenticate) ?? ((ctx, request) => api.handleRequest(request, ctx));
+      direct(operation, (request) => run(operation, request), authenticateRequest) ?? ((ctx, request) => api.handleRequest(request, ctx));
     router.register(koaPath(operation.path), [operation.method.toUpperCase()], dispatcher(operation, handle, options));
   }
   const compileValidators = (onError: (error: unknown, operationId: string) => void) => {

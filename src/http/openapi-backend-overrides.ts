@@ -7,7 +7,7 @@ import type { Context as KoaContext } from 'koa';
 import type OpenAPIBackend from 'openapi-backend';
 import type { Operation, ParsedRequest, Request } from 'openapi-backend';
 import type { OperationRequest, WireReply } from '../handlers/types';
-import { principalOf, type Authenticate } from './authentication';
+import type { Principal } from '../services/principal';
 import { operationRequest } from './request';
 
 /** A request as handed to openapi-backend, carrying what the Koa router already matched. */
@@ -60,7 +60,7 @@ export function routeOnce(api: OpenAPIBackend, operations: Operation[]): void {
 export function direct(
   operation: Operation,
   run: (request: OperationRequest) => Promise<WireReply>,
-  authenticate: Authenticate,
+  authenticate: (ctx: KoaContext) => Promise<Principal>,
 ): ((ctx: KoaContext) => Promise<WireReply>) | undefined {
   if ((operation.parameters ?? []).length > 0 || operation.requestBody) return undefined;
   const requirements = operation.security ?? [];
@@ -68,7 +68,7 @@ export function direct(
   if (requirements.some((requirement) => Object.keys(requirement).length === 0)) return undefined;
   const secured = requirements.length > 0;
   return async (ctx) => {
-    if (secured) await principalOf(ctx, authenticate);
+    if (secured) await authenticate(ctx);
     return run(operationRequest(ctx, { body: undefined, query: {}, path: {} }));
   };
 }

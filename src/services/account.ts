@@ -15,7 +15,7 @@ import type { BreachedPasswords } from './breached-passwords';
 import type { CurrentPassword } from './current-password';
 import type { LoginGuard } from './login-guard';
 import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
-import type { ClientInfo, Principal } from './principal';
+import { sessionOf, type ClientInfo, type Principal } from './principal';
 import { sha256 } from './tokens';
 
 /** Password change and reset, e-mail verification, and the user's own sessions. */
@@ -39,6 +39,7 @@ export class AccountService {
 
   /** Keeps the current session and revokes every other one of the user. */
   async changePassword(principal: Principal, currentPassword: string, newPassword: string): Promise<void> {
+    const sessionId = sessionOf(principal);
     checkNewPassword(newPassword, 'body.new_password', principal.user.email);
     await this.currentPassword.confirm(principal.user, currentPassword, principal.client);
     await this.breached?.refuse(newPassword, 'body.new_password');
@@ -47,7 +48,7 @@ export class AccountService {
     await this.transact(async (trx) => {
       const user = await updateLiveUser(trx, id, { password_hash: passwordHash });
       if (!user) throw new NotFound('User not found');
-      await revokeUserSessions(trx, id, principal.sessionId);
+      await revokeUserSessions(trx, id, sessionId);
       await this.mail.sendPasswordChangedNotice(trx, user, 'changed');
       await recordEvent(trx, { type: 'password.changed', actor: id, subject: id, origin: principal.client });
     });

@@ -33,6 +33,8 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'mfa.recovery_codes_generated': true,
   'mfa.recovery_code_used': true,
   'mfa.reset': true,
+  'api_key.created': true,
+  'api_key.deleted': true,
   'webhook.created': true,
   'webhook.updated': true,
   'webhook.deleted': true,

@@ -18,7 +18,7 @@ import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
 import type { BreachedPasswords } from './breached-passwords';
 import { countedCheck, type LoginGuard } from './login-guard';
-import type { ClientInfo, Principal } from './principal';
+import { sessionOf, type ClientInfo, type Principal } from './principal';
 import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
 import { openSession, type TokenPair } from './session-start';
 import { PASSWORD_ONLY, sha256, type TokenService } from './tokens';
@@ -205,14 +205,15 @@ export class AuthService {
 
   async logout(principal: Principal, all: boolean): Promise<void> {
     const id = principal.user.id;
+    const sessionId = sessionOf(principal);
     await this.transact(async (trx) => {
       if (all) await revokeUserSessions(trx, id);
-      else await revokeSession(trx, principal.sessionId);
+      else await revokeSession(trx, sessionId);
       await recordEvent(trx, {
         type: 'session.logged_out',
         actor: id,
         subject: id,
-        details: { session_id: principal.sessionId, all },
+        details: { session_id: sessionId, all },
         origin: principal.client,
       });
     });

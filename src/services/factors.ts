@@ -22,7 +22,7 @@ import type { Database, MfaFactorRow } from '../db/types';
 import { findUserById } from '../db/users';
 import { Conflict, InvalidCode, InvalidPasskey, NotFound } from '../errors';
 import { recordEvent } from './audit-events';
-import { requireAdmin, type Principal } from './principal';
+import { requireAdmin, sessionOf, type Principal } from './principal';
 import { newRecoveryCodes, recoveryCodeHash } from './recovery-codes';
 import type { TotpCodes } from './totp';
 import { CHALLENGE_TTL_MS, type WebAuthnParty } from './webauthn';
@@ -248,10 +248,11 @@ export class FactorService {
   }
 
   private async raiseToFirstFactor(trx: UnitOfWork, principal: Principal, method: 'otp' | 'hwk'): Promise<void> {
-    const current = await findSessionAssurance(trx, principal.sessionId);
+    const sessionId = sessionOf(principal);
+    const current = await findSessionAssurance(trx, sessionId);
     const amr = [...new Set([...(current?.amr ?? ['pwd']), method, 'mfa'])];
-    await revokeUserSessions(trx, principal.user.id, principal.sessionId);
-    await raiseSessionAssurance(trx, principal.sessionId, amr, 'aal2');
+    await revokeUserSessions(trx, principal.user.id, sessionId);
+    await raiseSessionAssurance(trx, sessionId, amr, 'aal2');
   }
 
   private async issueRecoveryCodes(trx: UnitOfWork, principal: Principal): Promise<string[]> {

@@ -1,13 +1,26 @@
 import type { UserRow } from '../db/types';
 import { Forbidden } from '../errors';
 
-/** Who is calling: the user and the session their access token belongs to. */
-export interface Principal {
+interface Caller {
   user: UserRow;
-  sessionId: string;
   /** The request the principal is acting through. */
   client: ClientInfo;
 }
+
+/** A user signed in: the session their access token belongs to. */
+export interface SessionPrincipal extends Caller {
+  sessionId: string;
+  apiKey?: undefined;
+}
+
+/** A program acting for the user with one of their API keys: it has no session. */
+export interface ApiKeyPrincipal extends Caller {
+  apiKey: { id: number; readOnly: boolean };
+  sessionId?: undefined;
+}
+
+/** Who is calling: a user through a session, or a program through one of the user's API keys. */
+export type Principal = SessionPrincipal | ApiKeyPrincipal;
 
 /** Where a request comes from: kept on the sessions it opens and on the audit events it causes. */
 export interface ClientInfo {
@@ -26,4 +39,29 @@ export function requireAdmin(principal: Principal): void {
 /** Admins may act on anyone; a user only on themselves. */
 export function requireSelfOrAdmin(principal: Principal, id: number): void {
   if (!isAdmin(principal) && principal.user.id !== id) throw new Forbidden('Not allowed to act on another user');
+}
+
+const KEYS_CANNOT_MANAGE_CREDENTIALS =
+  'API keys cannot manage credentials (API keys, second factors, passkeys, passwords, e-mail, sessions, logout): sign in to do that';
+
+/** What an operation does, for the keys it refuses: managing credentials, or anything but reading. */
+export interface OperationKind {
+  managesCredentials: boolean;
+  readsOnly: boolean;
+}
+
+/**
+ * An API key may act for its user, but never manage their credentials, since a key that leaks must
+ * not be able to take the account over or outlive its own deletion; a read-only key only reads.
+ */
+export function requireKeyMay(principal: Principal, operation: OperationKind): void {
+  if (!principal.apiKey) return;
+  if (operation.managesCredentials) throw new Forbidden(KEYS_CANNOT_MANAGE_CREDENTIALS);
+  if (principal.apiKey.readOnly && !operation.readsOnly) throw new Forbidden('This API key is read-only: it may only send GET requests');
+}
+
+/** The caller's session, for the rules that act on it; an API key has none and is refused. */
+export function sessionOf(principal: Principal): string {
+  if (principal.apiKey) throw new Forbidden(KEYS_CANNOT_MANAGE_CREDENTIALS);
+  return principal.sessionId;
 }

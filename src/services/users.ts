@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { PaginationConfig } from '../config';
 import { Conflict, Forbidden, NotFound, Validation } from '../errors';
 import { isUniqueViolation } from '../db/errors';
+import { deleteUserApiKeys } from '../db/api-keys';
 import { listLiveSessions, revokeUserSessions } from '../db/sessions';
 import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
@@ -186,8 +187,11 @@ export class UserService {
           await revokeUserSessions(trx, id, self ? principal.sessionId : undefined);
           await this.mail.sendPasswordChangedNotice(trx, user, self ? 'changed' : 'set_by_admin');
         }
-        // A disabled user's sessions end for good: enabling the user again brings none back.
-        if (patch.is_active === false) await revokeUserSessions(trx, id);
+        // A disabled user's sessions and API keys end for good: enabling the user again brings none back.
+        if (patch.is_active === false) {
+          await revokeUserSessions(trx, id);
+          await deleteUserApiKeys(trx, id);
+        }
         if (patch.email !== undefined) {
           await this.mail.sendVerification(trx, user);
           await this.mail.sendEmailChangedNotice(trx, user, current.email);
@@ -218,6 +222,7 @@ export class UserService {
       // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
       if (!(await users.softDeleteUser(trx, id))) throw new NotFound('User not found');
       await revokeUserSessions(trx, id);
+      await deleteUserApiKeys(trx, id);
       await recordEvent(trx, { type: 'user.deleted', actor: principal.user.id, subject: id, origin: principal.client });
     });
   }

@@ -1,0 +1,15 @@
+import { created, noContent, ok, signedIn } from './reply';
+import type { Handler } from './types';
+import { apiKeyView, createdApiKeyView } from './views';
+
+export const listApiKeys: Handler<'listApiKeys'> = async (input, { apiKeys }) => ok((await apiKeys.list(signedIn(input))).map(apiKeyView));
+
+export const createApiKey: Handler<'createApiKey'> = async (input, { apiKeys }) => {
+  const { row, key } = await apiKeys.create(signedIn(input), input.body);
+  return created(createdApiKeyView(row, key));
+};
+
+export const deleteApiKey: Handler<'deleteApiKey'> = async (input, { apiKeys }) => {
+  await apiKeys.remove(signedIn(input), input.path.id);
+  return noContent();
+};
