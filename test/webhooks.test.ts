@@ -194,6 +194,23 @@ describe('endpoints', () => {
     await api.DELETE('/api/webhooks/{id}', { params: { path: { id: first.id } } });
   });
 
+  it("an admin's API key manages webhooks; a read-only one only reads them", async () => {
+    const r = await receiver();
+    const keyOf = async (read_only: boolean) => {
+      const { data } = await t.clientFor(admin).POST('/api/auth/api-keys', { body: { name: 'Provisioning', read_only } });
+      secrets.push(data!.data.key);
+      return data!.data.key;
+    };
+    const [writable, readOnly] = [await keyOf(false), await keyOf(true)];
+    const { id } = await register(t, writable, r, ['user.deleted']);
+    const read = await t.clientFor(readOnly).GET('/api/webhooks/{id}', { params: { path: { id } } });
+    expect(read.response.status).toBe(200);
+    const refused = await t.clientFor(readOnly).POST('/api/webhooks/{id}/rotate-secret', { params: { path: { id } } });
+    expect(refused.response.status).toBe(403);
+    expect(refused.error).toMatchObject({ success: false, error: { code: 'FORBIDDEN' } });
+    expect((await t.clientFor(writable).DELETE('/api/webhooks/{id}', { params: { path: { id } } })).response.status).toBe(204);
+  });
+
   it('refuses bad bodies with 422', async () => {
     const r = await receiver();
     for (const body of [
