@@ -61,6 +61,8 @@ const serviceEnv = (workers: number, extra: Record<string, string> = {}): Record
   // queue, would refuse most of it. The queue's overall bound stays as configured.
   RATE_LIMIT_ENABLED: 'false',
   PASSWORD_HASH_CALLER_MAX: '100000',
+  // Tokens name their issuer, by default the service's own URL, which has another port each start.
+  JWT_ISSUER: 'http://bench.invalid',
   WEB_CONCURRENCY: String(workers),
   // No mail server here: production needs this to start without one (mail goes to the log).
   MAIL_LOG_LINKS: 'true',
