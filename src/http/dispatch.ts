@@ -1,8 +1,6 @@
 import type { Context as KoaContext } from 'koa';
 import type { Operation } from 'openapi-backend';
 import type { OperationId, WireReply } from '../handlers/types';
-import { clientKey } from '../services/client-address';
-import { asCaller } from '../services/passwords';
 import { badRequest } from './errors';
 import type { RoutedRequest } from './openapi-backend-overrides';
 import { stateOf } from './state';
@@ -45,11 +43,7 @@ export function dispatcher(operation: Operation, handle: Handle, { guard, bodyGu
       // A required body that was not sent validates as an empty one, so each missing field is named.
       body: withBody ? ctx.request.body : requestBody?.required ? {} : undefined,
     };
-    // Password hashes count against the signed-in user, else the client, for their share of the queue.
-    const reply = await asCaller(
-      () => hashCallerOf(ctx),
-      () => handle(ctx, request),
-    );
+    const reply = await handle(ctx, request);
     ctx.status = reply.status;
     if (reply.headers) ctx.set(reply.headers);
     ctx.body = reply.body ?? null;
@@ -58,9 +52,4 @@ export function dispatcher(operation: Operation, handle: Handle, { guard, bodyGu
 
 function hasBody(ctx: KoaContext): boolean {
   return (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
-}
-
-function hashCallerOf(ctx: KoaContext): string {
-  const principal = stateOf(ctx).principal;
-  return principal ? `user:${principal.user.id}` : `client:${clientKey(ctx.ip)}`;
 }

@@ -14,7 +14,7 @@ import { normalizeEmail } from './auth';
 import type { BreachedPasswords } from './breached-passwords';
 import type { CurrentPassword } from './current-password';
 import type { LoginGuard } from './login-guard';
-import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
+import { checkNewPassword, checkNotEmail, clientCaller, userCaller, type PasswordHasher } from './passwords';
 import { sessionOf, type ClientInfo, type Principal } from './principal';
 import { sha256 } from './tokens';
 
@@ -43,7 +43,7 @@ export class AccountService {
     checkNewPassword(newPassword, 'body.new_password', principal.user.email);
     await this.currentPassword.confirm(principal.user, currentPassword, principal.client);
     await this.breached?.refuse(newPassword, 'body.new_password');
-    const passwordHash = await this.passwords.hash(newPassword);
+    const passwordHash = await this.passwords.hash(newPassword, userCaller(principal.user.id));
     const id = principal.user.id;
     await this.transact(async (trx) => {
       const user = await updateLiveUser(trx, id, { password_hash: passwordHash });
@@ -98,7 +98,7 @@ export class AccountService {
   async resetPassword(token: string, newPassword: string, client: ClientInfo): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password');
     await this.breached?.refuse(newPassword, 'body.new_password');
-    const passwordHash = await this.passwords.hash(newPassword);
+    const passwordHash = await this.passwords.hash(newPassword, clientCaller(client));
     const email = await this.transact(async (trx) => {
       const owner = await consumeAccountToken(trx, sha256(token), 'password_reset');
       if (!owner) throw new InvalidToken();

@@ -19,7 +19,7 @@ import { recordEvent } from './audit-events';
 import type { BreachedPasswords } from './breached-passwords';
 import { countedCheck, type LoginGuard } from './login-guard';
 import { sessionOf, type ClientInfo, type Principal } from './principal';
-import { checkNewPassword, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
+import { checkNewPassword, clientCaller, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
 import { openSession, type TokenPair } from './session-start';
 import { PASSWORD_ONLY, sha256, type TokenService } from './tokens';
 
@@ -64,7 +64,7 @@ export class AuthService {
   async register(input: { email: string; password: string; name: string }, client: ClientInfo) {
     checkNewPassword(input.password, 'body.password', input.email);
     await this.breached?.refuse(input.password, 'body.password');
-    const passwordHash = await this.passwords.hash(input.password);
+    const passwordHash = await this.passwords.hash(input.password, clientCaller(client));
     const registered = await this.transact(async (trx) => {
       const user = await insertUser(trx, {
         email: normalizeEmail(input.email),
@@ -97,7 +97,7 @@ export class AuthService {
     const { valid, locked } = await countedCheck(this.loginGuard, email, client.ip, async () => {
       user = await findUserByEmail(this.db, normalizeEmail(email));
       // An unknown e-mail costs the same bcrypt work as a wrong password.
-      const matches = await this.passwords.verify(password, user?.password_hash);
+      const matches = await this.passwords.verify(password, user?.password_hash, clientCaller(client));
       return matches && user !== undefined && user.deleted_at === null;
     });
     const found = user;
@@ -129,7 +129,7 @@ export class AuthService {
       throw emailNotVerified();
     }
     // A hash of another algorithm or a lower cost than new ones get is replaced while the password is at hand.
-    const stronger = await this.passwords.rehash(found.password_hash, password);
+    const stronger = await this.passwords.rehash(found.password_hash, password, clientCaller(client));
     const second = await this.secondFactor?.challenge(found, client);
     if (second) {
       if (stronger) await this.transact((trx) => replacePasswordHash(trx, found.id, found.password_hash, stronger));

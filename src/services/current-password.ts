@@ -3,7 +3,7 @@ import type { UserRow } from '../db/types';
 import { InvalidPassword } from '../errors';
 import { recordEvent } from './audit-events';
 import { countedCheck, type LoginGuard } from './login-guard';
-import type { PasswordHasher } from './passwords';
+import { userCaller, type PasswordHasher } from './passwords';
 import type { ClientInfo } from './principal';
 
 /**
@@ -22,7 +22,7 @@ export class CurrentPassword {
   /** Resolves when `password` is the user's current one; throws 400 INVALID_PASSWORD (or 429 while locked). */
   async confirm(user: Pick<UserRow, 'id' | 'email' | 'password_hash'>, password: string, client: ClientInfo): Promise<void> {
     const { valid, locked } = await countedCheck(this.loginGuard, user.email, client.ip, () =>
-      this.passwords.verify(password, user.password_hash),
+      this.passwords.verify(password, user.password_hash, userCaller(user.id)),
     );
     if (valid) return;
     await this.transact(async (trx) => {

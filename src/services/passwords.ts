@@ -1,10 +1,11 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { dictionary } from '@zxcvbn-ts/language-common';
 import { RateLimited, Unavailable, Validation } from '../errors';
+import { clientKey } from './client-address';
 import { makeHash, needsRehash, verifyHash, type HashPolicy } from './password-hashes';
+import type { ClientInfo } from './principal';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
 export const MAX_PASSWORD_BYTES = 72;
@@ -17,15 +18,17 @@ export const hashingBusy = (retryAfterSeconds: number) =>
 export const callerHashingBusy = (retryAfterSeconds: number) =>
   new RateLimited(retryAfterSeconds * 1000, { message: 'Too many password operations at once; try again shortly', overload: true });
 
-const callers = new AsyncLocalStorage<() => string>();
-
 /**
- * Runs `work` with every password hash it causes counted against `caller` (read when a hash
- * starts): the signed-in user, else the client. Hashes outside any caller are not counted.
+ * Whom a hash counts against, for their share of the queue: the signed-in user whose request it is,
+ * else the client's address. A hash with no caller (the first admin's, at start-up) is not counted.
+ * It is passed along rather than kept in an AsyncLocalStorage: that would tax every promise of
+ * every request (a quarter of the rate of the token check), for the few requests that hash.
  */
-export function asCaller<T>(caller: () => string, work: () => T): T {
-  return callers.run(caller, work);
-}
+export type HashCaller = string;
+
+export const userCaller = (userId: number): HashCaller => `user:${userId}`;
+
+export const clientCaller = (client: ClientInfo): HashCaller => `client:${clientKey(client.ip)}`;
 
 export interface HasherOptions {
   /** The algorithm and cost of new hashes (stored hashes of any known format verify). */
@@ -61,8 +64,8 @@ export class PasswordHasher {
     return this.waiting.length;
   }
 
-  hash(password: string): Promise<string> {
-    return this.rationed(() => makeHash(password, this.options.policy));
+  hash(password: string, caller?: HashCaller): Promise<string> {
+    return this.rationed(() => makeHash(password, this.options.policy), caller);
   }
 
   /**
@@ -70,10 +73,10 @@ export class PasswordHasher {
    * or a lower cost than new hashes get. Undefined when it is not, or when the queue is full at the
    * moment: the sign-in goes on and the next one tries again.
    */
-  async rehash(stored: string, password: string): Promise<string | undefined> {
+  async rehash(stored: string, password: string, caller?: HashCaller): Promise<string | undefined> {
     if (!needsRehash(stored, this.options.policy)) return undefined;
     try {
-      return await this.hash(password);
+      return await this.hash(password, caller);
     } catch (error) {
       if (error instanceof Unavailable || error instanceof RateLimited) return undefined;
       throw error;
@@ -85,11 +88,12 @@ export class PasswordHasher {
    * (no such account), or for a password over the length limit, it does the same work against a dummy hash and says false, so a login
    * for an unknown account takes as long as one with a wrong password.
    */
-  async verify(password: string, passwordHash: string | undefined): Promise<boolean> {
+  async verify(password: string, passwordHash: string | undefined, caller?: HashCaller): Promise<boolean> {
     const bytes = Buffer.from(password, 'utf8');
-    if (passwordHash !== undefined && bytes.length <= MAX_PASSWORD_BYTES) return this.rationed(() => verifyHash(bytes, passwordHash));
+    if (passwordHash !== undefined && bytes.length <= MAX_PASSWORD_BYTES)
+      return this.rationed(() => verifyHash(bytes, passwordHash), caller);
     const dummy = await this.dummyHash();
-    await this.rationed(() => verifyHash(bytes.subarray(0, MAX_PASSWORD_BYTES), dummy));
+    await this.rationed(() => verifyHash(bytes.subarray(0, MAX_PASSWORD_BYTES), dummy), caller);
     return false;
   }
 
@@ -99,8 +103,7 @@ export class PasswordHasher {
     return this.dummy;
   }
 
-  private async rationed<T>(work: () => Promise<T>): Promise<T> {
-    const caller = callers.getStore()?.();
+  private async rationed<T>(work: () => Promise<T>, caller: HashCaller | undefined): Promise<T> {
     const held = caller === undefined ? 0 : (this.heldBy.get(caller) ?? 0);
     // One caller cannot take the queue from everyone else: past its share it is told to slow down.
     if (caller !== undefined && held >= (this.options.maxPerCaller ?? Infinity)) {

@@ -14,7 +14,7 @@ import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
 import type { BreachedPasswords } from './breached-passwords';
 import type { CurrentPassword } from './current-password';
-import { checkNewPassword, checkNotEmail, type PasswordHasher } from './passwords';
+import { checkNewPassword, checkNotEmail, userCaller, type PasswordHasher } from './passwords';
 import { isAdmin, requireAdmin, requireSelfOrAdmin, type Principal } from './principal';
 
 const SORT_FIELDS: readonly users.SortField[] = ['id', 'email', 'name', 'created_at', 'updated_at'];
@@ -111,7 +111,7 @@ export class UserService {
     requireAdmin(principal);
     checkNewPassword(input.password, 'body.password', input.email);
     await this.breached?.refuse(input.password, 'body.password');
-    const passwordHash = await this.passwords.hash(input.password);
+    const passwordHash = await this.passwords.hash(input.password, userCaller(principal.user.id));
     return this.transact(async (trx) => {
       const created = await users.insertUser(trx, {
         name: input.name.trim(),
@@ -168,7 +168,7 @@ export class UserService {
     }
     if (input.password !== undefined) {
       await this.breached?.refuse(input.password, 'body.password');
-      patch.password_hash = await this.passwords.hash(input.password);
+      patch.password_hash = await this.passwords.hash(input.password, userCaller(principal.user.id));
     }
     if (input.role !== undefined) patch.role = input.role;
     if (input.is_active !== undefined) patch.is_active = input.is_active;
