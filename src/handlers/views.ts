@@ -18,7 +18,7 @@ type CreatedApiKey = components['schemas']['CreatedApiKey'];
 type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 type WebhookDelivery = components['schemas']['WebhookDelivery'];
 
-const iso = (value: Date | string): string => new Date(value).toISOString();
+const iso = (value: Date | string): string => (value instanceof Date ? value : new Date(value)).toISOString();
 
 /** A session as its owner sees it; `current` marks the one of the token in use. */
 export function sessionView(row: SessionRow, currentSessionId: string): Session {

@@ -8,11 +8,13 @@ const MAX_USER_AGENT_LENGTH = 512;
 
 /** Where the request comes from, for the sessions it opens and the audit events it causes. */
 export function clientOf(ctx: KoaContext): ClientInfo {
-  return {
+  const state = stateOf(ctx);
+  state.client ??= {
     ip: ctx.ip || null,
     userAgent: ctx.get('user-agent').slice(0, MAX_USER_AGENT_LENGTH) || null,
-    requestId: stateOf(ctx).requestId ?? null,
+    requestId: state.requestId ?? null,
   };
+  return state.client;
 }
 
 /** What an operation is handed: its validated parts, the caller once authenticated, and the client. */

@@ -1,6 +1,6 @@
 import type { ParameterizedContext } from 'koa';
 import type { OperationId } from '../handlers/types';
-import type { Principal } from '../services/principal';
+import type { ClientInfo, Principal } from '../services/principal';
 
 /** What the middleware of one request leaves for the next: Koa types `ctx.state` as `any`. */
 export interface RequestState {
@@ -10,6 +10,8 @@ export interface RequestState {
   /** The bearer token's check, shared by the operation's security schemes. */
   authentication?: Promise<Principal>;
   principal?: Principal;
+  /** Where the request comes from, worked out once (see clientOf). */
+  client?: ClientInfo;
 }
 
 export const stateOf = (ctx: ParameterizedContext<RequestState>): RequestState => ctx.state;

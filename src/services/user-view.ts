@@ -3,12 +3,14 @@ import type { ListedUser } from '../db/users';
 
 type User = components['schemas']['User'];
 
+/** The drivers give timestamps as dates; a date is written as it is rather than copied first. */
+const iso = (value: Date | string): string => (value instanceof Date ? value : new Date(value)).toISOString();
+
 /**
  * A user as the contract shows it: never a hash; `deleted_at` for admins only. The handlers answer
  * with it, and webhook payloads carry it, so it sits where both can reach it.
  */
 export function userView(row: ListedUser, forAdmin: boolean): User {
-  const iso = (value: Date | string): string => new Date(value).toISOString();
   const user: User = {
     id: row.id,
     email: row.email,
