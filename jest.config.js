@@ -16,5 +16,8 @@ module.exports = {
   projects,
   testTimeout: 60000,
   maxWorkers: '100%',
+  // A worker keeps what every test file it ran left behind (each embedded database's WebAssembly
+  // memory among it) and slows down as its heap grows; past this after a file, it is replaced.
+  workerIdleMemoryLimit: '800MB',
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };
