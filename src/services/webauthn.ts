@@ -1,13 +1,17 @@
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorSelectionCriteria,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/server';
+import type { AuthenticationResponseJSON, AuthenticatorSelectionCriteria, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { WebAuthnConfig } from '../config';
+
+type SimpleWebAuthn = typeof import('@simplewebauthn/server');
+
+let library: SimpleWebAuthn | undefined;
+
+/**
+ * @simplewebauthn/server, with the ASN.1 and CBOR parsers it brings, adds some 15 MB to a process: it
+ * loads with the first passkey operation rather than at start-up, so a process that never sees one
+ * does without it.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- required on first use, as said above; the same CommonJS build a static import gives
+const simpleWebAuthn = (): SimpleWebAuthn => (library ??= require('@simplewebauthn/server') as SimpleWebAuthn);
 
 /** How long a WebAuthn challenge may be answered. */
 export const CHALLENGE_TTL_MS = 5 * 60 * 1000;
@@ -69,6 +73,7 @@ export class WebAuthnParty {
     displayName: string;
     exclude: { id: string; transports?: string[] }[];
   }): Promise<CreationOptions> {
+    const { generateRegistrationOptions } = simpleWebAuthn();
     const options = await generateRegistrationOptions({
       rpName: this.party.rpName,
       rpID: this.party.rpId,
@@ -100,6 +105,7 @@ export class WebAuthnParty {
     allow?: { id: string; transports?: string[] }[];
     userVerification: 'required' | 'preferred';
   }): Promise<RequestOptions> {
+    const { generateAuthenticationOptions } = simpleWebAuthn();
     const options = await generateAuthenticationOptions({
       rpID: this.party.rpId,
       allowCredentials: input.allow,
@@ -133,6 +139,7 @@ export class WebAuthnParty {
   }
 
   async verifyRegistration(credential: Credential, expectedChallenge: string): Promise<StoredPasskey | undefined> {
+    const { verifyRegistrationResponse } = simpleWebAuthn();
     try {
       const { verified, registrationInfo } = await verifyRegistrationResponse({
         response: { clientExtensionResults: {}, ...credential } as unknown as RegistrationResponseJSON,
@@ -153,6 +160,7 @@ export class WebAuthnParty {
     passkey: StoredPasskey,
     requireUserVerification: boolean,
   ): Promise<{ newCounter: number; userVerified: boolean } | undefined> {
+    const { verifyAuthenticationResponse } = simpleWebAuthn();
     try {
       const { verified, authenticationInfo } = await verifyAuthenticationResponse({
         response: { clientExtensionResults: {}, ...credential } as unknown as AuthenticationResponseJSON,
