@@ -1,7 +1,12 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 
 /** A timestamptz the database fills in by default. */
-type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+/** A moment the database fills in (`now()`) unless given. */
+export type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+/** A moment every row is given. */
+export type GivenTimestamp = ColumnType<Date, Date | string, Date | string>;
+/** A moment that has not come while null. */
+export type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
 export interface UserTable {
   id: Generated<number>;
@@ -15,7 +20,7 @@ export interface UserTable {
   pending_email: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
-  deleted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  deleted_at: NullableTimestamp;
 }
 
 export interface SessionTable {
@@ -24,13 +29,13 @@ export interface SessionTable {
   refresh_token_hash: string;
   previous_token_hash: string | null;
   grace_token_hashes: ColumnType<string[], string[] | undefined, string[]>;
-  rotated_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  rotated_at: NullableTimestamp;
   ip: string | null;
   user_agent: string | null;
   created_at: Timestamp;
   last_used_at: Timestamp;
-  expires_at: ColumnType<Date, Date | string, Date | string>;
-  revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  expires_at: GivenTimestamp;
+  revoked_at: NullableTimestamp;
   /** How the session was signed in: RFC 8176 values such as `pwd`, `otp`, `hwk`, `mfa`. */
   amr: ColumnType<string[], string[] | undefined, string[]>;
   aal: ColumnType<AssuranceLevel, AssuranceLevel | undefined, AssuranceLevel>;
@@ -48,8 +53,8 @@ export interface MfaFactorTable {
   name: string;
   created_at: Timestamp;
   /** Null while a TOTP factor waits for its first code. */
-  confirmed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  confirmed_at: NullableTimestamp;
+  last_used_at: NullableTimestamp;
   totp_secret_sealed: string | null;
   /** The last 30-second step a code was accepted for (bigint: read back as a string). */
   totp_last_step: ColumnType<string | null, number | null | undefined, number | null>;
@@ -65,12 +70,19 @@ export interface MfaRecoveryCodeTable {
   user_id: number;
   code_hash: string;
   created_at: Timestamp;
-  used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  used_at: NullableTimestamp;
 }
 
 export type ChallengePurpose = 'mfa' | 'passkey_registration' | 'passkey_login';
 
-export interface MfaChallengeTable {
+/** A row issued for one use before it expires: a reset or verification token, a login step, a challenge. */
+interface SingleUse {
+  created_at: Timestamp;
+  expires_at: GivenTimestamp;
+  used_at: NullableTimestamp;
+}
+
+export interface MfaChallengeTable extends SingleUse {
   id: string;
   purpose: ChallengePurpose;
   user_id: number | null;
@@ -81,9 +93,6 @@ export interface MfaChallengeTable {
   /** The WebAuthn user handle a registration's options carried. */
   user_handle: string | null;
   failures: Generated<number>;
-  created_at: Timestamp;
-  expires_at: ColumnType<Date, Date | string, Date | string>;
-  used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface ApiKeyTable {
@@ -96,21 +105,18 @@ export interface ApiKeyTable {
   key_hash: string;
   read_only: Generated<boolean>;
   created_at: Timestamp;
-  expires_at: ColumnType<Date, Date | string, Date | string>;
-  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  expires_at: GivenTimestamp;
+  last_used_at: NullableTimestamp;
 }
 
 export type TokenPurpose = 'password_reset' | 'email_verification';
 
-export interface AccountTokenTable {
+export interface AccountTokenTable extends SingleUse {
   id: Generated<number>;
   user_id: number;
   purpose: TokenPurpose;
   token_hash: string;
   email: string;
-  created_at: Timestamp;
-  expires_at: ColumnType<Date, Date | string, Date | string>;
-  used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface MailOutboxTable {
@@ -122,9 +128,9 @@ export interface MailOutboxTable {
   created_at: Timestamp;
   attempts: Generated<number>;
   next_attempt_at: Timestamp;
-  locked_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  sent_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  failed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  locked_until: NullableTimestamp;
+  sent_at: NullableTimestamp;
+  failed_at: NullableTimestamp;
   last_error: string | null;
 }
 

@@ -1,9 +1,6 @@
 import { CompiledQuery, sql, type ColumnType, type Generated, type Insertable, type Selectable } from 'kysely';
 import { preparedStatement } from './prepared';
-import type { Executor } from './types';
-
-type Time = ColumnType<Date, Date | string | undefined, Date | string>;
-type NullableTime = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+import type { Executor, NullableTimestamp, Timestamp } from './types';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
@@ -18,9 +15,9 @@ export type WebhookEndpointTable = {
   secret_sealed: string;
   /** The secret before the last rotation, which still signs until `previous_secret_expires_at`. */
   previous_secret_sealed: ColumnType<string | null, string | null | undefined, string | null>;
-  previous_secret_expires_at: NullableTime;
-  created_at: Time;
-  updated_at: Time;
+  previous_secret_expires_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 };
 
 export type WebhookMessageTable = {
@@ -29,7 +26,7 @@ export type WebhookMessageTable = {
   event_type: string;
   /** The JSON body exactly as signed and sent. */
   body: string;
-  created_at: Time;
+  created_at: Timestamp;
 };
 
 export type WebhookDeliveryTable = {
@@ -40,20 +37,20 @@ export type WebhookDeliveryTable = {
   attempts: Generated<number>;
   /** The attempt count when the current round of retries began. */
   round_start: Generated<number>;
-  next_attempt_at: Time;
-  locked_until: NullableTime;
+  next_attempt_at: Timestamp;
+  locked_until: NullableTimestamp;
   last_status_code: ColumnType<number | null, number | null | undefined, number | null>;
   last_error: ColumnType<string | null, string | null | undefined, string | null>;
-  created_at: Time;
-  delivered_at: NullableTime;
+  created_at: Timestamp;
+  delivered_at: NullableTimestamp;
   /** When it was delivered or given up: what the retention counts from. */
-  finished_at: NullableTime;
+  finished_at: NullableTimestamp;
 };
 
 export type WebhookAttemptTable = {
   id: Generated<number>;
   delivery_id: number;
-  attempted_at: Time;
+  attempted_at: Timestamp;
   status_code: number | null;
   error: string | null;
   duration_ms: number;
