@@ -1,6 +1,5 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 
-/** A timestamptz the database fills in by default. */
 /** A moment the database fills in (`now()`) unless given. */
 export type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 /** A moment every row is given. */
@@ -23,6 +22,10 @@ export interface UserTable {
   deleted_at: NullableTimestamp;
 }
 
+export type UserRow = Selectable<UserTable>;
+export type NewUserRow = Insertable<UserTable>;
+export type UserUpdate = Updateable<UserTable>;
+
 export interface SessionTable {
   id: string;
   user_id: number;
@@ -40,6 +43,9 @@ export interface SessionTable {
   amr: ColumnType<string[], string[] | undefined, string[]>;
   aal: ColumnType<AssuranceLevel, AssuranceLevel | undefined, AssuranceLevel>;
 }
+
+export type SessionRow = Selectable<SessionTable>;
+export type NewSessionRow = Insertable<SessionTable>;
 
 /** Authenticator assurance: `aal2` once a second factor (or a verified passkey) has been shown. */
 export type AssuranceLevel = 'aal1' | 'aal2';
@@ -64,6 +70,9 @@ export interface MfaFactorTable {
   transports: string[] | null;
   user_handle: string | null;
 }
+
+export type MfaFactorRow = Selectable<MfaFactorTable>;
+export type NewMfaFactorRow = Insertable<MfaFactorTable>;
 
 export interface MfaRecoveryCodeTable {
   id: Generated<number>;
@@ -95,6 +104,8 @@ export interface MfaChallengeTable extends SingleUse {
   failures: Generated<number>;
 }
 
+export type MfaChallengeRow = Selectable<MfaChallengeTable>;
+
 export interface ApiKeyTable {
   id: Generated<number>;
   user_id: number;
@@ -109,6 +120,9 @@ export interface ApiKeyTable {
   last_used_at: NullableTimestamp;
 }
 
+export type ApiKeyRow = Selectable<ApiKeyTable>;
+export type NewApiKeyRow = Insertable<ApiKeyTable>;
+
 export type TokenPurpose = 'password_reset' | 'email_verification';
 
 export interface AccountTokenTable extends SingleUse {
@@ -118,6 +132,8 @@ export interface AccountTokenTable extends SingleUse {
   token_hash: string;
   email: string;
 }
+
+export type AccountTokenRow = Selectable<AccountTokenTable>;
 
 export interface MailOutboxTable {
   id: Generated<number>;
@@ -133,6 +149,9 @@ export interface MailOutboxTable {
   failed_at: NullableTimestamp;
   last_error: string | null;
 }
+
+export type OutboxRow = Selectable<MailOutboxTable>;
+export type NewOutboxRow = Insertable<MailOutboxTable>;
 
 /** How many users are in each state; kept by a trigger on users. */
 export interface UserCountTable {
@@ -151,20 +170,6 @@ export interface Database {
   mfa_challenges: MfaChallengeTable;
   api_keys: ApiKeyTable;
 }
-
-export type UserRow = Selectable<UserTable>;
-export type NewUserRow = Insertable<UserTable>;
-export type UserUpdate = Updateable<UserTable>;
-export type SessionRow = Selectable<SessionTable>;
-export type NewSessionRow = Insertable<SessionTable>;
-export type AccountTokenRow = Selectable<AccountTokenTable>;
-export type MfaFactorRow = Selectable<MfaFactorTable>;
-export type NewMfaFactorRow = Insertable<MfaFactorTable>;
-export type MfaChallengeRow = Selectable<MfaChallengeTable>;
-export type ApiKeyRow = Selectable<ApiKeyTable>;
-export type NewApiKeyRow = Insertable<ApiKeyTable>;
-export type OutboxRow = Selectable<MailOutboxTable>;
-export type NewOutboxRow = Insertable<MailOutboxTable>;
 
 /** What a repository runs its queries on: the database or a transaction the service opened. */
 export type Executor = Kysely<Database> | Transaction<Database>;

@@ -287,33 +287,33 @@ export function retryDelivery(db: Executor, endpointId: number, id: number): Pro
 
 /**
  * Deletes up to `limit` deliveries finished before `before`, skipping rows another process is
- * deleting, and up to `limit` messages of that age left without deliveries; returns how many rows went.
+ * deleting, and up to `limit` messages of that age left without deliveries (pruned, or their endpoint
+ * deleted), in one statement; returns how many rows went. The messages this statement leaves without
+ * deliveries still see them here, and go with the next pass.
  */
 export async function pruneFinishedDeliveries(db: Executor, before: Date, limit: number): Promise<number> {
-  const deleted = await hooks(db)
-    .deleteFrom('webhook_deliveries')
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where('finished_at', '<', before)
-        .orderBy('finished_at')
-        .limit(limit)
-        .forUpdate()
-        .skipLocked(),
+  const { rows } = await sql<{ deliveries: number; messages: number }>`
+    with pruned as (
+      delete from webhook_deliveries
+      where id in (
+        select id from webhook_deliveries
+        where finished_at < ${before}
+        order by finished_at
+        limit ${limit}::int
+        for update skip locked
+      )
+      returning 1
+    ),
+    orphaned as (
+      delete from webhook_messages
+      where id in (
+        select m.id from webhook_messages m
+        where m.created_at < ${before}
+          and not exists (select 1 from webhook_deliveries d where d.message_id = m.id)
+        limit ${limit}::int
+      )
+      returning 1
     )
-    .executeTakeFirst();
-  // Messages whose deliveries are all gone (pruned, or their endpoint deleted).
-  const orphans = await hooks(db)
-    .deleteFrom('webhook_messages')
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('webhook_messages as m')
-        .select('m.id')
-        .where('m.created_at', '<', before)
-        .where((w) => w.not(w.exists(w.selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.message_id', '=', 'm.id'))))
-        .limit(limit),
-    )
-    .executeTakeFirst();
-  return Number(deleted.numDeletedRows) + Number(orphans.numDeletedRows);
+    select (select count(*)::int from pruned) as deliveries, (select count(*)::int from orphaned) as messages`.execute(db);
+  return rows[0].deliveries + rows[0].messages;
 }

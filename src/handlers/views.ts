@@ -99,14 +99,15 @@ export function createdApiKeyView(row: ApiKeyRow, key: string): CreatedApiKey {
 
 /** A webhook endpoint as admins see it: never its secret. */
 export function webhookEndpointView(row: WebhookEndpointRow): WebhookEndpoint {
-  const overlapping = row.previous_secret_expires_at !== null && new Date(row.previous_secret_expires_at).getTime() > Date.now();
+  const { id, url, description, enabled, previous_secret_expires_at: previousUntil } = row;
+  const overlapping = previousUntil !== null && new Date(previousUntil).getTime() > Date.now();
   return {
-    id: row.id,
-    url: row.url,
+    id,
+    url,
     events: row.events as WebhookEndpoint['events'],
-    description: row.description,
-    enabled: row.enabled,
-    previous_secret_expires_at: overlapping ? iso(row.previous_secret_expires_at!) : null,
+    description,
+    enabled,
+    previous_secret_expires_at: overlapping ? iso(previousUntil) : null,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -114,14 +115,15 @@ export function webhookEndpointView(row: WebhookEndpointRow): WebhookEndpoint {
 
 /** One delivery of the log, with each of its attempts. */
 export function webhookDeliveryView(row: WebhookDeliveryWithAttempts): WebhookDelivery {
+  const { id, message_id, status, attempts, last_status_code, last_error } = row;
   return {
-    id: row.id,
-    message_id: row.message_id,
+    id,
+    message_id,
     event_type: row.event_type as WebhookDelivery['event_type'],
-    status: row.status,
-    attempts: row.attempts,
-    last_status_code: row.last_status_code,
-    last_error: row.last_error,
+    status,
+    attempts,
+    last_status_code,
+    last_error,
     next_attempt_at: row.status === 'pending' ? iso(row.next_attempt_at) : null,
     created_at: iso(row.created_at),
     delivered_at: row.delivered_at === null ? null : iso(row.delivered_at),

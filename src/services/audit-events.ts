@@ -73,6 +73,16 @@ export async function recordEvents(trx: UnitOfWork, events: readonly AuditEvent[
   await queueWebhookEvents(trx, events.flatMap(webhookEventsOf));
 }
 
+/** The webhook event that an audit event of a user's account stands for, one for one. */
+const USER_EVENT_OF = {
+  'user.created': 'user.created',
+  'user.deleted': 'user.deleted',
+  'user.restored': 'user.restored',
+  'email.verified': 'user.email_verified',
+  'password.changed': 'user.password_changed',
+  'password.reset_completed': 'user.password_changed',
+} as const satisfies Record<string, WebhookEventType>;
+
 /**
  * The webhook events an audit event stands for: the one place that says which changes other
  * systems are told of. A session ending as a side effect (a password change, a disabled or deleted
@@ -93,7 +103,7 @@ export function webhookEventsOf(event: AuditEvent): WebhookEvent[] {
     case 'user.created':
     case 'user.deleted':
     case 'user.restored':
-      return [about(event.type)];
+      return [about(USER_EVENT_OF[event.type])];
     case 'user.updated': {
       // A new password is news of its own; the rest of an update is `user.updated`.
       const fields = Array.isArray(details.fields) ? details.fields : [];
@@ -103,10 +113,9 @@ export function webhookEventsOf(event: AuditEvent): WebhookEvent[] {
       ];
     }
     case 'email.verified':
-      return [about('user.email_verified')];
     case 'password.changed':
     case 'password.reset_completed':
-      return [about('user.password_changed')];
+      return [about(USER_EVENT_OF[event.type])];
     case 'mfa.factor_added':
       return details.first === true ? [about('user.mfa_enabled')] : [];
     case 'mfa.factor_removed':
