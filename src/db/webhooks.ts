@@ -287,9 +287,8 @@ export function retryDelivery(db: Executor, endpointId: number, id: number): Pro
 
 /**
  * Deletes up to `limit` deliveries finished before `before`, skipping rows another process is
- * deleting, and up to `limit` messages of that age left without deliveries (pruned, or their endpoint
- * deleted), in one statement; returns how many rows went. The messages this statement leaves without
- * deliveries still see them here, and go with the next pass.
+ * deleting, and up to `limit` messages of that age left without deliveries (pruned before or by this
+ * statement, or gone with their endpoint), in one statement; returns how many rows went.
  */
 export async function pruneFinishedDeliveries(db: Executor, before: Date, limit: number): Promise<number> {
   const { rows } = await sql<{ deliveries: number; messages: number }>`
@@ -302,14 +301,16 @@ export async function pruneFinishedDeliveries(db: Executor, before: Date, limit:
         limit ${limit}::int
         for update skip locked
       )
-      returning 1
+      returning id
     ),
     orphaned as (
       delete from webhook_messages
       where id in (
         select m.id from webhook_messages m
         where m.created_at < ${before}
-          and not exists (select 1 from webhook_deliveries d where d.message_id = m.id)
+          and not exists (
+            select 1 from webhook_deliveries d where d.message_id = m.id and d.id not in (select id from pruned)
+          )
         limit ${limit}::int
       )
       returning 1
