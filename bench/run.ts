@@ -165,6 +165,10 @@ function medianRatio(ours: Figures[], theirs: Figures[]): number {
 
 const percent = (ratio: number) => `${(ratio * 100).toFixed(0)} %`;
 
+/** The embedded database's row: against the baseline, with its ratio to the same service on PostgreSQL in the notes. */
+const embeddedRow = (route: string, embedded: Figures[], baseline: Figures[], onPostgres: Figures[]): Row =>
+  against(route, 1, embedded, baseline, `${percent(medianRatio(embedded, onPostgres))} of the service on PostgreSQL`);
+
 /** A new API key of the user whose access token is given. */
 async function createApiKey(url: string, token: string): Promise<string> {
   const res = await fetch(`${url}/api/auth/api-keys`, {
@@ -269,15 +273,7 @@ async function main(): Promise<void> {
       rows.push(
         against('GET /api/auth/me with an API key', 1, me[1], me[0], 'against the same route with an access token (baseline columns)'),
       );
-      rows.push(
-        against(
-          'GET /api/auth/me, embedded database',
-          1,
-          me[4],
-          me[2],
-          `${percent(medianRatio(me[4], me[0]))} of the service on PostgreSQL`,
-        ),
-      );
+      rows.push(embeddedRow('GET /api/auth/me, embedded database', me[4], me[2], me[0]));
       const users = await takeTurns([
         on(service, 'service', USERS_PAGE, adminToken),
         on(baseline, 'baseline', USERS_PAGE, adminToken),
@@ -286,15 +282,7 @@ async function main(): Promise<void> {
       ]);
       rows.push(against('GET /api/users (page 1 of 20)', 1, users[0], users[1]));
       rows.push(against('GET /api/users (page 1 of 20)', 1, users[0], users[2], PREPARED_NOTE));
-      rows.push(
-        against(
-          'GET /api/users (page 1 of 20), embedded database',
-          1,
-          users[3],
-          users[1],
-          `${percent(medianRatio(users[3], users[0]))} of the service on PostgreSQL`,
-        ),
-      );
+      rows.push(embeddedRow('GET /api/users (page 1 of 20), embedded database', users[3], users[1], users[0]));
       await embedded.stop();
       await prepared.stop();
     } else {
