@@ -165,6 +165,41 @@ function medianRatio(ours: Figures[], theirs: Figures[]): number {
 
 const percent = (ratio: number) => `${(ratio * 100).toFixed(0)} %`;
 
+const on = (proc: Proc, label: string, path: string, token: string): Contender => ({
+  label,
+  url: proc.url + path,
+  headers: bearer(token),
+  pid: proc.child.pid,
+});
+
+/**
+ * One read route with one process: the service against the baseline, the baseline with prepared
+ * statements and the same service on the embedded database, all in the same rounds (and `more`
+ * with them). Returns the rows, the service's figures and those of `more`.
+ */
+async function readRows(
+  route: string,
+  path: string,
+  token: string,
+  embeddedToken: string,
+  servers: { service: Proc; baseline: Proc; prepared: Proc; embedded: Proc },
+  more: Contender[] = [],
+): Promise<{ rows: Row[]; ours: Figures[]; others: Figures[][] }> {
+  const [ours, base, preparedBase, embedded, ...others] = await takeTurns([
+    on(servers.service, 'service', path, token),
+    on(servers.baseline, 'baseline', path, token),
+    on(servers.prepared, 'prepared baseline', path, token),
+    on(servers.embedded, 'embedded', path, embeddedToken),
+    ...more,
+  ]);
+  const rows = [
+    against(route, 1, ours, base),
+    against(route, 1, ours, preparedBase, PREPARED_NOTE),
+    embeddedRow(`${route}, embedded database`, embedded, base, ours),
+  ];
+  return { rows, ours, others };
+}
+
 /** The embedded database's row: against the baseline, with its ratio to the same service on PostgreSQL in the notes. */
 const embeddedRow = (route: string, embedded: Figures[], baseline: Figures[], onPostgres: Figures[]): Row =>
   against(route, 1, embedded, baseline, `${percent(medianRatio(embedded, onPostgres))} of the service on PostgreSQL`);
@@ -248,41 +283,26 @@ async function main(): Promise<void> {
   for (const workers of [1, 2]) {
     if (workers > 1) service = await startService(workers);
     const baseline = await startBaseline(workers);
-    const on = (proc: Proc, label: string, path: string, token: string): Contender => ({
-      label,
-      url: proc.url + path,
-      headers: bearer(token),
-      pid: proc.child.pid,
-    });
     if (workers === 1) {
       // The service prepares its token check; the same routes against a baseline that prepares all of
       // its queries show what is left once neither side parses and plans per call. The embedded
       // database's service takes its turns in the same rounds.
       const prepared = await startBaseline(1, true);
       const embedded = await startEmbedded();
-      const apiKey = await createApiKey(service.url, userToken);
-      const me = await takeTurns([
-        on(service, 'service', ME, userToken),
-        on(service, 'service, API key', ME, apiKey),
-        on(baseline, 'baseline', ME, userToken),
-        on(prepared, 'prepared baseline', ME, userToken),
-        on(embedded.proc, 'embedded', ME, embedded.userToken),
-      ]);
-      rows.push(against('GET /api/auth/me', 1, me[0], me[2]));
-      rows.push(against('GET /api/auth/me', 1, me[0], me[3], PREPARED_NOTE));
+      const servers = { service, baseline, prepared, embedded: embedded.proc };
+      const keyed = on(service, 'service, API key', ME, await createApiKey(service.url, userToken));
+      const me = await readRows('GET /api/auth/me', ME, userToken, embedded.userToken, servers, [keyed]);
+      rows.push(...me.rows);
       rows.push(
-        against('GET /api/auth/me with an API key', 1, me[1], me[0], 'against the same route with an access token (baseline columns)'),
+        against(
+          'GET /api/auth/me with an API key',
+          1,
+          me.others[0],
+          me.ours,
+          'against the same route with an access token (baseline columns)',
+        ),
       );
-      rows.push(embeddedRow('GET /api/auth/me, embedded database', me[4], me[2], me[0]));
-      const users = await takeTurns([
-        on(service, 'service', USERS_PAGE, adminToken),
-        on(baseline, 'baseline', USERS_PAGE, adminToken),
-        on(prepared, 'prepared baseline', USERS_PAGE, adminToken),
-        on(embedded.proc, 'embedded', USERS_PAGE, embedded.adminToken),
-      ]);
-      rows.push(against('GET /api/users (page 1 of 20)', 1, users[0], users[1]));
-      rows.push(against('GET /api/users (page 1 of 20)', 1, users[0], users[2], PREPARED_NOTE));
-      rows.push(embeddedRow('GET /api/users (page 1 of 20), embedded database', users[3], users[1], users[0]));
+      rows.push(...(await readRows('GET /api/users (page 1 of 20)', USERS_PAGE, adminToken, embedded.adminToken, servers)).rows);
       await embedded.stop();
       await prepared.stop();
     } else {
