@@ -9,12 +9,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('email', 'text', (col) => col.notNull())
     .addColumn('name', 'text', (col) => col.notNull())
     .addColumn('password_hash', 'text', (col) => col.notNull())
-    .addColumn('role', 'text', (col) =>
-      col
-        .notNull()
-        .defaultTo('user')
-        .check(sql`role in ('user', 'admin')`),
-    )
+    .addColumn('role', 'text', (col) => col.notNull().defaultTo('user').check(sql`role in ('user', 'admin')`))
     .addColumn('is_active', 'boolean', (col) => col.notNull().defaultTo(true))
     .addColumn('email_verified', 'boolean', (col) => col.notNull().defaultTo(false))
     .addColumn('created_at', 'timestamptz', (col) => col.notNull().defaultTo(sql`now()`))
@@ -34,12 +29,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       .where(sql.ref('deleted_at'), 'is', null)
       .execute();
   }
-  await db.schema
-    .createIndex('users_deleted_at_idx')
-    .on('users')
-    .columns(['deleted_at', 'id'])
-    .where(sql.ref('deleted_at'), 'is not', null)
-    .execute();
+  await db.schema.createIndex('users_deleted_at_idx').on('users').columns(['deleted_at', 'id']).where(sql.ref('deleted_at'), 'is not', null).execute();
 
   await db.schema
     .createTable('sessions')

@@ -16,12 +16,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('expires_at', 'timestamptz', (col) => col.notNull())
     .addColumn('used_at', 'timestamptz')
     .execute();
-  await db.schema
-    .createIndex('account_tokens_user_purpose_idx')
-    .on('account_tokens')
-    .columns(['user_id', 'purpose'])
-    .where(sql.ref('used_at'), 'is', null)
-    .execute();
+  await db.schema.createIndex('account_tokens_user_purpose_idx').on('account_tokens').columns(['user_id', 'purpose']).where(sql.ref('used_at'), 'is', null).execute();
 
   // Mail waiting to be sent. The message is stored encrypted (it carries a token) and erased once sent.
   await db.schema

@@ -49,12 +49,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     end
     $$
   `.execute(db);
-  await sql`create trigger users_count_rows after insert or update of deleted_at, is_active or delete on users for each row execute function user_counts_track()`.execute(
-    db,
-  );
-  await sql`create trigger users_count_truncate after truncate on users for each statement execute function user_counts_track()`.execute(
-    db,
-  );
+  await sql`create trigger users_count_rows after insert or update of deleted_at, is_active or delete on users for each row execute function user_counts_track()`.execute(db);
+  await sql`create trigger users_count_truncate after truncate on users for each statement execute function user_counts_track()`.execute(db);
 
   // Trusted since PostgreSQL 13: the database's owner may create it without being a superuser.
   await sql`create extension if not exists pg_trgm`.execute(db);

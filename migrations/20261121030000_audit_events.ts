@@ -21,18 +21,8 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   // The list reads by id (the primary key) after a cursor, optionally narrowed by one user (as
   // actor or subject: two indexes a bitmap OR combines), by type, or by time; retention deletes by time.
-  await db.schema
-    .createIndex('audit_events_actor_idx')
-    .on('audit_events')
-    .columns(['actor_user_id', 'id'])
-    .where(sql.ref('actor_user_id'), 'is not', null)
-    .execute();
-  await db.schema
-    .createIndex('audit_events_subject_idx')
-    .on('audit_events')
-    .columns(['subject_user_id', 'id'])
-    .where(sql.ref('subject_user_id'), 'is not', null)
-    .execute();
+  await db.schema.createIndex('audit_events_actor_idx').on('audit_events').columns(['actor_user_id', 'id']).where(sql.ref('actor_user_id'), 'is not', null).execute();
+  await db.schema.createIndex('audit_events_subject_idx').on('audit_events').columns(['subject_user_id', 'id']).where(sql.ref('subject_user_id'), 'is not', null).execute();
   await db.schema.createIndex('audit_events_type_idx').on('audit_events').columns(['event_type', 'id']).execute();
   await db.schema.createIndex('audit_events_occurred_at_idx').on('audit_events').column('occurred_at').execute();
 }

@@ -5,11 +5,7 @@ import type { Kysely } from 'kysely';
  * or not; the existing index covers unused tokens only.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema
-    .createIndex('account_tokens_user_purpose_created_idx')
-    .on('account_tokens')
-    .columns(['user_id', 'purpose', 'created_at'])
-    .execute();
+  await db.schema.createIndex('account_tokens_user_purpose_created_idx').on('account_tokens').columns(['user_id', 'purpose', 'created_at']).execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type { Pool, PoolClient } from 'pg';
 
@@ -17,6 +18,16 @@ export function preparedStatement(name: string, text: string): string {
   const existing = names.get(text);
   if (existing !== undefined && existing !== name) throw new Error(`statement "${name}" is already prepared as "${existing}"`);
   names.set(text, name);
+  return text;
+}
+
+/**
+ * Registers a statement built at run time (one shape of a list query, say) under a name derived from
+ * its text, and returns the text. Shapes that differ only in their parameters share one name; the
+ * name is worked out once per text, not per call.
+ */
+export function preparedShape(prefix: string, text: string): string {
+  if (!names.has(text)) names.set(text, `${prefix}_${createHash('sha1').update(text).digest('hex').slice(0, 12)}`);
   return text;
 }
 

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { sql, type SelectQueryBuilder } from 'kysely';
-import { preparedStatement } from './prepared';
+import { preparedShape } from './prepared';
 import type { Database, Executor, NewUserRow, UserRow, UserUpdate } from './types';
 
 export type UserStatus = 'active' | 'inactive' | 'deleted';
@@ -104,9 +103,6 @@ export interface PageQuery extends UserFilter {
   offset: number;
 }
 
-/** A statement's name from its text: shapes that differ only in their parameters share one. */
-const shapeName = (prefix: string, text: string) => `${prefix}_${createHash('sha1').update(text).digest('hex').slice(0, 12)}`;
-
 /** The columns a listed user is shown with: no hash, nothing the view does not show. */
 const LISTED_COLUMNS = [
   'id',
@@ -151,7 +147,7 @@ export async function listUsersPage(db: Executor, query: PageQuery): Promise<{ r
         .as('total'),
     )
     .compile();
-  preparedStatement(shapeName('users_page', compiled.sql), compiled.sql);
+  preparedShape('users_page', compiled.sql);
   const { rows } = await db.executeQuery(compiled);
   if (rows.length === 0) return { rows: [], total: await countUsers(db, query) };
   return { rows: rows.map(({ total: _total, ...row }) => row), total: Number(rows[0].total) };
@@ -191,6 +187,6 @@ export async function listUsersAfter(db: Executor, filter: UserFilter, after: nu
   const query = filtered(db.selectFrom('users').select(LISTED_COLUMNS), filter).where('id', '>', after).orderBy('id', 'asc').limit(limit);
   if (filter.q) return query.execute();
   const compiled = query.compile();
-  preparedStatement(shapeName('users_after', compiled.sql), compiled.sql);
+  preparedShape('users_after', compiled.sql);
   return (await db.executeQuery(compiled)).rows;
 }

@@ -4,6 +4,7 @@ import type { ApiKeyRow, MfaFactorRow, SessionRow } from '../db/types';
 import type { WebhookEndpointRow } from '../db/webhooks';
 import type { TokenPair } from '../services/auth';
 import type { ImportResult } from '../services/user-import';
+import { iso } from '../services/user-view';
 import type { WebhookDeliveryWithAttempts } from '../services/webhooks';
 
 export { userView } from '../services/user-view';
@@ -17,8 +18,6 @@ type ApiKey = components['schemas']['ApiKey'];
 type CreatedApiKey = components['schemas']['CreatedApiKey'];
 type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 type WebhookDelivery = components['schemas']['WebhookDelivery'];
-
-const iso = (value: Date | string): string => (value instanceof Date ? value : new Date(value)).toISOString();
 
 /** A session as its owner sees it; `current` marks the one of the token in use. */
 export function sessionView(row: SessionRow, currentSessionId: string): Session {
@@ -42,7 +41,7 @@ export function tokenPairView(pair: TokenPair): WireTokenPair {
 export function auditEventView(row: AuditEventRow): AuditEvent {
   return {
     id: row.id,
-    occurred_at: new Date(row.occurred_at).toISOString(),
+    occurred_at: iso(row.occurred_at),
     event_type: row.event_type as AuditEvent['event_type'],
     actor_user_id: row.actor_user_id,
     subject_user_id: row.subject_user_id,

@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256 } from './tokens';
 
 /**
  * API keys: `ask_`, 32 random bytes in base64url (43 characters), and the CRC32 of those 43
@@ -20,7 +21,7 @@ export interface NewKey {
 export function newApiKey(): NewKey {
   const random = randomBytes(RANDOM_BYTES).toString('base64url');
   const key = `${API_KEY_PREFIX}${random}${checksum(random)}`;
-  return { key, prefix: key.slice(0, SHOWN_LENGTH), hash: apiKeyHash(key) };
+  return { key, prefix: key.slice(0, SHOWN_LENGTH), hash: sha256(key) };
 }
 
 /** Whether a bearer token is meant as an API key (rather than an access token). */
@@ -30,11 +31,6 @@ export const isApiKey = (token: string): boolean => token.startsWith(API_KEY_PRE
 export function isWellFormedApiKey(key: string): boolean {
   const parts = SHAPE.exec(key);
   return parts !== null && checksum(parts[1]) === parts[2];
-}
-
-/** What the database keeps of a key. */
-export function apiKeyHash(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
 }
 
 function checksum(random: string): string {

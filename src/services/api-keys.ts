@@ -4,9 +4,10 @@ import { deleteApiKey, findApiKeyHolder, insertApiKey, listApiKeys, lockAndCount
 import type { Transact } from '../db/transaction';
 import type { ApiKeyRow, Database } from '../db/types';
 import { Conflict, NotFound, TokenExpired, Unauthorized, Validation } from '../errors';
-import { apiKeyHash, isWellFormedApiKey, newApiKey } from './api-key-secrets';
+import { isWellFormedApiKey, newApiKey } from './api-key-secrets';
 import { recordEvent } from './audit-events';
 import type { ClientInfo, Principal } from './principal';
+import { sha256 } from './tokens';
 
 /** How long a key lives when its creator does not say, unless API_KEY_MAX_DAYS is shorter. */
 const DEFAULT_DAYS = 90;
@@ -93,7 +94,7 @@ export class ApiKeyService {
    */
   async authenticate(key: string, client: ClientInfo): Promise<Principal> {
     if (!isWellFormedApiKey(key)) throw new Unauthorized();
-    const holder = await findApiKeyHolder(this.db, apiKeyHash(key));
+    const holder = await findApiKeyHolder(this.db, sha256(key));
     if (!holder) throw new Unauthorized();
     const { api_key_id: id, api_key_read_only: readOnly, api_key_expired: expired, ...user } = holder;
     if (expired) throw new TokenExpired();

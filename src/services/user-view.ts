@@ -4,7 +4,7 @@ import type { ListedUser } from '../db/users';
 type User = components['schemas']['User'];
 
 /** The drivers give timestamps as dates; a date is written as it is rather than copied first. */
-const iso = (value: Date | string): string => (value instanceof Date ? value : new Date(value)).toISOString();
+export const iso = (value: Date | string): string => (value instanceof Date ? value : new Date(value)).toISOString();
 
 /**
  * A user as the contract shows it: never a hash; `deleted_at` for admins only. The handlers answer
