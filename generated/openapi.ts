@@ -2221,12 +2221,15 @@ export interface components {
          *     carries `mfa_token` and `methods`, and `POST /api/auth/mfa/verify` finishes the login.
          *     `INVALID_CODE` (400): a TOTP or recovery code that is wrong or already used.
          *     `INVALID_PASSKEY` (400): a passkey registration or assertion that does not check out.
+         *     `INVALID_REDIRECT` (400): an address to send the person back to that is not on the allow-list
+         *     `AUTH_REDIRECT_URLS` (exact URLs, or an origin followed by `/*`; by default the origin of
+         *     `APP_URL` with `/*`); it is shown, never followed.
          *     `REQUEST_TIMEOUT` (408) and `HEADERS_TOO_LARGE` (431) come from the HTTP server before a request
          *     reaches an operation (headers or body not received in time; headers over Node's 16 KiB), as
          *     does a 400 `BAD_REQUEST` for a malformed request line; each closes the connection.
          * @enum {string}
          */
-        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "MFA_REQUIRED" | "INVALID_CODE" | "INVALID_PASSKEY";
+        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "MFA_REQUIRED" | "INVALID_CODE" | "INVALID_PASSKEY" | "INVALID_REDIRECT";
         FieldError: {
             /**
              * @description `body.<name>`, `query.<name>` or `path.<name>`.

@@ -50,6 +50,13 @@ export class MfaRequired extends DomainError {
   }
 }
 
+/** An address to send a person back to that AUTH_REDIRECT_URLS does not allow: shown, never followed. */
+export class InvalidRedirect extends DomainError {
+  constructor(message = 'The redirect address is not on the allow-list') {
+    super(message);
+  }
+}
+
 /** A TOTP or recovery code that is wrong, or already used. */
 export class InvalidCode extends DomainError {
   constructor() {

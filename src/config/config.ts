@@ -1,6 +1,8 @@
+import type { RedirectConfig } from '../redirects/allow-list';
 import type { Algorithm, KeyRing } from './keys';
 
 export type { Algorithm } from './keys';
+export type { RedirectConfig } from '../redirects/allow-list';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export type LogFormat = 'json' | 'pretty';
 /** The algorithms new password hashes are made with (PASSWORD_HASH_ALGORITHM). */
@@ -29,6 +31,8 @@ export interface Config {
   readonly mfa: MfaConfig;
   readonly apiKeys: ApiKeyConfig;
   readonly webhooks: WebhookConfig;
+  /** Where browser flows may send a person back to (AUTH_REDIRECT_URLS). */
+  readonly redirects: RedirectConfig;
   /** The admin account made at start-up when none has its e-mail (ADMIN_EMAIL and ADMIN_PASSWORD). */
   readonly admin: AdminConfig | undefined;
 }

@@ -1,6 +1,7 @@
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { isEmailAddress } from '../email-address';
+import { parseRedirectRule, type RedirectRule } from '../redirects/allow-list';
 import type {
   AccountConfig,
   AdminConfig,
@@ -17,6 +18,7 @@ import type {
   LogLevel,
   MailConfig,
   MfaConfig,
+  RedirectConfig,
   MetricsConfig,
   PaginationConfig,
   PasswordConfig,
@@ -67,6 +69,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const mfa = mfaPart(read, account.appUrl);
   const apiKeys = apiKeyPart(read);
   const webhooks = webhookPart(read);
+  const redirects = redirectPart(read, account.appUrl);
   const passwords = passwordPart(read, env);
   const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
   const docs = { enabled: read.boolean('DOCS_ENABLED', true) };
@@ -105,6 +108,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     mfa,
     apiKeys,
     webhooks,
+    redirects,
     admin,
   });
 }
@@ -304,6 +308,20 @@ function apiKeyPart(read: EnvReader): ApiKeyConfig {
 function auditPart(read: EnvReader): AuditConfig {
   const set = read.string('AUDIT_RETENTION_DAYS') !== undefined;
   return Object.freeze({ retentionDays: set ? read.integer('AUDIT_RETENTION_DAYS', 0, 1, 100 * 365) : undefined });
+}
+
+function redirectPart(read: EnvReader, appUrl: string): RedirectConfig {
+  const entries = (read.string('AUTH_REDIRECT_URLS') ?? `${new URL(appUrl).origin}/*`)
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  const allowed: RedirectRule[] = [];
+  for (const entry of entries) {
+    const rule = parseRedirectRule(entry);
+    if (typeof rule === 'string') read.problem(`AUTH_REDIRECT_URLS: ${rule}`);
+    else allowed.push(rule);
+  }
+  return Object.freeze({ allowed: Object.freeze(allowed) });
 }
 
 function webhookPart(read: EnvReader): WebhookConfig {
