@@ -74,7 +74,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   try {
     // Rate limits and the login lockout; counters in memory or, shared, in this database.
     const limiter = config.limits.rateLimitEnabled ? limiterFactory(config.limits, pool) : undefined;
-    const tokens = new TokenService(config.tokens);
+    const tokens = new TokenService(config.tokens, config.secret.key);
     const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
     const mail = new AccountMail(config.account, outbox);
     const housekeeping = new Housekeeping(db, config.housekeeping, config.audit, logger);
