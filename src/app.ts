@@ -35,6 +35,7 @@ import { Metrics } from './infra/metrics';
 import { createTransport } from './infra/mail-transport';
 import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
+import { IdentityProviderRegistry } from './providers/registry';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
@@ -130,6 +131,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       mfa,
       apiKeys: new ApiKeyService(db, transact, config.apiKeys),
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
+      providers: new IdentityProviderRegistry(db, transact, config.secret.key),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
