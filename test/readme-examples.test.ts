@@ -306,6 +306,8 @@ describe('the examples, in order on a fresh database', () => {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: dir,
       BASE: base,
+      // The suite's settings, as support/server.ts gives them to the service: the command line
+      // hashes the admin's password at the same cost the service checks it.
       SECRET_KEY: TEST_SECRET,
       BCRYPT_COST: '4',
       ...database.env,

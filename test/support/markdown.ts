@@ -5,6 +5,9 @@ import { join } from 'node:path';
 
 export const ROOT = join(__dirname, '..', '..');
 
+/** A fenced block, from its opening fence to the closing one. */
+const FENCED_BLOCK = /^(`{3,}|~{3,})[^\n]*\n[\s\S]*?^\1[^\n]*$/gm;
+
 /** README.md and every docs/*.md page, as paths from the repository root. */
 export function documentationPages(): string[] {
   const docs = readdirSync(join(ROOT, 'docs'))
@@ -50,9 +53,7 @@ export function fences(markdown: string): Fence[] {
 
 /** The Markdown without fenced blocks and code spans, so that examples inside them are not read as links. */
 function prose(markdown: string): string {
-  return markdown
-    .replace(/^(`{3,}|~{3,})[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '')
-    .replace(/(`+)[\s\S]*?\1/g, (span) => (/\]\(/.test(span) ? '' : span.replace(/`/g, '')));
+  return markdown.replace(FENCED_BLOCK, '').replace(/(`+)[\s\S]*?\1/g, (span) => (/\]\(/.test(span) ? '' : span.replace(/`/g, '')));
 }
 
 /** The targets of inline links and images outside code. */
@@ -64,7 +65,7 @@ export function linkTargets(markdown: string): string[] {
 export function headingAnchors(markdown: string): Set<string> {
   const anchors = new Set<string>();
   const counts = new Map<string, number>();
-  const text = markdown.replace(/^(`{3,}|~{3,})[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
+  const text = markdown.replace(FENCED_BLOCK, '');
   for (const match of text.matchAll(/^#{1,6}[ \t]+(.*?)[ \t#]*$/gm)) {
     const base = slug(match[1]);
     const seen = counts.get(base) ?? 0;
