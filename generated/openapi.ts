@@ -1481,7 +1481,7 @@ export interface components {
         };
         TokenPair: {
             /**
-             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; after a second factor or a passkey sign-in also amr (how the user signed in: pwd, otp, hwk, mfa) and aal2. A token without them is of a password alone (amr pwd, aal1).
+             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; amr (how the session was signed in, RFC 8176: pwd, otp, hwk, mfa) and aal: [pwd] and aal1 for a password alone, aal2 after a second factor or a passkey sign-in. A refreshed token carries the amr and aal of its session.
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl
              */
             access_token: string;
