@@ -149,6 +149,10 @@ export interface MailConfig {
   readonly pollIntervalMs: number;
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
+  /** How long a claimed message is held by one process; renewed while it is being sent. */
+  readonly leaseMs: number;
+  /** The domain of each message's Message-ID: the host of APP_URL. */
+  readonly messageIdDomain: string;
 }
 
 export interface LimitsConfig {

@@ -56,7 +56,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const pagination = paginationPart(read);
   const admin = adminPart(read);
   const account = accountPart(read, server);
-  const mail = mailPart(read, production);
+  const mail = mailPart(read, production, account.appUrl);
   const limits = limitsPart(read, database);
   const algorithm = read.oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase());
   const secret = secretPart(read, algorithm, production);
@@ -210,7 +210,7 @@ function accountPart(read: EnvReader, server: ServerConfig): AccountConfig {
   });
 }
 
-function mailPart(read: EnvReader, production: boolean): MailConfig {
+function mailPart(read: EnvReader, production: boolean, appUrl: string): MailConfig {
   const smtpUrl = read.string('SMTP_URL');
   if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl)) read.problem('SMTP_URL must be an smtp:// or smtps:// URL');
   const logLinks = read.boolean('MAIL_LOG_LINKS', !production);
@@ -228,6 +228,8 @@ function mailPart(read: EnvReader, production: boolean): MailConfig {
     pollIntervalMs: read.integer('MAIL_POLL_INTERVAL_MS', 2000, 50, 3_600_000),
     retryBaseMs: read.integer('MAIL_RETRY_BASE_MS', 5000, 10, 3_600_000),
     maxAttempts: read.integer('MAIL_MAX_ATTEMPTS', 10, 1, 100),
+    leaseMs: read.integer('MAIL_LEASE_MS', 60_000, 300, 3_600_000),
+    messageIdDomain: URL.canParse(appUrl) ? new URL(appUrl).hostname : 'localhost',
   });
 }
 
