@@ -1326,7 +1326,11 @@ export interface components {
          *     controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069) are refused with 422:
          *     they let a name forge log lines or reverse how the text around it reads in a mail, a list or
          *     an admin's screen, and a name needs none of them in any script. Tabs and line breaks around
-         *     the name are accepted: trimming removes them before it is stored.
+         *     the name are accepted: trimming removes them before it is stored. White space is what
+         *     ECMAScript's `\s` matches (ASCII white space, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029,
+         *     U+202F, U+205F, U+3000, U+FEFF). The pattern spells these characters out, as `\xHH` escapes or
+         *     as the characters themselves, so that every regex engine (Perl, Java, Go, Python, ECMAScript)
+         *     reads it alike: `\s` and `\uXXXX` mean different things, or nothing, in some of them.
          * @example Ada Lovelace
          */
         Name: string;
@@ -1478,7 +1482,7 @@ export interface components {
         };
         TokenPair: {
             /**
-             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; after a second factor or a passkey sign-in also amr (how the user signed in: pwd, otp, hwk, mfa) and aal2. A token without them is of a password alone (amr pwd, aal1).
+             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; amr (how the session was signed in, RFC 8176: pwd, otp, hwk, mfa) and aal: [pwd] and aal1 for a password alone, aal2 after a second factor or a passkey sign-in. A refreshed token carries the amr and aal of its session.
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl
              */
             access_token: string;
@@ -1759,7 +1763,7 @@ export interface components {
          */
         FactorType: "totp" | "webauthn";
         /**
-         * @description A name to tell the user's factors apart; trimmed.
+         * @description A name to tell the user's factors apart; trimmed, with a character that is not white space (white space as `Name` counts it).
          * @example Phone
          */
         FactorName: string;
