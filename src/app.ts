@@ -35,8 +35,9 @@ import { Metrics } from './infra/metrics';
 import { createTransport } from './infra/mail-transport';
 import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
+import { IdentityProviderRegistry } from './providers/registry';
 import { PasswordHasher } from './services/passwords';
-import { limiterFactory } from './infra/rate-limiter';
+import { limiterFactory, StoreOutages } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
 import { TotpCodes } from './services/totp';
 import { UserImport } from './services/user-import';
@@ -71,8 +72,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const logger = options.logger ?? createLogger(config.logging);
   const { db, kind, pool } = await openMigratedDatabase(config.database);
   try {
-    // Rate limits and the login lockout; counters in memory or, shared, in this database.
-    const limiter = config.limits.rateLimitEnabled ? limiterFactory(config.limits, pool) : undefined;
     const tokens = new TokenService(config.tokens);
     const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
     const mail = new AccountMail(config.account, outbox);
@@ -82,6 +81,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
           { clusterWorker: cluster.isWorker },
+        )
+      : undefined;
+    // Rate limits and the login lockout; counters in memory or, shared, in this database.
+    const limiter = config.limits.rateLimitEnabled
+      ? limiterFactory(
+          config.limits,
+          pool && {
+            pool,
+            preparedStatements: config.database.preparedStatements,
+            outages: new StoreOutages(logger, metrics && (() => metrics.countRateLimitStoreFallback())),
+          },
         )
       : undefined;
     // Every write goes through one unit of work; metrics count the audit events of those that commit,
@@ -130,6 +140,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       mfa,
       apiKeys: new ApiKeyService(db, transact, config.apiKeys),
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
+      providers: new IdentityProviderRegistry(db, transact, config.secret.key),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);

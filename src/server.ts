@@ -27,6 +27,7 @@ async function main(): Promise<void> {
   if (config.metrics.withheld && cluster.isPrimary) {
     logger.warn('/metrics is off: in production it needs METRICS_TOKEN (or METRICS_PUBLIC=true to serve it to anyone)');
   }
+  if (cluster.isPrimary) for (const warning of config.warnings) logger.warn(warning);
   if (config.server.webConcurrency > 1 && cluster.isPrimary) {
     supervise(config, logger);
     return;
@@ -112,8 +113,8 @@ function supervise(config: Config, logger: Logger): void {
   // Workers must sign and check tokens with one key: a generated one is made here and handed down.
   const workerEnv = workerEnvironment(config);
   const { webConcurrency, shutdownTimeoutSeconds } = config.server;
-  // In-memory rate-limit counters live here, shared by every worker over IPC.
-  new RateLimiterClusterMaster();
+  // In-memory rate-limit counters live here, shared by every worker over IPC; PostgreSQL needs no go-between.
+  if (config.limits.rateLimitEnabled && config.limits.store === 'memory') new RateLimiterClusterMaster();
   // A scrape of any worker answers with every worker's metrics, merged here.
   if (config.metrics.enabled) serveClusterMetrics();
 

@@ -35,6 +35,8 @@ export interface Config {
   readonly redirects: RedirectConfig;
   /** The admin account made at start-up when none has its e-mail (ADMIN_EMAIL and ADMIN_PASSWORD). */
   readonly admin: AdminConfig | undefined;
+  /** What the start should say about settings that are allowed but break a promise (production only). */
+  readonly warnings: readonly string[];
 }
 
 export interface ServerConfig {
@@ -151,7 +153,10 @@ export interface MailConfig {
 
 export interface LimitsConfig {
   readonly rateLimitEnabled: boolean;
-  /** Where the counters live: this process's memory, or the service's PostgreSQL database. */
+  /**
+   * Where the counters live: this process's memory, or the service's PostgreSQL database, shared by
+   * every process on it (the default when DATABASE_URL is set).
+   */
   readonly store: 'memory' | 'postgres';
   /** Per client IP, on the operations that take credentials or tokens. */
   readonly authRateLimitPerMinute: number;

@@ -57,7 +57,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const admin = adminPart(read);
   const account = accountPart(read, server);
   const mail = mailPart(read, production);
-  const limits = limitsPart(read);
+  const limits = limitsPart(read, database);
   const algorithm = read.oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase());
   const secret = secretPart(read, algorithm, production);
   const signing = signingKeys(read, algorithm);
@@ -88,6 +88,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   }
 
   if (read.problems.length > 0) throw new ConfigError(read.problems);
+  const warnings = production ? productionWarnings(read, database, limits) : [];
   const keys = signing ? asymmetricKeyRing(signing.algorithm, signing.privateKey, signing.retired) : secretKeyRing(algorithm, secret.key);
   return Object.freeze<Config>({
     server,
@@ -110,7 +111,30 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     webhooks,
     redirects,
     admin,
+    warnings: Object.freeze(warnings),
   });
+}
+
+/**
+ * What a production start allows but should say: settings that hold on one machine and break a
+ * promise once the service runs on several behind a load balancer.
+ */
+function productionWarnings(read: EnvReader, database: DatabaseConfig, limits: LimitsConfig): string[] {
+  const warnings: string[] = [];
+  if (database.url !== undefined && limits.rateLimitEnabled && limits.store === 'memory') {
+    warnings.push(
+      'RATE_LIMIT_STORE=memory: each process counts rate limits and failed sign-ins on its own, so behind a load balancer ' +
+        'every limit and lockout is multiplied by the number of processes; leave it unset (postgres) to share the counters',
+    );
+  }
+  if (read.string('APP_URL') === undefined) {
+    const issuer = read.string('JWT_ISSUER') === undefined ? ' and the token issuer (JWT_ISSUER)' : '';
+    warnings.push(
+      `APP_URL is not set: links in e-mails${issuer} default to this process's own address, ` +
+        'which differs between machines; set the same public APP_URL on every machine',
+    );
+  }
+  return warnings;
 }
 
 function serverPart(read: EnvReader): ServerConfig {
@@ -207,10 +231,13 @@ function mailPart(read: EnvReader, production: boolean): MailConfig {
   });
 }
 
-function limitsPart(read: EnvReader): LimitsConfig {
+function limitsPart(read: EnvReader, database: DatabaseConfig): LimitsConfig {
   return Object.freeze({
     rateLimitEnabled: read.boolean('RATE_LIMIT_ENABLED', true),
-    store: read.oneOf('RATE_LIMIT_STORE', ['memory', 'postgres'] as const, 'memory', (s) => s.toLowerCase()),
+    // With PostgreSQL the counters are shared by default: several processes on one database are one service.
+    store: read.oneOf('RATE_LIMIT_STORE', ['memory', 'postgres'] as const, database.url === undefined ? 'memory' : 'postgres', (s) =>
+      s.toLowerCase(),
+    ),
     authRateLimitPerMinute: read.integer('AUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 1_000_000),
     rateLimitPerMinute: read.integer('RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
     loginMaxFailures: read.integer('LOGIN_MAX_FAILURES', 5, 1, 1000),

@@ -3,13 +3,24 @@ import * as audit from './audit';
 import * as auth from './auth';
 import * as factors from './factors';
 import * as health from './health';
+import * as identityProviders from './identity-providers';
 import * as keys from './keys';
 import * as users from './users';
 import * as webhooks from './webhooks';
 import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types';
 
 /** Every operation of api/openapi.yaml by operationId. */
-export const handlers = { ...auth, ...users, ...audit, ...health, ...keys, ...factors, ...apiKeys, ...webhooks } satisfies HandlerMap;
+export const handlers = {
+  ...auth,
+  ...users,
+  ...audit,
+  ...health,
+  ...keys,
+  ...factors,
+  ...apiKeys,
+  ...webhooks,
+  ...identityProviders,
+} satisfies HandlerMap;
 
 /** The handlers as the HTTP layer runs them, bound to the app's services. */
 export function operationsFor(services: Services): Operations {

@@ -140,6 +140,7 @@ export class MfaSignIn implements SecondFactorGate {
       });
       throw proof.method === 'webauthn' ? new InvalidPasskey() : new InvalidCode();
     }
+    await this.options.loginGuard?.signInCompleted(user.email, client.ip);
     return { user, tokens: opened.tokens };
   }
 
@@ -190,6 +191,7 @@ export class MfaSignIn implements SecondFactorGate {
       await recordEvent(trx, { type: 'login.succeeded', actor: user.id, subject: user.id, details, origin: client });
       return session;
     });
+    await this.options.loginGuard?.signInCompleted(user.email, client.ip);
     return { user, tokens };
   }
 
