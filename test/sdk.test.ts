@@ -6,8 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
 import { ADMIN, startTestApp, uniqueEmail, type TestContext } from './support/app';
-import type { FlowInput, FlowResult } from './sdk/flow';
-import type { OrvalFlowInput, OrvalFlowResult } from './sdk/orval.flow';
+import type { FlowInput, FlowResult, OrvalFlowInput, OrvalFlowResult } from './sdk/flow';
 
 // Clients generated from api/openapi.yaml by three generators nobody here wrote, type-checked with
 // the flows in test/sdk that use them, then run against the live service: register, login, me,

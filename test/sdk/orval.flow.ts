@@ -1,24 +1,8 @@
 // Runs against a client orval generated from api/openapi.yaml (into ../orval), with its fetch
 // client: the token URL's form for a password login and for a refresh.
 import { getMe, login } from '../orval/client.js';
-import { check, sidOf } from './flow.js';
+import { check, sidOf, type OrvalFlowInput, type OrvalFlowResult } from './flow.js';
 import { sent, setBaseUrl } from './orval-fetch.js';
-
-export interface OrvalFlowInput {
-  baseUrl: string;
-  email: string;
-  password: string;
-}
-
-export interface OrvalFlowResult {
-  userId: number;
-  signedInSid: string;
-  signedInRefreshToken: string;
-  refreshedSid: string;
-  refreshToken: string;
-  /** The form bodies as sent. */
-  sent: string[];
-}
 
 export async function run(input: OrvalFlowInput): Promise<OrvalFlowResult> {
   setBaseUrl(input.baseUrl);
