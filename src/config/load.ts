@@ -199,15 +199,31 @@ function adminPart(read: EnvReader): AdminConfig | undefined {
 
 function accountPart(read: EnvReader, server: ServerConfig): AccountConfig {
   const { host, port } = server;
-  const appUrl = (read.string('APP_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  const appUrlSetting = read.string('APP_URL');
+  const appUrl = (appUrlSetting ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]/.test(appUrl)) read.problem(`APP_URL must be an http:// or https:// URL, got "${appUrl}"`);
   return Object.freeze({
     appUrl,
+    pagesEnabled: read.boolean('ACCOUNT_PAGES_ENABLED', appUrlSetting === undefined || isOwnAddress(appUrl, host, port)),
     passwordResetExpireMinutes: read.integer('PASSWORD_RESET_EXPIRE_MINUTES', 30, 1, 24 * 60),
     emailVerifyExpireHours: read.integer('EMAIL_VERIFY_EXPIRE_HOURS', 24, 1, 24 * 30),
     passwordResetMailIntervalSeconds: read.integer('PASSWORD_RESET_MAIL_INTERVAL_SECONDS', 60, 0, 24 * 3600),
     passwordResetMailsPerHour: read.integer('PASSWORD_RESET_MAILS_PER_HOUR', 5, 1, 1000),
   });
+}
+
+/** Whether `url` reaches this process directly: a loopback name or address, or HOST, on PORT. */
+function isOwnAddress(url: string, host: string, port: number): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  const name = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const own = ['localhost', '127.0.0.1', '::1', host.toLowerCase()];
+  const urlPort = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
+  return own.includes(name) && urlPort === port;
 }
 
 function mailPart(read: EnvReader, production: boolean, appUrl: string): MailConfig {
