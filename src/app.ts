@@ -9,6 +9,7 @@ import { operationsFor } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
 import { contractFor, validationContractFor } from './http/contract';
+import { accountPagesRouter } from './account-pages/router';
 import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
@@ -176,6 +177,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     koa.use(errors(logger));
     if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
     if (config.docs.enabled) koa.use(docsRouter(document).routes());
+    if (config.account.pagesEnabled) {
+      const service = String(document.info.title ?? 'Account Service');
+      koa.use(accountPagesRouter({ account: services.account, secret: config.secret.key, guard: limits?.guard, service }).routes());
+    }
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;

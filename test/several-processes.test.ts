@@ -1,7 +1,8 @@
+import { createHmac } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { Client } from 'pg';
 import { loadConfig } from '../src/config';
-import { suiteDatabase, uniqueEmail, type SuiteDatabase } from './support/app';
+import { suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase } from './support/app';
 import { startServer, type Running } from './support/server';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
 
@@ -138,6 +139,29 @@ onPostgres('two processes on one database', () => {
     expectLocked(await login(a, owner.email, PASSWORD, freshIp()));
     expectLocked(await login(b, owner.email, PASSWORD, freshIp()));
     expect(await failedLogins(owner.id)).toBe(ACCOUNT_MAX_FAILURES);
+  });
+
+  it("a client already locked out spends none of the account's budget", async () => {
+    const owner = await registerFresh();
+    const attacker = freshIp();
+    for (let i = 0; i < MAX_FAILURES; i++) expect((await login(both()[i % 2], owner.email, WRONG, attacker)).status).toBe(401);
+    // The account-wide count's row, under the key the service stores it by (an HMAC of the e-mail).
+    const digest = createHmac('sha256', TEST_SECRET).update(`login-guard\n${owner.email.toLowerCase()}`).digest('base64url');
+    const key = `login-account-failures:${digest}`;
+    const admin = new Client({ connectionString: database.env.DATABASE_URL });
+    await admin.connect();
+    try {
+      // While another transaction holds that row, the locked-out client is still answered: it never touches it.
+      await admin.query('begin');
+      expect((await admin.query('select points from rate_limits where key = $1 for update', [key])).rows).toEqual([
+        { points: MAX_FAILURES },
+      ]);
+      for (const server of both()) expectLocked(await login(server, owner.email, PASSWORD, attacker));
+      await admin.query('commit');
+      expect((await admin.query('select points from rate_limits where key = $1', [key])).rows).toEqual([{ points: MAX_FAILURES }]);
+    } finally {
+      await admin.end();
+    }
   });
 
   it('checks at most LOGIN_MAX_FAILURES of 20 parallel guesses split across both', async () => {

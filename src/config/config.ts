@@ -136,6 +136,11 @@ export interface AccountConfig {
   readonly passwordResetMailIntervalSeconds: number;
   /** Reset mails one account may be sent per hour. */
   readonly passwordResetMailsPerHour: number;
+  /**
+   * Serve the pages the e-mailed links open (/verify-email, /reset-password): by default when APP_URL is
+   * unset or is this service's own address, since another front end has pages of its own.
+   */
+  readonly pagesEnabled: boolean;
 }
 
 export interface MailConfig {
@@ -149,6 +154,10 @@ export interface MailConfig {
   readonly pollIntervalMs: number;
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
+  /** How long a claimed message is held by one process; renewed while it is being sent. */
+  readonly leaseMs: number;
+  /** The domain of each message's Message-ID: the host of APP_URL. */
+  readonly messageIdDomain: string;
 }
 
 export interface LimitsConfig {

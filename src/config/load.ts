@@ -56,7 +56,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const pagination = paginationPart(read);
   const admin = adminPart(read);
   const account = accountPart(read, server);
-  const mail = mailPart(read, production);
+  const mail = mailPart(read, production, account.appUrl);
   const limits = limitsPart(read, database);
   const algorithm = read.oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase());
   const secret = secretPart(read, algorithm, production);
@@ -199,10 +199,12 @@ function adminPart(read: EnvReader): AdminConfig | undefined {
 
 function accountPart(read: EnvReader, server: ServerConfig): AccountConfig {
   const { host, port } = server;
-  const appUrl = (read.string('APP_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  const appUrlSetting = read.string('APP_URL');
+  const appUrl = (appUrlSetting ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]/.test(appUrl)) read.problem(`APP_URL must be an http:// or https:// URL, got "${appUrl}"`);
   return Object.freeze({
     appUrl,
+    pagesEnabled: read.boolean('ACCOUNT_PAGES_ENABLED', appUrlSetting === undefined || isOwnAddress(appUrl, host, port)),
     passwordResetExpireMinutes: read.integer('PASSWORD_RESET_EXPIRE_MINUTES', 30, 1, 24 * 60),
     emailVerifyExpireHours: read.integer('EMAIL_VERIFY_EXPIRE_HOURS', 24, 1, 24 * 30),
     passwordResetMailIntervalSeconds: read.integer('PASSWORD_RESET_MAIL_INTERVAL_SECONDS', 60, 0, 24 * 3600),
@@ -210,7 +212,21 @@ function accountPart(read: EnvReader, server: ServerConfig): AccountConfig {
   });
 }
 
-function mailPart(read: EnvReader, production: boolean): MailConfig {
+/** Whether `url` reaches this process directly: a loopback name or address, or HOST, on PORT. */
+function isOwnAddress(url: string, host: string, port: number): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  const name = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const own = ['localhost', '127.0.0.1', '::1', host.toLowerCase()];
+  const urlPort = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
+  return own.includes(name) && urlPort === port;
+}
+
+function mailPart(read: EnvReader, production: boolean, appUrl: string): MailConfig {
   const smtpUrl = read.string('SMTP_URL');
   if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl)) read.problem('SMTP_URL must be an smtp:// or smtps:// URL');
   const logLinks = read.boolean('MAIL_LOG_LINKS', !production);
@@ -228,6 +244,8 @@ function mailPart(read: EnvReader, production: boolean): MailConfig {
     pollIntervalMs: read.integer('MAIL_POLL_INTERVAL_MS', 2000, 50, 3_600_000),
     retryBaseMs: read.integer('MAIL_RETRY_BASE_MS', 5000, 10, 3_600_000),
     maxAttempts: read.integer('MAIL_MAX_ATTEMPTS', 10, 1, 100),
+    leaseMs: read.integer('MAIL_LEASE_MS', 60_000, 300, 3_600_000),
+    messageIdDomain: URL.canParse(appUrl) ? new URL(appUrl).hostname : 'localhost',
   });
 }
 
