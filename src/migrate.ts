@@ -1,10 +1,12 @@
 import { ConfigError, loadProcessConfig } from './config';
 import { DatabaseConnectionError } from './db/connection-check';
+import { DataDirInUse } from './db/data-dir-lock';
 import { openMigratedDatabase } from './db/migrate';
 
 /** `npm run migrate`: applies every pending migration to the configured database. */
 async function main(): Promise<void> {
-  const { db, kind, applied } = await openMigratedDatabase(loadProcessConfig().database);
+  const { database } = loadProcessConfig();
+  const { db, kind, applied } = await openMigratedDatabase(database, { waitForDataDirMs: database.dataDirWaitSeconds * 1000 });
   try {
     for (const r of applied) process.stdout.write(`${r.status.padEnd(8)} ${r.migrationName}\n`);
     process.stdout.write(applied.length ? `migrated the ${kind} database\n` : `the ${kind} database is up to date\n`);
@@ -14,7 +16,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DatabaseConnectionError) {
+  if (error instanceof ConfigError || error instanceof DatabaseConnectionError || error instanceof DataDirInUse) {
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }

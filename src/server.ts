@@ -5,6 +5,7 @@ import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { createApp, type App } from './app';
 import { ConfigError, loadProcessConfig, workerEnvironment, type Config } from './config';
 import { DatabaseConnectionError } from './db/connection-check';
+import { DataDirInUse } from './db/data-dir-lock';
 import { createHttpServer, listen, ListenError } from './http/listener';
 import { createLogger, type Logger } from './logger';
 import { serveClusterMetrics } from './infra/cluster-metrics';
@@ -182,7 +183,12 @@ function supervise(config: Config, logger: Logger): void {
 
 main().catch((error: unknown) => {
   // A start refused for a reason the operator can fix is said in its own words, without a stack.
-  if (error instanceof ConfigError || error instanceof DatabaseConnectionError || error instanceof ListenError) {
+  if (
+    error instanceof ConfigError ||
+    error instanceof DatabaseConnectionError ||
+    error instanceof ListenError ||
+    error instanceof DataDirInUse
+  ) {
     process.stderr.write(`${error.message}\n`);
   } else {
     process.stderr.write(`Failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

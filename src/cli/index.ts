@@ -30,8 +30,9 @@ Commands:
                              lists the rows not created, and exits 1 if any was invalid
   help                       show this text
 
-The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR (stop the server
-first when it uses the embedded database).
+The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR. The embedded
+database serves one process: while the server runs on DATA_DIR, a command waits up to
+DATA_DIR_WAIT_SECONDS (30) for it to stop, then gives up.
 `;
 
 /** Each command checks its arguments before anything touches the database. */
@@ -68,7 +69,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     const command = build({ name, rest, options: values, env: io.env });
     // ADMIN_EMAIL and ADMIN_PASSWORD are create-admin's input here, not the server's start-up admin.
     const config = loadConfig({ ...io.env, ADMIN_EMAIL: undefined, ADMIN_PASSWORD: undefined });
-    await withDatabase(config, command.migrated, (database) => command.run({ ...database, config, io }));
+    await withDatabase(config, io, command.migrated, (database) => command.run({ ...database, config, io }));
     return 0;
   } catch (error) {
     if (error instanceof UsageError) return usageError(io, error.message);
@@ -82,10 +83,20 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
 
 async function withDatabase(
   config: Context['config'],
+  io: CliIo,
   migrated: boolean,
   run: (database: Pick<Context, 'db' | 'kind' | 'applied'>) => Promise<void>,
 ): Promise<void> {
-  const database = migrated ? await openMigratedDatabase(config.database) : { ...(await openDatabase(config.database)), applied: [] };
+  const options = {
+    waitForDataDirMs: config.database.dataDirWaitSeconds * 1000,
+    onDataDirWait: (pid: number) =>
+      io.stderr.write(
+        `DATA_DIR ${config.database.dataDir} is in use by process ${pid}; waiting up to ${config.database.dataDirWaitSeconds} s for it to stop\n`,
+      ),
+  };
+  const database = migrated
+    ? await openMigratedDatabase(config.database, options)
+    : { ...(await openDatabase(config.database, options)), applied: [] };
   try {
     await run(database);
   } finally {

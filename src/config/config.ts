@@ -71,6 +71,8 @@ export interface DatabaseConfig {
    */
   readonly preparedStatements: boolean;
   readonly dataDir: string;
+  /** How long a command-line command waits for the server to release an embedded DATA_DIR. */
+  readonly dataDirWaitSeconds: number;
 }
 
 export interface SecretConfig {

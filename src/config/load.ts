@@ -176,6 +176,7 @@ function databasePart(read: EnvReader): DatabaseConfig {
     url,
     preparedStatements: read.boolean('DATABASE_PREPARED_STATEMENTS', true),
     dataDir: read.string('DATA_DIR') ?? './data',
+    dataDirWaitSeconds: read.integer('DATA_DIR_WAIT_SECONDS', 30, 0, 3600),
   });
 }
 

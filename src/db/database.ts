@@ -4,6 +4,7 @@ import { PGlite, type Extension } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import type { Pool } from 'pg';
 import { checkConnection } from './connection-check';
+import { lockDataDir } from './data-dir-lock';
 import { preparingPool } from './prepared';
 import type { DatabaseConfig } from '../config';
 import type { Database } from './types';
@@ -20,12 +21,19 @@ export interface DatabaseHandle {
   pool?: Pool;
 }
 
+export interface OpenOptions {
+  /** How long to wait for another process to release an embedded DATA_DIR; by default it is refused at once. */
+  waitForDataDirMs?: number;
+  /** Told, once, that another process holds DATA_DIR and the wait has begun. */
+  onDataDirWait?: (pid: number) => void;
+}
+
 /**
  * Opens Kysely over pg when `url` is set, otherwise over an embedded PGlite in `dataDir` (or in
  * this process only, for `memory://`). On PostgreSQL the registered statements (`preparedStatement`) go
  * by name unless `preparedStatements` is off.
  */
-export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHandle> {
+export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<DatabaseHandle> {
   if (config.url) {
     // Loaded only here: the embedded database does not need pg, and a start spends most of its time loading modules.
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for PostgreSQL (above)
@@ -56,7 +64,28 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     };
   }
   const inMemory = config.dataDir.startsWith('memory://');
-  if (!inMemory) mkdirSync(config.dataDir, { recursive: true });
-  const pglite = await PGlite.create({ dataDir: inMemory ? undefined : config.dataDir, extensions: { pg_trgm } });
-  return { db: new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), kind: 'embedded' };
+  if (inMemory) {
+    const pglite = await PGlite.create({ extensions: { pg_trgm } });
+    return { db: new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), kind: 'embedded' };
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  // PGlite keeps the database in this process's memory and writes it back to the folder: a second
+  // process on the folder would see only its own writes, so it waits or is refused.
+  const unlock = await lockDataDir(config.dataDir, options.waitForDataDirMs, options.onDataDirWait);
+  try {
+    const pglite = await PGlite.create({ dataDir: config.dataDir, extensions: { pg_trgm } });
+    // Kysely's destroy closes PGlite; the folder is free once it has.
+    const close = pglite.close.bind(pglite);
+    pglite.close = async () => {
+      try {
+        await close();
+      } finally {
+        unlock();
+      }
+    };
+    return { db: new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), kind: 'embedded' };
+  } catch (error) {
+    unlock();
+    throw error;
+  }
 }

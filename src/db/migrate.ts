@@ -1,14 +1,17 @@
 import { Migrator, sql, type Kysely, type MigrationResult, type MigrationResultSet } from 'kysely';
 import { migrations } from '../../migrations';
 import type { DatabaseConfig } from '../config';
-import { openDatabase, type DatabaseHandle } from './database';
+import { openDatabase, type DatabaseHandle, type OpenOptions } from './database';
 
 /**
  * Opens the configured database and applies every pending migration: the one way migrations start,
  * for the server, `npm run migrate` and the commands alike. `applied` lists what this call ran.
  */
-export async function openMigratedDatabase(config: DatabaseConfig): Promise<DatabaseHandle & { applied: MigrationResult[] }> {
-  const handle = await openDatabase(config);
+export async function openMigratedDatabase(
+  config: DatabaseConfig,
+  options: OpenOptions = {},
+): Promise<DatabaseHandle & { applied: MigrationResult[] }> {
+  const handle = await openDatabase(config, options);
   try {
     const { results = [] } = await migrateToLatest(handle.db);
     return { ...handle, applied: results };
