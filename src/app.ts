@@ -36,6 +36,8 @@ import { createTransport } from './infra/mail-transport';
 import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { IdentityProviderRegistry } from './providers/registry';
+import { ProviderSignIn } from './providers/sign-in';
+import { Upstream } from './providers/upstream';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
@@ -118,6 +120,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           metrics && (() => metrics.countPwnedPasswordsUnavailable()),
         )
       : undefined;
+    const providers = new IdentityProviderRegistry(db, transact, config.secret.key);
     const services: Services = {
       about: { version: config.server.appVersion, startedAt: Date.now() },
       jwks: config.tokens.keys.jwks,
@@ -131,7 +134,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       mfa,
       apiKeys: new ApiKeyService(db, transact, config.apiKeys),
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
-      providers: new IdentityProviderRegistry(db, transact, config.secret.key),
+      providers,
+      providerSignIn: new ProviderSignIn(db, transact, providers, new Upstream(), tokens, passwords, {
+        redirects: config.redirects,
+        sessions: config.sessions,
+        secretKey: config.secret.key,
+        loginGuard,
+        secondFactor: mfa,
+      }),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);

@@ -8,6 +8,8 @@ export interface NewChallenge {
   tokenHash?: string;
   challenge?: string;
   userHandle?: string;
+  /** The upstream provider whose sign-in the second step finishes. */
+  provider?: string;
   expiresAt: Date;
 }
 
@@ -37,6 +39,7 @@ export async function insertChallenge(db: Executor, c: NewChallenge, now: Date):
       token_hash: c.tokenHash ?? null,
       challenge: c.challenge ?? null,
       user_handle: c.userHandle ?? null,
+      provider: c.provider ?? null,
       expires_at: c.expiresAt,
     })
     .execute();

@@ -42,6 +42,8 @@ export interface SessionTable {
   /** How the session was signed in: RFC 8176 values such as `pwd`, `otp`, `hwk`, `mfa`. */
   amr: ColumnType<string[], string[] | undefined, string[]>;
   aal: ColumnType<AssuranceLevel, AssuranceLevel | undefined, AssuranceLevel>;
+  /** The upstream provider (its slug) the session was signed in with; null for the service's own credentials. */
+  provider: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type SessionRow = Selectable<SessionTable>;
@@ -102,6 +104,8 @@ export interface MfaChallengeTable extends SingleUse {
   /** The WebAuthn user handle a registration's options carried. */
   user_handle: string | null;
   failures: Generated<number>;
+  /** The upstream provider (its slug) whose sign-in this second step finishes; null after a password. */
+  provider: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type MfaChallengeRow = Selectable<MfaChallengeTable>;

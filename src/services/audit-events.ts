@@ -43,6 +43,7 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'identity_provider.created': true,
   'identity_provider.updated': true,
   'identity_provider.deleted': true,
+  'identity.linked': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */

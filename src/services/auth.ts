@@ -30,7 +30,7 @@ export type { TokenPair } from './session-start';
  * `POST /api/auth/mfa/verify` takes with the proof, and the methods the user can prove it with.
  */
 export interface SecondFactorGate {
-  challenge(user: UserRow, client: ClientInfo): Promise<{ mfaToken: string; methods: string[] } | undefined>;
+  challenge(user: UserRow, client: ClientInfo, provider?: string): Promise<{ mfaToken: string; methods: string[] } | undefined>;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
