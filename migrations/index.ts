@@ -8,6 +8,7 @@ import * as accountTokensRecent from './20261123160532_account_tokens_recent';
 import * as secondFactors from './20261201090000_second_factors';
 import * as apiKeys from './20261202090000_api_keys';
 import * as webhooks from './20261202100000_webhooks';
+import * as emailCodes from './20261203100000_email_codes';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '20261201090000_second_factors': secondFactors,
   '20261202090000_api_keys': apiKeys,
   '20261202100000_webhooks': webhooks,
+  '20261203100000_email_codes': emailCodes,
 };

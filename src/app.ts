@@ -28,6 +28,7 @@ import { BreachedPasswords } from './services/breached-passwords';
 import { CurrentPassword } from './services/current-password';
 import { FactorService, type Clock } from './services/factors';
 import { HealthService } from './services/health';
+import { EmailCodeSignIn } from './email-code/email-code-sign-in';
 import { Housekeeping } from './infra/housekeeping';
 import { LoginGuard } from './services/login-guard';
 import { MfaSignIn } from './services/mfa-sign-in';
@@ -130,23 +131,40 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       mfa,
       apiKeys: new ApiKeyService(db, transact, config.apiKeys),
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
+      emailCode: new EmailCodeSignIn(config.emailCode, config.account, config.redirects, {
+        db,
+        transact,
+        outbox,
+        tokens,
+        passwords,
+        logger,
+        secret: config.secret.key,
+        loginGuard,
+        secondFactor: mfa,
+      }),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
       if (admin) logger.info({ userId: admin.id }, 'created the admin account from ADMIN_EMAIL');
     }
 
-    const document = contractFor(config.server);
+    // Operations a setting turned off are left out of the contract: they answer 404 as unknown routes do.
+    const switchedOff = config.emailCode.enabled ? [] : ['requestEmailCode', 'verifyEmailCode'];
+    const document = contractFor(config.server, switchedOff);
     const limits = limiter && (await rateLimitGuard(config.limits, limiter));
     // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
     const [regularBodies, importBodies] = [bodies(config.server.maxBodyBytes), bodies(config.server.importMaxBodyBytes)];
-    const { router, compileValidators } = await buildApi(validationContractFor(config.server, config.pagination), operationsFor(services), {
-      // A bearer token is an access token or an API key, told apart by the key's prefix.
-      authenticate: (token, client) => (isApiKey(token) ? services.apiKeys : services.auth).authenticate(token, client),
-      guard: limits?.guard,
-      bodyGuard: limits?.bodyGuard,
-      parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
-    });
+    const { router, compileValidators } = await buildApi(
+      validationContractFor(config.server, config.pagination, switchedOff),
+      operationsFor(services),
+      {
+        // A bearer token is an access token or an API key, told apart by the key's prefix.
+        authenticate: (token, client) => (isApiKey(token) ? services.apiKeys : services.auth).authenticate(token, client),
+        guard: limits?.guard,
+        bodyGuard: limits?.bodyGuard,
+        parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
+      },
+    );
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.
     const koa = new Koa({ proxy: config.server.trustProxy, maxIpsCount: 1 });
@@ -199,6 +217,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       async close() {
         stopCompiling();
         await services.account.settled();
+        await services.emailCode.settled();
         await housekeeping.stop();
         await outbox.stop();
         await webhooks.stop();

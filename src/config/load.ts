@@ -73,6 +73,11 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const passwords = passwordPart(read, env);
   const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
   const docs = { enabled: read.boolean('DOCS_ENABLED', true) };
+  const emailCode = Object.freeze({
+    enabled: read.boolean('EMAIL_CODE_ENABLED', true),
+    signup: read.boolean('EMAIL_CODE_SIGNUP', false),
+    expireMinutes: read.integer('EMAIL_CODE_EXPIRE_MINUTES', 10, 1, 60),
+  });
 
   // Settings that only make sense together.
   if (limits.store === 'postgres' && database.url === undefined) {
@@ -108,6 +113,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     mfa,
     apiKeys,
     webhooks,
+    emailCode,
     redirects,
     admin,
   });

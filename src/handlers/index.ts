@@ -1,6 +1,7 @@
 import * as apiKeys from './api-keys';
 import * as audit from './audit';
 import * as auth from './auth';
+import * as emailCode from './email-code';
 import * as factors from './factors';
 import * as health from './health';
 import * as keys from './keys';
@@ -9,7 +10,17 @@ import * as webhooks from './webhooks';
 import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types';
 
 /** Every operation of api/openapi.yaml by operationId. */
-export const handlers = { ...auth, ...users, ...audit, ...health, ...keys, ...factors, ...apiKeys, ...webhooks } satisfies HandlerMap;
+export const handlers = {
+  ...auth,
+  ...emailCode,
+  ...users,
+  ...audit,
+  ...health,
+  ...keys,
+  ...factors,
+  ...apiKeys,
+  ...webhooks,
+} satisfies HandlerMap;
 
 /** The handlers as the HTTP layer runs them, bound to the app's services. */
 export function operationsFor(services: Services): Operations {

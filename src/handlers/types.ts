@@ -3,6 +3,7 @@ import type { KeyRing } from '../config/keys';
 import type { AuthService } from '../services/auth';
 import type { ClientInfo, Principal } from '../services/principal';
 import type { AccountService } from '../services/account';
+import type { EmailCodeSignIn } from '../email-code/email-code-sign-in';
 import type { ApiKeyService } from '../services/api-keys';
 import type { AuditService } from '../services/audit';
 import type { FactorService } from '../services/factors';
@@ -93,6 +94,7 @@ export interface Services {
   mfa: MfaSignIn;
   apiKeys: ApiKeyService;
   webhooks: WebhookService;
+  emailCode: EmailCodeSignIn;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

@@ -22,6 +22,8 @@ export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'verifyMfa',
   'confirmTotp',
   'passkeyLogin',
+  'requestEmailCode',
+  'verifyEmailCode',
 ]);
 
 /** Operations that hash a password only when their body carries one: on the tighter budget then too. */
