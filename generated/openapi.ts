@@ -986,6 +986,11 @@ export interface paths {
          *     (`details.fields`), `webhook.deleted`, `webhook.secret_rotated` (`details.webhook_id` in
          *     each) and `webhook.delivery_retried` (`details.delivery_id` too); their `subject_user_id` is null.
          *
+         *     Identity providers: `identity_provider.created` (`details.kind`), `identity_provider.updated`
+         *     (`details.fields`, the names of the fields sent; never a secret) and
+         *     `identity_provider.deleted`, with `details.provider` (the slug) in each; their
+         *     `subject_user_id` is null.
+         *
          *     `actor_user_id` is who acted: the signed-in user, or the account whose password, refresh,
          *     reset or verification token was presented; null when no one was identified (a failed login,
          *     a reset request, the admin account made at start-up). `subject_user_id` is the account the
@@ -1270,6 +1275,109 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/identity-providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the upstream sign-in providers (admin)
+         * @description Every registered provider by slug, enabled or not. Client secrets are never shown:
+         *     `has_client_secret` says whether one is set.
+         */
+        get: operations["listIdentityProviders"];
+        put?: never;
+        /**
+         * Register an upstream sign-in provider (admin)
+         * @description Registers a provider people may sign in with. `kind: oidc` needs only `issuer`: the
+         *     endpoints and keys come from its discovery document
+         *     (`{issuer}/.well-known/openid-configuration`) when someone signs in, and every ID token is
+         *     checked against them. `kind: oauth2` (GitHub and other providers without OpenID Connect)
+         *     names `authorization_url`, `token_url` and `userinfo_url`, and in `claims` which fields of
+         *     the user-info answer are the subject, the e-mail, its verified flag and the name;
+         *     `emails_url`, when set, is read as GitHub's `/user/emails` (a list of
+         *     `{email, primary, verified}`) for the primary address and whether it is verified.
+         *
+         *     Presets: when `slug` is `google`, `microsoft`, `apple`, `github` or `gitlab`, the fields
+         *     left out are filled for that provider (`microsoft` still needs `issuer`, the tenant's:
+         *     `https://login.microsoftonline.com/{tenant-id}/v2.0`). `scopes` default to
+         *     `openid email profile` for OIDC (`openid` is always asked for). Every URL must be `https`,
+         *     except on a loopback host (`localhost`, `127.0.0.1`, `[::1]`) for development.
+         *
+         *     `client_secret` is sealed at rest and never shown again; without one the service signs in
+         *     as a public client (PKCE alone). `enabled: false` hides the provider from the sign-in page
+         *     and refuses sign-ins with it; `allow_signup: false` signs in only people who already have an
+         *     account. A slug already registered is a 409 `CONFLICT`. Recorded in the audit trail as
+         *     `identity_provider.created`.
+         */
+        post: operations["createIdentityProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/identity-providers/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read an upstream sign-in provider (admin)
+         * @description One provider, without its secret. An unknown slug is a 404.
+         */
+        get: operations["getIdentityProvider"];
+        /**
+         * Change an upstream sign-in provider (admin)
+         * @description Changes any field but `slug` and `kind`; what is not sent stays. `client_secret: null`
+         *     removes the secret (a public client); a new one replaces it, sealed. The result is checked
+         *     as at registration (422). Sign-ins already under way finish with the provider as it is when
+         *     they come back. Recorded in the audit trail as `identity_provider.updated` with the names
+         *     of the fields changed.
+         */
+        put: operations["updateIdentityProvider"];
+        post?: never;
+        /**
+         * Delete an upstream sign-in provider (admin)
+         * @description Removes the provider, the identities linked through it and its sign-ins under way; nobody
+         *     signs in with it any more (people whose only way in it was can set a password with
+         *     `POST /api/auth/forgot-password`). Recorded in the audit trail as
+         *     `identity_provider.deleted`. An unknown slug is a 404.
+         */
+        delete: operations["deleteIdentityProvider"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The providers a sign-in page offers
+         * @description The enabled upstream providers, by name: what a sign-in page shows as "Sign in with …"
+         *     buttons, each leading to `GET /api/auth/providers/{slug}/authorize`. Never authenticated.
+         */
+        get: operations["listSignInProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1295,7 +1403,11 @@ export interface components {
          *     controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069) are refused with 422:
          *     they let a name forge log lines or reverse how the text around it reads in a mail, a list or
          *     an admin's screen, and a name needs none of them in any script. Tabs and line breaks around
-         *     the name are accepted: trimming removes them before it is stored.
+         *     the name are accepted: trimming removes them before it is stored. White space is what
+         *     ECMAScript's `\s` matches (ASCII white space, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029,
+         *     U+202F, U+205F, U+3000, U+FEFF). The pattern spells these characters out, as `\xHH` escapes or
+         *     as the characters themselves, so that every regex engine (Perl, Java, Go, Python, ECMAScript)
+         *     reads it alike: `\s` and `\uXXXX` mean different things, or nothing, in some of them.
          * @example Ada Lovelace
          */
         Name: string;
@@ -1468,7 +1580,7 @@ export interface components {
         };
         TokenPair: {
             /**
-             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; after a second factor or a passkey sign-in also amr (how the user signed in: pwd, otp, hwk, mfa) and aal2. A token without them is of a password alone (amr pwd, aal1).
+             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; amr (how the session was signed in, RFC 8176: pwd, otp, hwk, mfa) and aal: [pwd] and aal1 for a password alone, aal2 after a second factor or a passkey sign-in. A refreshed token carries the amr and aal of its session.
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl
              */
             access_token: string;
@@ -1695,7 +1807,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -1749,7 +1861,7 @@ export interface components {
          */
         FactorType: "totp" | "webauthn";
         /**
-         * @description A name to tell the user's factors apart; trimmed.
+         * @description A name to tell the user's factors apart; trimmed, with a character that is not white space (white space as `Name` counts it).
          * @example Phone
          */
         FactorName: string;
@@ -2316,6 +2428,165 @@ export interface components {
             };
         };
         /**
+         * @description The provider's name in paths and callbacks; lower-case letters, digits and hyphens.
+         * @example google
+         */
+        ProviderSlugValue: string;
+        /**
+         * @description `oidc`: OpenID Connect, configured by discovery from `issuer`. `oauth2`: plain OAuth 2.0 with a user-info URL.
+         * @example oidc
+         * @enum {string}
+         */
+        ProviderKind: "oidc" | "oauth2";
+        /**
+         * @description An `https` URL (`http` only on a loopback host).
+         * @example https://accounts.google.com
+         */
+        ProviderUrl: string;
+        /**
+         * @example [
+         *       "openid",
+         *       "email",
+         *       "profile"
+         *     ]
+         */
+        ProviderScopes: string[];
+        /**
+         * @description Which fields of the ID token or user-info answer hold the subject, e-mail, verified flag and
+         *     name (dotted paths reach nested fields). `email_verified: null` means the provider asserts
+         *     no verified flag there (GitHub: the flag comes from `emails_url`).
+         */
+        ProviderClaims: {
+            /** @example sub */
+            subject?: string;
+            /** @example email */
+            email?: string;
+            /** @example email_verified */
+            email_verified?: string | null;
+            /** @example name */
+            name?: string;
+        };
+        /**
+         * @description What a sign-in page shows ("Sign in with …").
+         * @example Google
+         */
+        ProviderName: string;
+        /** @example 1234567890-abc.apps.googleusercontent.com */
+        ProviderClientId: string;
+        /**
+         * @description Sealed at rest; never shown again.
+         * @example GOCSPX-abcdefghijkl
+         */
+        ProviderClientSecret: string;
+        CreateIdentityProviderRequest: {
+            slug: components["schemas"]["ProviderSlugValue"];
+            kind?: components["schemas"]["ProviderKind"];
+            name?: components["schemas"]["ProviderName"];
+            client_id: components["schemas"]["ProviderClientId"];
+            client_secret?: components["schemas"]["ProviderClientSecret"];
+            issuer?: components["schemas"]["ProviderUrl"];
+            authorization_url?: components["schemas"]["ProviderUrl"];
+            token_url?: components["schemas"]["ProviderUrl"];
+            userinfo_url?: components["schemas"]["ProviderUrl"];
+            emails_url?: components["schemas"]["ProviderUrl"];
+            scopes?: components["schemas"]["ProviderScopes"];
+            claims?: components["schemas"]["ProviderClaims"];
+            /** @default true */
+            enabled: boolean;
+            /**
+             * @description Whether a sign-in by someone without an account creates one.
+             * @default true
+             */
+            allow_signup: boolean;
+        };
+        UpdateIdentityProviderRequest: {
+            name?: components["schemas"]["ProviderName"];
+            client_id?: components["schemas"]["ProviderClientId"];
+            /**
+             * @description A new secret, sealed at rest; null removes it.
+             * @example GOCSPX-mnopqrstuvwx
+             */
+            client_secret?: string | null;
+            /** @example https://gitlab.example.com */
+            issuer?: string | null;
+            /** @example https://git.example.com/login/oauth/authorize */
+            authorization_url?: string | null;
+            /** @example https://git.example.com/login/oauth/access_token */
+            token_url?: string | null;
+            /** @example https://git.example.com/api/user */
+            userinfo_url?: string | null;
+            /** @example https://git.example.com/api/user/emails */
+            emails_url?: string | null;
+            scopes?: components["schemas"]["ProviderScopes"];
+            claims?: components["schemas"]["ProviderClaims"];
+            enabled?: boolean;
+            allow_signup?: boolean;
+        };
+        IdentityProvider: {
+            /** @example google */
+            slug: string;
+            kind: components["schemas"]["ProviderKind"];
+            /** @example Google */
+            name: string;
+            /** @example 1234567890-abc.apps.googleusercontent.com */
+            client_id: string;
+            /** @description Whether a client secret is set; the secret itself is never shown. */
+            has_client_secret: boolean;
+            /** @example https://accounts.google.com */
+            issuer: string | null;
+            /** @example null */
+            authorization_url: string | null;
+            /** @example null */
+            token_url: string | null;
+            /** @example null */
+            userinfo_url: string | null;
+            /** @example null */
+            emails_url: string | null;
+            /**
+             * @example [
+             *       "openid",
+             *       "email",
+             *       "profile"
+             *     ]
+             */
+            scopes: string[];
+            claims: {
+                /** @example sub */
+                subject: string;
+                /** @example email */
+                email: string;
+                /** @example email_verified */
+                email_verified: string | null;
+                /** @example name */
+                name: string;
+            };
+            enabled: boolean;
+            allow_signup: boolean;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        IdentityProviderResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["IdentityProvider"];
+        };
+        IdentityProviderListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["IdentityProvider"][];
+        };
+        SignInProvider: {
+            /** @example google */
+            slug: string;
+            /** @example Google */
+            name: string;
+        };
+        SignInProviderListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["SignInProvider"][];
+        };
+        /**
          * @description `MFA_REQUIRED` (403) answers the right password of a user with a second factor: the error
          *     carries `mfa_token` and `methods`, and `POST /api/auth/mfa/verify` finishes the login.
          *     `INVALID_CODE` (400): a TOTP or recovery code that is wrong or already used.
@@ -2691,6 +2962,8 @@ export interface components {
         UserId: number;
         /** @description The webhook endpoint id. */
         WebhookId: number;
+        /** @description The provider's slug. */
+        ProviderSlug: string;
         /** @description The message id, the same on every attempt; use it to drop a message you have already handled. */
         WebhookIdHeader: string;
         /** @description Seconds since the epoch when this attempt was signed; verifiers refuse one more than five minutes off. */
@@ -5327,6 +5600,357 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listIdentityProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The providers by slug. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "slug": "google",
+                     *           "kind": "oidc",
+                     *           "name": "Google",
+                     *           "client_id": "1234567890-abc.apps.googleusercontent.com",
+                     *           "has_client_secret": true,
+                     *           "issuer": "https://accounts.google.com",
+                     *           "authorization_url": null,
+                     *           "token_url": null,
+                     *           "userinfo_url": null,
+                     *           "emails_url": null,
+                     *           "scopes": [
+                     *             "openid",
+                     *             "email",
+                     *             "profile"
+                     *           ],
+                     *           "claims": {
+                     *             "subject": "sub",
+                     *             "email": "email",
+                     *             "email_verified": "email_verified",
+                     *             "name": "name"
+                     *           },
+                     *           "enabled": true,
+                     *           "allow_signup": true,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityProviderListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "google",
+                 *       "name": "Google",
+                 *       "kind": "oidc",
+                 *       "client_id": "1234567890-abc.apps.googleusercontent.com",
+                 *       "client_secret": "GOCSPX-abcdefghijkl"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateIdentityProviderRequest"];
+            };
+        };
+        responses: {
+            /** @description The provider, without its secret. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "slug": "github",
+                     *         "kind": "oauth2",
+                     *         "name": "GitHub",
+                     *         "client_id": "Iv1.0123456789abcdef",
+                     *         "has_client_secret": true,
+                     *         "issuer": null,
+                     *         "authorization_url": "https://github.com/login/oauth/authorize",
+                     *         "token_url": "https://github.com/login/oauth/access_token",
+                     *         "userinfo_url": "https://api.github.com/user",
+                     *         "emails_url": "https://api.github.com/user/emails",
+                     *         "scopes": [
+                     *           "read:user",
+                     *           "user:email"
+                     *         ],
+                     *         "claims": {
+                     *           "subject": "id",
+                     *           "email": "email",
+                     *           "email_verified": null,
+                     *           "name": "name"
+                     *         },
+                     *         "enabled": true,
+                     *         "allow_signup": true,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityProviderResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "slug": "gitlab",
+                     *         "kind": "oidc",
+                     *         "name": "GitLab",
+                     *         "client_id": "5f2e9c0a",
+                     *         "has_client_secret": true,
+                     *         "issuer": "https://gitlab.com",
+                     *         "authorization_url": null,
+                     *         "token_url": null,
+                     *         "userinfo_url": null,
+                     *         "emails_url": null,
+                     *         "scopes": [
+                     *           "openid",
+                     *           "email",
+                     *           "profile"
+                     *         ],
+                     *         "claims": {
+                     *           "subject": "sub",
+                     *           "email": "email",
+                     *           "email_verified": "email_verified",
+                     *           "name": "name"
+                     *         },
+                     *         "enabled": true,
+                     *         "allow_signup": true,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityProviderResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateIdentityProviderRequest"];
+            };
+        };
+        responses: {
+            /** @description The provider as changed. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "slug": "gitlab",
+                     *         "kind": "oidc",
+                     *         "name": "GitLab",
+                     *         "client_id": "5f2e9c0a",
+                     *         "has_client_secret": true,
+                     *         "issuer": "https://gitlab.com",
+                     *         "authorization_url": null,
+                     *         "token_url": null,
+                     *         "userinfo_url": null,
+                     *         "emails_url": null,
+                     *         "scopes": [
+                     *           "openid",
+                     *           "email",
+                     *           "profile"
+                     *         ],
+                     *         "claims": {
+                     *           "subject": "sub",
+                     *           "email": "email",
+                     *           "email_verified": "email_verified",
+                     *           "name": "name"
+                     *         },
+                     *         "enabled": false,
+                     *         "allow_signup": true,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-04T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityProviderResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteIdentityProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSignInProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The enabled providers. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "slug": "github",
+                     *           "name": "GitHub"
+                     *         },
+                     *         {
+                     *           "slug": "google",
+                     *           "name": "Google"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SignInProviderListResponse"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -9,6 +9,7 @@ import * as secondFactors from './20261201090000_second_factors';
 import * as apiKeys from './20261202090000_api_keys';
 import * as webhooks from './20261202100000_webhooks';
 import * as emailCodes from './20261203100000_email_codes';
+import * as identityProviders from './20261203110000_identity_providers';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '20261202090000_api_keys': apiKeys,
   '20261202100000_webhooks': webhooks,
   '20261203100000_email_codes': emailCodes,
+  '20261203110000_identity_providers': identityProviders,
 };

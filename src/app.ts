@@ -36,6 +36,7 @@ import { Metrics } from './infra/metrics';
 import { createTransport } from './infra/mail-transport';
 import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
+import { IdentityProviderRegistry } from './providers/registry';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
@@ -142,6 +143,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         loginGuard,
         secondFactor: mfa,
       }),
+      providers: new IdentityProviderRegistry(db, transact, config.secret.key),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);

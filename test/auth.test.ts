@@ -293,7 +293,7 @@ describe('POST /api/auth/register', () => {
 });
 
 describe('JWT claims', () => {
-  it('access token: iss, aud, sub, email, email_verified, type access, 30 minutes, jti and sid, signed HS256 with the secret', async () => {
+  it('access token: iss, aud, sub, email, email_verified, type access, 30 minutes, jti, sid, amr and aal, signed HS256 with the secret', async () => {
     const u = await t.register();
     const verified = jwt.verify(u.access, TEST_SECRET, { algorithms: ['HS256'] }) as Claims;
     expect(headerOf(u.access).alg).toBe('HS256');
@@ -308,6 +308,8 @@ describe('JWT claims', () => {
       exp: expect.any(Number),
       jti: expect.stringMatching(/^[0-9a-f-]{36}$/),
       sid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      amr: ['pwd'],
+      aal: 'aal1',
     });
     expect(typeof verified.sub).toBe('string');
     expect(verified.exp - verified.iat).toBe(1800);

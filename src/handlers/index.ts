@@ -4,6 +4,7 @@ import * as auth from './auth';
 import * as emailCode from './email-code';
 import * as factors from './factors';
 import * as health from './health';
+import * as identityProviders from './identity-providers';
 import * as keys from './keys';
 import * as users from './users';
 import * as webhooks from './webhooks';
@@ -20,6 +21,7 @@ export const handlers = {
   ...factors,
   ...apiKeys,
   ...webhooks,
+  ...identityProviders,
 } satisfies HandlerMap;
 
 /** The handlers as the HTTP layer runs them, bound to the app's services. */

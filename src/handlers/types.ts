@@ -1,5 +1,6 @@
 import type { operations } from '../../generated/openapi';
 import type { KeyRing } from '../config/keys';
+import type { IdentityProviderRegistry } from '../providers/registry';
 import type { AuthService } from '../services/auth';
 import type { ClientInfo, Principal } from '../services/principal';
 import type { AccountService } from '../services/account';
@@ -95,6 +96,7 @@ export interface Services {
   apiKeys: ApiKeyService;
   webhooks: WebhookService;
   emailCode: EmailCodeSignIn;
+  providers: IdentityProviderRegistry;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

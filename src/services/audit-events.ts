@@ -41,6 +41,9 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'webhook.deleted': true,
   'webhook.secret_rotated': true,
   'webhook.delivery_retried': true,
+  'identity_provider.created': true,
+  'identity_provider.updated': true,
+  'identity_provider.deleted': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */

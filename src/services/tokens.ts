@@ -17,7 +17,7 @@ export interface TokenClaims {
   /** Access tokens only, as they were when the token was issued. */
   email?: string;
   email_verified?: boolean;
-  /** Access tokens only: how the session was signed in (RFC 8176) and the assurance that gives; absent for a password alone. */
+  /** Access tokens only: how the session was signed in (RFC 8176) and the assurance that gives. */
   amr?: string[];
   aal?: AssuranceLevel;
 }
@@ -30,14 +30,6 @@ export interface Assurance {
 
 /** A password alone. */
 export const PASSWORD_ONLY: Assurance = Object.freeze({ amr: Object.freeze(['pwd']), aal: 'aal1' });
-
-/**
- * Tokens of a password alone carry no `amr` and `aal`, as before second factors existed, so that
- * nothing changes for users without one; a verifier reads their absence as `amr: [pwd]`, `aal1`.
- */
-function isPasswordOnly(assurance: Assurance): boolean {
-  return assurance.aal === 'aal1' && assurance.amr.length === 1 && assurance.amr[0] === 'pwd';
-}
 
 /** The user an access token speaks for. */
 export interface TokenSubject {
@@ -113,7 +105,8 @@ export class TokenService {
       jti: randomUUID(),
       iat: now,
       exp: now + this.accessTtlSeconds,
-      ...(isPasswordOnly(assurance) ? {} : { amr: [...assurance.amr], aal: assurance.aal }),
+      amr: [...assurance.amr],
+      aal: assurance.aal,
     });
   }
 

@@ -1,0 +1,49 @@
+import type { components } from '../../generated/openapi';
+import type { IdentityProviderRow } from '../db/identity-providers';
+import { iso } from '../services/user-view';
+import { created, noContent, ok, signedIn } from './reply';
+import type { Handler } from './types';
+
+type IdentityProvider = components['schemas']['IdentityProvider'];
+
+/** A provider as admins see it: never its secret, only whether one is set. */
+function providerView(row: IdentityProviderRow): IdentityProvider {
+  return {
+    slug: row.slug,
+    kind: row.kind,
+    name: row.name,
+    client_id: row.client_id,
+    has_client_secret: row.client_secret_sealed !== null,
+    issuer: row.issuer,
+    authorization_url: row.authorization_url,
+    token_url: row.token_url,
+    userinfo_url: row.userinfo_url,
+    emails_url: row.emails_url,
+    scopes: row.scopes,
+    claims: row.claims,
+    enabled: row.enabled,
+    allow_signup: row.allow_signup,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export const listIdentityProviders: Handler<'listIdentityProviders'> = async (input, { providers }) =>
+  ok((await providers.list(signedIn(input))).map(providerView));
+
+export const createIdentityProvider: Handler<'createIdentityProvider'> = async (input, { providers }) =>
+  created(providerView(await providers.create(signedIn(input), input.body)));
+
+export const getIdentityProvider: Handler<'getIdentityProvider'> = async (input, { providers }) =>
+  ok(providerView(await providers.get(signedIn(input), input.path.slug)));
+
+export const updateIdentityProvider: Handler<'updateIdentityProvider'> = async (input, { providers }) =>
+  ok(providerView(await providers.update(signedIn(input), input.path.slug, input.body)));
+
+export const deleteIdentityProvider: Handler<'deleteIdentityProvider'> = async (input, { providers }) => {
+  await providers.remove(signedIn(input), input.path.slug);
+  return noContent();
+};
+
+export const listSignInProviders: Handler<'listSignInProviders'> = async (_input, { providers }) =>
+  ok((await providers.enabled()).map((row) => ({ slug: row.slug, name: row.name })));

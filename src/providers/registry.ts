@@ -1,0 +1,111 @@
+import type { Kysely } from 'kysely';
+import type { AuditDetails } from '../db/audit';
+import {
+  deleteProvider,
+  findProvider,
+  insertProvider,
+  listProviders,
+  updateProvider,
+  type IdentityProviderRow,
+  type ProviderSettings,
+} from '../db/identity-providers';
+import type { Transact, UnitOfWork } from '../db/transaction';
+import type { Database } from '../db/types';
+import { Conflict, NotFound } from '../errors';
+import { deriveKey, seal, unseal } from '../infra/sealed';
+import { recordEvent, type AuditEventType } from '../services/audit-events';
+import { requireAdmin, type Principal } from '../services/principal';
+import { check, settingsOf, withOpenId, type ProviderInput } from './settings';
+
+export type ProviderChanges = Partial<Omit<ProviderInput, 'slug' | 'kind'>>;
+
+/** The key that seals providers' client secrets, derived from SECRET_KEY for this purpose alone. */
+export function providerSealingKey(secretKey: string): Buffer {
+  return deriveKey(secretKey, 'identity-provider-client-secret');
+}
+
+/**
+ * The upstream providers as admins register them: presets filled in, settings checked, the client
+ * secret sealed at rest and never shown again.
+ */
+export class IdentityProviderRegistry {
+  private readonly key: Buffer;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly transact: Transact,
+    /** SECRET_KEY, from which the key that seals client secrets is derived. */
+    secretKey: string,
+  ) {
+    this.key = providerSealingKey(secretKey);
+  }
+
+  async list(principal: Principal): Promise<IdentityProviderRow[]> {
+    requireAdmin(principal);
+    return listProviders(this.db);
+  }
+
+  /** The providers a sign-in page offers. */
+  enabled(): Promise<IdentityProviderRow[]> {
+    return listProviders(this.db, { enabledOnly: true });
+  }
+
+  async create(principal: Principal, input: ProviderInput): Promise<IdentityProviderRow> {
+    requireAdmin(principal);
+    const settings: ProviderSettings = {
+      ...settingsOf(input),
+      client_secret_sealed: input.client_secret ? seal(this.key, input.client_secret) : null,
+    };
+    return this.transact(async (trx) => {
+      const row = await insertProvider(trx, settings);
+      if (!row) throw new Conflict('An identity provider with this slug already exists');
+      await recordAdminEvent(trx, principal, 'identity_provider.created', { provider: row.slug, kind: row.kind });
+      return row;
+    });
+  }
+
+  async get(principal: Principal, slug: string): Promise<IdentityProviderRow> {
+    requireAdmin(principal);
+    return found(await findProvider(this.db, slug));
+  }
+
+  async update(principal: Principal, slug: string, patch: ProviderChanges): Promise<IdentityProviderRow> {
+    requireAdmin(principal);
+    return this.transact(async (trx) => {
+      const current = found(await findProvider(trx, slug));
+      const { client_secret: secret, claims, scopes, ...rest } = patch;
+      const changes: Partial<ProviderSettings> = { ...rest };
+      if (claims) changes.claims = { ...current.claims, ...claims };
+      if (scopes) changes.scopes = withOpenId(current.kind, scopes);
+      if (secret !== undefined) changes.client_secret_sealed = secret === null ? null : seal(this.key, secret);
+      const { client_secret_sealed: _sealed, ...merged } = { ...current, ...changes };
+      check(merged);
+      const row = found(await updateProvider(trx, slug, changes));
+      await recordAdminEvent(trx, principal, 'identity_provider.updated', { provider: slug, fields: Object.keys(patch) });
+      return row;
+    });
+  }
+
+  async remove(principal: Principal, slug: string): Promise<void> {
+    requireAdmin(principal);
+    await this.transact(async (trx) => {
+      if (!(await deleteProvider(trx, slug))) throw new NotFound('Identity provider not found');
+      await recordAdminEvent(trx, principal, 'identity_provider.deleted', { provider: slug });
+    });
+  }
+
+  /** The provider's client secret in clear, for its token requests; undefined for a public client. */
+  clientSecret(row: IdentityProviderRow): string | undefined {
+    return row.client_secret_sealed === null ? undefined : unseal(this.key, row.client_secret_sealed);
+  }
+}
+
+/** An admin's change to the providers: about no account, so without a subject. */
+function recordAdminEvent(trx: UnitOfWork, principal: Principal, type: AuditEventType, details: AuditDetails): Promise<void> {
+  return recordEvent(trx, { type, actor: principal.user.id, subject: null, details, origin: principal.client });
+}
+
+function found(row: IdentityProviderRow | undefined): IdentityProviderRow {
+  if (row === undefined) throw new NotFound('Identity provider not found');
+  return row;
+}
