@@ -10,6 +10,7 @@ import * as apiKeys from './20261202090000_api_keys';
 import * as webhooks from './20261202100000_webhooks';
 import * as emailCodes from './20261203100000_email_codes';
 import * as identityProviders from './20261203110000_identity_providers';
+import * as rateLimits from './20261203141700_rate_limits';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '20261202100000_webhooks': webhooks,
   '20261203100000_email_codes': emailCodes,
   '20261203110000_identity_providers': identityProviders,
+  '20261203141700_rate_limits': rateLimits,
 };

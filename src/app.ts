@@ -9,6 +9,7 @@ import { operationsFor } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
 import { contractFor, validationContractFor } from './http/contract';
+import { accountPagesRouter } from './account-pages/router';
 import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
@@ -38,7 +39,7 @@ import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { IdentityProviderRegistry } from './providers/registry';
 import { PasswordHasher } from './services/passwords';
-import { limiterFactory } from './infra/rate-limiter';
+import { limiterFactory, StoreOutages } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
 import { TotpCodes } from './services/totp';
 import { UserImport } from './services/user-import';
@@ -73,8 +74,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const logger = options.logger ?? createLogger(config.logging);
   const { db, kind, pool } = await openMigratedDatabase(config.database);
   try {
-    // Rate limits and the login lockout; counters in memory or, shared, in this database.
-    const limiter = config.limits.rateLimitEnabled ? limiterFactory(config.limits, pool) : undefined;
     const tokens = new TokenService(config.tokens);
     const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
     const mail = new AccountMail(config.account, outbox);
@@ -84,6 +83,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
           { clusterWorker: cluster.isWorker },
+        )
+      : undefined;
+    // Rate limits and the login lockout; counters in memory or, shared, in this database.
+    const limiter = config.limits.rateLimitEnabled
+      ? limiterFactory(
+          config.limits,
+          pool && {
+            pool,
+            preparedStatements: config.database.preparedStatements,
+            outages: new StoreOutages(logger, metrics && (() => metrics.countRateLimitStoreFallback())),
+          },
         )
       : undefined;
     // Every write goes through one unit of work; metrics count the audit events of those that commit,
@@ -185,6 +195,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     koa.use(errors(logger));
     if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
     if (config.docs.enabled) koa.use(docsRouter(document).routes());
+    if (config.account.pagesEnabled) {
+      const service = String(document.info.title ?? 'Account Service');
+      koa.use(accountPagesRouter({ account: services.account, secret: config.secret.key, guard: limits?.guard, service }).routes());
+    }
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;

@@ -468,4 +468,44 @@ describe('second factors and the login lockout', () => {
       .execute();
     expect(locked).toEqual([{ details: { scope: 'client' } }]);
   });
+
+  async function enrolled() {
+    const user = await t.register();
+    const started = await t.post('/api/auth/mfa/totp', {}, { token: user.access });
+    const secret: string = started.body.data.secret;
+    await t.post(`/api/auth/mfa/totp/${started.body.data.factor_id}/confirm`, { code: codeFor(secret) }, { token: user.access });
+    clock += 4 * STEP_MS;
+    const mfaToken = async () => {
+      const login = await t.post('/api/auth/login/json', { email: user.email, password: user.password });
+      expectError(login, 403, 'MFA_REQUIRED');
+      return login.body.error.mfa_token as string;
+    };
+    const wrong = (token: string) => t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'totp', code: wrongCodeFor(secret) });
+    return { user, secret, mfaToken, wrong };
+  }
+
+  it('does not start the count again when the password is re-entered between guessed codes', async () => {
+    clock = midStep(Date.now());
+    const { user, mfaToken, wrong } = await enrolled();
+    // Password, two wrong codes; password again (not locked yet), and the next wrong code is the last.
+    let token = await mfaToken();
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expectError(await wrong(token), 400, 'INVALID_CODE');
+    token = await mfaToken();
+    expectError(await wrong(token), 400, 'INVALID_CODE');
+    expectError(await wrong(token), 429, 'RATE_LIMITED');
+    expectError(await t.post('/api/auth/login/json', { email: user.email, password: user.password }), 429, 'RATE_LIMITED');
+  });
+
+  it('starts the count again once a second factor completes the sign-in', async () => {
+    clock = midStep(Date.now());
+    const { secret, mfaToken, wrong } = await enrolled();
+    let token = await mfaToken();
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expectError(await wrong(token), 400, 'INVALID_CODE');
+    const verified = await t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'totp', code: codeFor(secret) });
+    expect(verified.status).toBe(200);
+    clock += STEP_MS;
+    token = await mfaToken();
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expectError(await wrong(token), 400, 'INVALID_CODE');
+    expect((await t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'totp', code: codeFor(secret) })).status).toBe(200);
+  });
 });

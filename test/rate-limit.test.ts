@@ -4,7 +4,8 @@ import request from 'supertest';
 import { loadConfig } from '../src/config';
 import { toApiError } from '../src/http/errors';
 import { LoginGuard } from '../src/services/login-guard';
-import { limiterFactory } from '../src/infra/rate-limiter';
+import { limiterFactory, StoreOutages } from '../src/infra/rate-limiter';
+import { createLogger } from '../src/logger';
 import { startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { until } from './support/wait';
 
@@ -437,7 +438,11 @@ describe('RATE_LIMIT_ENABLED=false', () => {
 async function lockoutWindowPasses(pool?: Pool): Promise<void> {
   const base = loadConfig({ SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_MAX_FAILURES: '2' });
   const limits = pool ? { ...base.limits, store: 'postgres' as const } : base.limits;
-  const guard = await LoginGuard.create({ ...limits, loginLockoutMinutes: 0.01 }, base.secret.key, limiterFactory(limits, pool));
+  const guard = await LoginGuard.create(
+    { ...limits, loginLockoutMinutes: 0.01 },
+    base.secret.key,
+    limiterFactory(limits, pool && { pool, preparedStatements: true, outages: new StoreOutages(createLogger({ level: 'silent' })) }),
+  );
   const email = uniqueEmail('window');
   const ip = '192.0.2.9';
   expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
@@ -448,15 +453,18 @@ async function lockoutWindowPasses(pool?: Pool): Promise<void> {
   // Asking while locked changes nothing (points over the limit are given back), so ask until the lock lifts.
   const lifted = await until(() => guard.begin(` ${email.toUpperCase()} `, ip).catch(() => undefined), 'the lock to lift', 5_000);
   await lifted.abandoned();
-  // One failure, a success, one failure: never two in a row, never locked.
+  // One failure, a completed sign-in, one failure: never two in a row, never locked.
   await (await guard.begin(email, ip)).failed();
   await (await guard.begin(email, ip)).succeeded();
+  await guard.signInCompleted(email, ip);
   expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
-  await (await guard.begin(email, ip)).abandoned();
+  // A right password whose sign-in goes on to a second factor clears nothing: the next failure locks.
+  await (await guard.begin(email, ip)).succeeded();
+  expect(await (await guard.begin(email, ip)).failed()).toBe('client');
 }
 
 describe('the lockout window', () => {
-  test('a lock lifts when the window passes, and a success clears the count (memory store)', () => lockoutWindowPasses());
+  test('a lock lifts when the window passes, and a completed sign-in clears the count (memory store)', () => lockoutWindowPasses());
 });
 
 // ---------------------------------------------------------------------------------------------

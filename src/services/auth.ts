@@ -148,6 +148,7 @@ export class AuthService {
       });
       return opened;
     });
+    await this.loginGuard?.signInCompleted(email, client.ip);
     return { user: found, tokens };
   }
 

@@ -147,6 +147,7 @@ export class MfaSignIn implements SecondFactorGate {
       });
       throw proof.method === 'webauthn' ? new InvalidPasskey() : new InvalidCode();
     }
+    await this.options.loginGuard?.signInCompleted(user.email, client.ip);
     return { user, tokens: opened.tokens };
   }
 
@@ -197,6 +198,7 @@ export class MfaSignIn implements SecondFactorGate {
       await recordEvent(trx, { type: 'login.succeeded', actor: user.id, subject: user.id, details, origin: client });
       return session;
     });
+    await this.options.loginGuard?.signInCompleted(user.email, client.ip);
     return { user, tokens };
   }
 
