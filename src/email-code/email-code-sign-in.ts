@@ -61,7 +61,8 @@ export interface EmailCodeParts {
  * which signs in once and voids the other. The answer to a request comes before the address is
  * looked up, so its time and body say nothing about which addresses have accounts; the mail is
  * sent at most once a minute and `PASSWORD_RESET_MAILS_PER_HOUR` times an hour per address, as
- * reset links are. Wrong codes count toward the account's lockout as failed logins do.
+ * reset links are. Wrong codes count toward the account's lockout as failed logins do; a right
+ * one clears this client's count only once the sign-in completes, as a password does.
  */
 export class EmailCodeSignIn {
   private readonly later = new AfterAnswer();
@@ -143,6 +144,8 @@ export class EmailCodeSignIn {
       });
       return opened;
     });
+    // Tokens are issued: the sign-in is complete, and this client's failed attempts start again.
+    await this.parts.loginGuard?.signInCompleted(signedIn.email, client.ip);
     return { user: signedIn, tokens };
   }
 
