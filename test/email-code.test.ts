@@ -222,6 +222,21 @@ describe('signing in', () => {
   });
 });
 
+describe('the body', () => {
+  it('is one proof: a code with its address, or a token alone; anything else is a 422 naming the fields', async () => {
+    for (const body of [
+      { email: 'a@example.com' },
+      { email: 'a@example.com', code: '123456', token: 'x' },
+      { token: 'x', email: 'a@example.com' },
+      {},
+    ])
+      expectError(await verify(t, body), 422, 'VALIDATION_ERROR');
+    const short = await verify(t, { email: 'a@example.com', code: '12345' });
+    expectError(short, 422, 'VALIDATION_ERROR');
+    expect(short.body.error.details).toContainEqual({ field: 'body.code', message: 'must be the six digits of the code' });
+  });
+});
+
 describe('wrong codes', () => {
   it('are refused and logged; the fifth voids the code, which then fails even when right', async () => {
     const user = await t.register();
