@@ -2773,9 +2773,14 @@ export interface components {
             };
         };
         /**
-         * @description Too many requests; `Retry-After` says how many seconds to wait. Every response of a limited
-         *     operation also carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
-         *     (seconds until the window resets).
+         * @description Too many requests; `Retry-After` says how many seconds to wait, and the message names the
+         *     limit that was reached: this client's requests a minute (`RATE_LIMIT_PER_MINUTE`, or
+         *     `AUTH_RATE_LIMIT_PER_MINUTE` for sign-in and credential operations), this client's failed
+         *     sign-ins to one account (`LOGIN_MAX_FAILURES`), the account's failed sign-ins from any
+         *     client (`LOGIN_ACCOUNT_MAX_FAILURES`), or the caller's share of the password-hashing queue
+         *     (`PASSWORD_HASH_CALLER_MAX`). Every response of a limited operation also carries
+         *     `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the window
+         *     resets).
          */
         RateLimited: {
             headers: {
@@ -2791,7 +2796,7 @@ export interface components {
                  *       "success": false,
                  *       "error": {
                  *         "code": "RATE_LIMITED",
-                 *         "message": "Too many requests"
+                 *         "message": "Too many requests: this client has used its 20 sign-in and credential requests a minute (AUTH_RATE_LIMIT_PER_MINUTE)"
                  *       }
                  *     }
                  */
