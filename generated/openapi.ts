@@ -1375,32 +1375,31 @@ export interface components {
             password: components["schemas"]["Password"];
             name: components["schemas"]["Name"];
         };
-        /** @description The form of the OAuth2 token URL; one of the two grants. */
-        LoginForm: components["schemas"]["PasswordGrantForm"] | components["schemas"]["RefreshGrantForm"];
-        PasswordGrantForm: {
+        /**
+         * @description The form of the OAuth2 token URL, one object for both grants, so that a generated client
+         *     sends the fields it is given and nothing else. **Password grant** (`grant_type` `password`
+         *     or left out): `username` and `password` are required and `refresh_token` is not allowed.
+         *     **Refresh grant** (`grant_type=refresh_token`): `refresh_token` is required and `username`
+         *     and `password` are not allowed. The service checks the form against the two grants'
+         *     schemas in `x-one-of`, as a `oneOf` of them would be checked (the extension keeps them out
+         *     of generated clients), and answers a 422 naming the fields to fix for the grant the form
+         *     comes closest to.
+         */
+        LoginForm: {
             /**
-             * @description `password`, or left out.
+             * @description `password` (or left out) or `refresh_token`.
              * @enum {string}
              */
-            grant_type?: "password";
-            /** @description The e-mail. */
-            username: string;
-            /** Format: password */
-            password: string;
-            /** @description Accepted and ignored. */
-            scope?: string;
-            /** @description Accepted and ignored. */
-            client_id?: string;
+            grant_type?: "password" | "refresh_token";
+            /** @description The e-mail; password grant, where it is required. */
+            username?: string;
             /**
              * Format: password
-             * @description Accepted and ignored.
+             * @description Password grant, where it is required.
              */
-            client_secret?: string;
-        };
-        RefreshGrantForm: {
-            /** @enum {string} */
-            grant_type: "refresh_token";
-            refresh_token: string;
+            password?: string;
+            /** @description Refresh grant, where it is required. */
+            refresh_token?: string;
             /** @description Accepted and ignored. */
             scope?: string;
             /** @description Accepted and ignored. */
