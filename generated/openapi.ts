@@ -108,8 +108,9 @@ export interface paths {
          * @description Rotates the session's refresh token: the answer carries a new access token and a new
          *     refresh token. The refresh token just replaced may be presented again for
          *     `REFRESH_REUSE_GRACE_SECONDS` (10) after its rotation, for clients with several tabs
-         *     refreshing at once: the token that answer carries stays valid beside the current one until
-         *     the next rotation, so whichever a client keeps goes on working. Presented after the grace
+         *     refreshing at once: such a refresh does not rotate again but answers with the refresh token
+         *     that rotation made (and an access token of its own), so every tab goes on with the one
+         *     current token and the next race goes the same way. Presented after the grace
          *     period, a replaced token is treated as stolen: the whole session is revoked and the answer
          *     is 401 `UNAUTHORIZED`. Each refresh renews the session for `REFRESH_TOKEN_EXPIRE_DAYS`, but
          *     never past `SESSION_MAX_DAYS` (30) from the session's opening: the new refresh token's `exp`
