@@ -108,8 +108,9 @@ export interface paths {
          * @description Rotates the session's refresh token: the answer carries a new access token and a new
          *     refresh token. The refresh token just replaced may be presented again for
          *     `REFRESH_REUSE_GRACE_SECONDS` (10) after its rotation, for clients with several tabs
-         *     refreshing at once: the token that answer carries stays valid beside the current one until
-         *     the next rotation, so whichever a client keeps goes on working. Presented after the grace
+         *     refreshing at once: such a refresh does not rotate again but answers with the refresh token
+         *     that rotation made (and an access token of its own), so every tab goes on with the one
+         *     current token and the next race goes the same way. Presented after the grace
          *     period, a replaced token is treated as stolen: the whole session is revoked and the answer
          *     is 401 `UNAUTHORIZED`. Each refresh renews the session for `REFRESH_TOKEN_EXPIRE_DAYS`, but
          *     never past `SESSION_MAX_DAYS` (30) from the session's opening: the new refresh token's `exp`
@@ -2896,9 +2897,14 @@ export interface components {
             };
         };
         /**
-         * @description Too many requests; `Retry-After` says how many seconds to wait. Every response of a limited
-         *     operation also carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
-         *     (seconds until the window resets).
+         * @description Too many requests; `Retry-After` says how many seconds to wait, and the message names the
+         *     limit that was reached: this client's requests a minute (`RATE_LIMIT_PER_MINUTE`, or
+         *     `AUTH_RATE_LIMIT_PER_MINUTE` for sign-in and credential operations), this client's failed
+         *     sign-ins to one account (`LOGIN_MAX_FAILURES`), the account's failed sign-ins from any
+         *     client (`LOGIN_ACCOUNT_MAX_FAILURES`), or the caller's share of the password-hashing queue
+         *     (`PASSWORD_HASH_CALLER_MAX`). Every response of a limited operation also carries
+         *     `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the window
+         *     resets).
          */
         RateLimited: {
             headers: {
@@ -2914,7 +2920,7 @@ export interface components {
                  *       "success": false,
                  *       "error": {
                  *         "code": "RATE_LIMITED",
-                 *         "message": "Too many requests"
+                 *         "message": "Too many requests: this client has used its 20 sign-in and credential requests a minute (AUTH_RATE_LIMIT_PER_MINUTE)"
                  *       }
                  *     }
                  */

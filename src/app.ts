@@ -74,7 +74,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const logger = options.logger ?? createLogger(config.logging);
   const { db, kind, pool } = await openMigratedDatabase(config.database);
   try {
-    const tokens = new TokenService(config.tokens);
+    const tokens = new TokenService(config.tokens, config.secret.key);
     const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
     const mail = new AccountMail(config.account, outbox);
     const housekeeping = new Housekeeping(db, config.housekeeping, config.audit, logger);

@@ -31,8 +31,11 @@ export interface SessionTable {
   user_id: number;
   refresh_token_hash: string;
   previous_token_hash: string | null;
+  /** Tokens handed out by answers within the grace period before they repeated the rotation's token. */
   grace_token_hashes: ColumnType<string[], string[] | undefined, string[]>;
   rotated_at: NullableTimestamp;
+  /** The current refresh token, sealed; set by each rotation, for the answers within its grace period. */
+  refresh_token_sealed: ColumnType<string | null, string | null | undefined, string | null>;
   ip: string | null;
   user_agent: string | null;
   created_at: Timestamp;

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { KeyRing, TokenConfig } from '../config';
 import type { AssuranceLevel } from '../db/types';
+import { deriveKey, seal, unseal } from '../infra/sealed';
 
 export type TokenType = 'access' | 'refresh';
 
@@ -72,8 +73,14 @@ export class TokenService {
   private readonly audience: string;
   readonly accessTtlSeconds: number;
   readonly refreshTtlSeconds: number;
+  private readonly sealingKey: Buffer;
 
-  constructor(config: TokenConfig) {
+  constructor(
+    config: TokenConfig,
+    /** SECRET_KEY, from which the key that seals a session's current refresh token is derived. */
+    secretKey: string,
+  ) {
+    this.sealingKey = deriveKey(secretKey, 'refresh-tokens');
     this.keys = config.keys;
     this.issuer = config.issuer;
     this.audience = config.audience;
@@ -125,6 +132,16 @@ export class TokenService {
       exp,
     });
     return { token, hash: sha256(token), expiresAt: new Date(exp * 1000) };
+  }
+
+  /** A refresh token sealed for the session row, which otherwise keeps only hashes. */
+  sealRefresh(token: string): string {
+    return seal(this.sealingKey, token);
+  }
+
+  /** The sealed refresh token, or undefined when it was sealed under another SECRET_KEY. */
+  unsealRefresh(sealed: string): string | undefined {
+    return unseal(this.sealingKey, sealed);
   }
 
   /**
