@@ -108,8 +108,9 @@ export interface paths {
          * @description Rotates the session's refresh token: the answer carries a new access token and a new
          *     refresh token. The refresh token just replaced may be presented again for
          *     `REFRESH_REUSE_GRACE_SECONDS` (10) after its rotation, for clients with several tabs
-         *     refreshing at once: the token that answer carries stays valid beside the current one until
-         *     the next rotation, so whichever a client keeps goes on working. Presented after the grace
+         *     refreshing at once: such a refresh does not rotate again but answers with the refresh token
+         *     that rotation made (and an access token of its own), so every tab goes on with the one
+         *     current token and the next race goes the same way. Presented after the grace
          *     period, a replaced token is treated as stolen: the whole session is revoked and the answer
          *     is 401 `UNAUTHORIZED`. Each refresh renews the session for `REFRESH_TOKEN_EXPIRE_DAYS`, but
          *     never past `SESSION_MAX_DAYS` (30) from the session's opening: the new refresh token's `exp`
@@ -220,6 +221,78 @@ export interface paths {
          *     after it, so its time is the same for every e-mail.
          */
         post: operations["forgotPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/email-code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a sign-in code by e-mail
+         * @description Signing in with nothing but an inbox. Answers 202 with the same body whether or not an
+         *     account has the e-mail; an account that can sign in (not deleted, not disabled) is sent one
+         *     mail with a six-digit code and a link to `{APP_URL}/sign-in?token=...`, or, with
+         *     `redirect_to`, to that address with `token` added to its query. `redirect_to` must be on
+         *     the allow-list `AUTH_REDIRECT_URLS` (400 `INVALID_REDIRECT` otherwise, whatever the
+         *     e-mail). The code and the link each sign in once, and using one voids the other; both
+         *     expire after `EMAIL_CODE_EXPIRE_MINUTES` (10), and a new mail voids the earlier one. Take
+         *     them to `POST /api/auth/email-code/verify`.
+         *
+         *     An address is sent at most one mail per `PASSWORD_RESET_MAIL_INTERVAL_SECONDS` (60) and
+         *     `PASSWORD_RESET_MAILS_PER_HOUR` (5) an hour, as reset links are; a request within that
+         *     cooldown sends nothing and leaves the code already sent working. An address without an
+         *     account gets no mail, unless `EMAIL_CODE_SIGNUP=true`: then its code creates the account
+         *     when it is used. The answer comes before the address is looked up: the lookup, the code and
+         *     the mail happen after it, so its time is the same for every e-mail. With
+         *     `EMAIL_CODE_ENABLED=false` the operation does not exist (404 `NOT_FOUND`).
+         */
+        post: operations["requestEmailCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/email-code/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with an e-mailed code or link
+         * @description Takes the six-digit code with its e-mail, or the link's `token`, spends it (and the other
+         *     half of the same mail) and signs in: the answer of `POST /api/auth/login/json`. A user with a
+         *     second factor gets 403 `MFA_REQUIRED` with an `mfa_token` instead, as a password login
+         *     does, and finishes with `POST /api/auth/mfa/verify`. Success marks the e-mail verified.
+         *     Sessions opened so carry `amr: [otp]` (RFC 8176 has no value for a mailbox; the code is a
+         *     one-time password), and `amr: [otp, …, mfa]`, `aal: aal2` after a second factor; the
+         *     audit trail's `login.succeeded` says `details.method: email_code` and `details.via`
+         *     (`code` or `link`).
+         *
+         *     A wrong code, an expired or used one, or an e-mail that was sent none is a 400
+         *     `INVALID_CODE`, the same answer for every e-mail, and counts as a failed login toward the
+         *     account lockout (429 `RATE_LIMITED`, as `login/json` describes); the fifth wrong code voids
+         *     the address's code. An unknown, expired or used `token` is a 400 `INVALID_TOKEN`, as for
+         *     reset links. A disabled account is refused with 403 `FORBIDDEN`. With
+         *     `EMAIL_CODE_SIGNUP=true`, the code of an address without an account creates it: named
+         *     after the address's local part, verified, with no password anyone knows
+         *     (`POST /api/auth/forgot-password` sets one). With `EMAIL_CODE_ENABLED=false` the operation
+         *     does not exist (404 `NOT_FOUND`).
+         */
+        post: operations["verifyEmailCode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -885,8 +958,8 @@ export interface paths {
          *     so a slow transaction can commit an event with a lower id after a faster one with a higher id.
          *
          *     Event types: `user.registered`, `login.succeeded`, `login.failed` (`details.reason`:
-         *     `invalid_credentials`, `account_disabled` or `email_not_verified`; the e-mail that was tried
-         *     is not kept),
+         *     `invalid_credentials`, `account_disabled`, `email_not_verified`, or `invalid_code` for a
+         *     wrong e-mailed code; the e-mail that was tried is not kept),
          *     `login.locked` (the failure that started a lockout), `session.refreshed`,
          *     `session.refresh_reuse_detected` (a replaced refresh token presented after the grace
          *     period; the session is revoked), `session.logged_out` (`details.all`), `session.revoked`
@@ -903,6 +976,12 @@ export interface paths {
          *     `mfa.recovery_code_used` (`details.remaining`) and `mfa.reset` (an admin removed every
          *     factor of the subject; `details.factors_removed`). A passkey sign-in is a `login.succeeded`
          *     with `details.method: passkey`, or a `login.failed` with `details.reason: passkey_rejected`.
+         *
+         *     E-mailed codes: `email_code.requested` (a code was sent; `details.signup` when the address has
+         *     no account yet, and `subject_user_id` null then); a sign-in with one is a `login.succeeded`
+         *     with `details.method: email_code` and `details.via` (`code` or `link`), after a
+         *     `user.registered` (`details.method: email_code`) when it created the account and an
+         *     `email.verified` when it verified the address.
          *
          *     Webhooks: `webhook.created` (`details.host` of the URL and `details.events`), `webhook.updated`
          *     (`details.fields`), `webhook.deleted`, `webhook.secret_rotated` (`details.webhook_id` in
@@ -1436,7 +1515,11 @@ export interface components {
          *     controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069) are refused with 422:
          *     they let a name forge log lines or reverse how the text around it reads in a mail, a list or
          *     an admin's screen, and a name needs none of them in any script. Tabs and line breaks around
-         *     the name are accepted: trimming removes them before it is stored.
+         *     the name are accepted: trimming removes them before it is stored. White space is what
+         *     ECMAScript's `\s` matches (ASCII white space, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029,
+         *     U+202F, U+205F, U+3000, U+FEFF). The pattern spells these characters out, as `\xHH` escapes or
+         *     as the characters themselves, so that every regex engine (Perl, Java, Go, Python, ECMAScript)
+         *     reads it alike: `\s` and `\uXXXX` mean different things, or nothing, in some of them.
          * @example Ada Lovelace
          */
         Name: string;
@@ -1482,32 +1565,31 @@ export interface components {
             password: components["schemas"]["Password"];
             name: components["schemas"]["Name"];
         };
-        /** @description The form of the OAuth2 token URL; one of the two grants. */
-        LoginForm: components["schemas"]["PasswordGrantForm"] | components["schemas"]["RefreshGrantForm"];
-        PasswordGrantForm: {
+        /**
+         * @description The form of the OAuth2 token URL, one object for both grants, so that a generated client
+         *     sends the fields it is given and nothing else. **Password grant** (`grant_type` `password`
+         *     or left out): `username` and `password` are required and `refresh_token` is not allowed.
+         *     **Refresh grant** (`grant_type=refresh_token`): `refresh_token` is required and `username`
+         *     and `password` are not allowed. The service checks the form against the two grants'
+         *     schemas in `x-one-of`, as a `oneOf` of them would be checked (the extension keeps them out
+         *     of generated clients), and answers a 422 naming the fields to fix for the grant the form
+         *     comes closest to.
+         */
+        LoginForm: {
             /**
-             * @description `password`, or left out.
+             * @description `password` (or left out) or `refresh_token`.
              * @enum {string}
              */
-            grant_type?: "password";
-            /** @description The e-mail. */
-            username: string;
-            /** Format: password */
-            password: string;
-            /** @description Accepted and ignored. */
-            scope?: string;
-            /** @description Accepted and ignored. */
-            client_id?: string;
+            grant_type?: "password" | "refresh_token";
+            /** @description The e-mail; password grant, where it is required. */
+            username?: string;
             /**
              * Format: password
-             * @description Accepted and ignored.
+             * @description Password grant, where it is required.
              */
-            client_secret?: string;
-        };
-        RefreshGrantForm: {
-            /** @enum {string} */
-            grant_type: "refresh_token";
-            refresh_token: string;
+            password?: string;
+            /** @description Refresh grant, where it is required. */
+            refresh_token?: string;
             /** @description Accepted and ignored. */
             scope?: string;
             /** @description Accepted and ignored. */
@@ -1556,6 +1638,31 @@ export interface components {
         ForgotPasswordRequest: {
             email: components["schemas"]["Email"];
         };
+        EmailCodeRequest: {
+            email: components["schemas"]["Email"];
+            /**
+             * @description Where the mail's link leads, with `token` added to its query; on `AUTH_REDIRECT_URLS`. By default `{APP_URL}/sign-in`.
+             * @example https://app.example.com/welcome
+             */
+            redirect_to?: string;
+        };
+        /**
+         * @description One object for both proofs, so that a generated client sends the fields it is given and
+         *     nothing else. **Code**: `email` and `code` are required and `token` is not allowed.
+         *     **Link**: `token` is required and `email` and `code` are not allowed. The service checks the
+         *     body against the two schemas in `x-one-of`, as a `oneOf` of them would be checked.
+         */
+        EmailCodeVerifyRequest: {
+            /** @description The address the code was sent to; with `code`. */
+            email?: string;
+            /**
+             * @description The six digits of the code, leading zeros kept; with `email`.
+             * @example 048213
+             */
+            code?: string;
+            /** @description The token of the mail's link; on its own. */
+            token?: string;
+        };
         ResetPasswordRequest: {
             token: string;
             new_password: components["schemas"]["Password"];
@@ -1588,7 +1695,7 @@ export interface components {
         };
         TokenPair: {
             /**
-             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; after a second factor or a passkey sign-in also amr (how the user signed in: pwd, otp, hwk, mfa) and aal2. A token without them is of a password alone (amr pwd, aal1).
+             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; amr (how the session was signed in, RFC 8176: pwd, otp, hwk, mfa) and aal: [pwd] and aal1 for a password alone, aal2 after a second factor or a passkey sign-in. A refreshed token carries the amr and aal of its session.
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl
              */
             access_token: string;
@@ -1815,7 +1922,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -1869,7 +1976,7 @@ export interface components {
          */
         FactorType: "totp" | "webauthn";
         /**
-         * @description A name to tell the user's factors apart; trimmed.
+         * @description A name to tell the user's factors apart; trimmed, with a character that is not white space (white space as `Name` counts it).
          * @example Phone
          */
         FactorName: string;
@@ -2816,6 +2923,27 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description The operation is turned off in this deployment (its `*_ENABLED` setting is false), so it does not exist. */
+        FeatureOff: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "NOT_FOUND",
+                 *         "message": "No route for POST /api/auth/email-code"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /**
          * @description The request conflicts with the current state (e-mail taken, user not deleted, e-mail
          *     already verified, a change that would leave no active admin, a 101st API key).
@@ -2893,9 +3021,14 @@ export interface components {
             };
         };
         /**
-         * @description Too many requests; `Retry-After` says how many seconds to wait. Every response of a limited
-         *     operation also carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
-         *     (seconds until the window resets).
+         * @description Too many requests; `Retry-After` says how many seconds to wait, and the message names the
+         *     limit that was reached: this client's requests a minute (`RATE_LIMIT_PER_MINUTE`, or
+         *     `AUTH_RATE_LIMIT_PER_MINUTE` for sign-in and credential operations), this client's failed
+         *     sign-ins to one account (`LOGIN_MAX_FAILURES`), the account's failed sign-ins from any
+         *     client (`LOGIN_ACCOUNT_MAX_FAILURES`), or the caller's share of the password-hashing queue
+         *     (`PASSWORD_HASH_CALLER_MAX`). Every response of a limited operation also carries
+         *     `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the window
+         *     resets).
          */
         RateLimited: {
             headers: {
@@ -2911,7 +3044,7 @@ export interface components {
                  *       "success": false,
                  *       "error": {
                  *         "code": "RATE_LIMITED",
-                 *         "message": "Too many requests"
+                 *         "message": "Too many requests: this client has used its 20 sign-in and credential requests a minute (AUTH_RATE_LIMIT_PER_MINUTE)"
                  *       }
                  *     }
                  */
@@ -3403,6 +3536,130 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    requestEmailCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailCodeRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted; the same answer for every e-mail. */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "message": "If the address can sign in, a code has been sent to it"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageResponse"];
+                };
+            };
+            /** @description The body is malformed (`BAD_REQUEST`), or `redirect_to` is not on the allow-list (`INVALID_REDIRECT`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: components["responses"]["FeatureOff"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    verifyEmailCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailCodeVerifyRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": 7,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "role": "user",
+                     *           "is_active": true,
+                     *           "email_verified": true,
+                     *           "pending_email": null,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:10:00.000Z"
+                     *         },
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LoginResponse"];
+                };
+            };
+            /**
+             * @description The body is malformed (`BAD_REQUEST`), the code is wrong, expired or already used
+             *     (`INVALID_CODE`), or the link's token is (`INVALID_TOKEN`).
+             */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: components["responses"]["LoginForbidden"];
+            404: components["responses"]["FeatureOff"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

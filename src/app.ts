@@ -9,6 +9,7 @@ import { operationsFor } from './handlers';
 import type { Services } from './handlers/types';
 import { buildApi } from './http/api';
 import { contractFor, validationContractFor } from './http/contract';
+import { accountPagesRouter } from './account-pages/router';
 import { docsRouter } from './http/docs';
 import { ApiError, notFound } from './http/errors';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
@@ -28,6 +29,7 @@ import { BreachedPasswords } from './services/breached-passwords';
 import { CurrentPassword } from './services/current-password';
 import { FactorService, type Clock } from './services/factors';
 import { HealthService } from './services/health';
+import { EmailCodeSignIn } from './email-code/email-code-sign-in';
 import { Housekeeping } from './infra/housekeeping';
 import { LoginGuard } from './services/login-guard';
 import { MfaSignIn } from './services/mfa-sign-in';
@@ -39,7 +41,7 @@ import { IdentityProviderRegistry } from './providers/registry';
 import { ProviderSignIn } from './providers/sign-in';
 import { Upstream } from './providers/upstream';
 import { PasswordHasher } from './services/passwords';
-import { limiterFactory } from './infra/rate-limiter';
+import { limiterFactory, StoreOutages } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
 import { TotpCodes } from './services/totp';
 import { UserImport } from './services/user-import';
@@ -74,9 +76,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const logger = options.logger ?? createLogger(config.logging);
   const { db, kind, pool } = await openMigratedDatabase(config.database);
   try {
-    // Rate limits and the login lockout; counters in memory or, shared, in this database.
-    const limiter = config.limits.rateLimitEnabled ? limiterFactory(config.limits, pool) : undefined;
-    const tokens = new TokenService(config.tokens);
+    const tokens = new TokenService(config.tokens, config.secret.key);
     const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
     const mail = new AccountMail(config.account, outbox);
     const housekeeping = new Housekeeping(db, config.housekeeping, config.audit, logger);
@@ -85,6 +85,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
           { clusterWorker: cluster.isWorker },
+        )
+      : undefined;
+    // Rate limits and the login lockout; counters in memory or, shared, in this database.
+    const limiter = config.limits.rateLimitEnabled
+      ? limiterFactory(
+          config.limits,
+          pool && {
+            pool,
+            preparedStatements: config.database.preparedStatements,
+            outages: new StoreOutages(logger, metrics && (() => metrics.countRateLimitStoreFallback())),
+          },
         )
       : undefined;
     // Every write goes through one unit of work; metrics count the audit events of those that commit,
@@ -142,23 +153,40 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         loginGuard,
         secondFactor: mfa,
       }),
+      emailCode: new EmailCodeSignIn(config.emailCode, config.account, config.redirects, {
+        db,
+        transact,
+        outbox,
+        tokens,
+        passwords,
+        logger,
+        secret: config.secret.key,
+        loginGuard,
+        secondFactor: mfa,
+      }),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
       if (admin) logger.info({ userId: admin.id }, 'created the admin account from ADMIN_EMAIL');
     }
 
-    const document = contractFor(config.server);
+    // Operations a setting turned off are left out of the contract: they answer 404 as unknown routes do.
+    const switchedOff = config.emailCode.enabled ? [] : ['requestEmailCode', 'verifyEmailCode'];
+    const document = contractFor(config.server, switchedOff);
     const limits = limiter && (await rateLimitGuard(config.limits, limiter));
     // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
     const [regularBodies, importBodies] = [bodies(config.server.maxBodyBytes), bodies(config.server.importMaxBodyBytes)];
-    const { router, compileValidators } = await buildApi(validationContractFor(config.server, config.pagination), operationsFor(services), {
-      // A bearer token is an access token or an API key, told apart by the key's prefix.
-      authenticate: (token, client) => (isApiKey(token) ? services.apiKeys : services.auth).authenticate(token, client),
-      guard: limits?.guard,
-      bodyGuard: limits?.bodyGuard,
-      parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
-    });
+    const { router, compileValidators } = await buildApi(
+      validationContractFor(config.server, config.pagination, switchedOff),
+      operationsFor(services),
+      {
+        // A bearer token is an access token or an API key, told apart by the key's prefix.
+        authenticate: (token, client) => (isApiKey(token) ? services.apiKeys : services.auth).authenticate(token, client),
+        guard: limits?.guard,
+        bodyGuard: limits?.bodyGuard,
+        parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
+      },
+    );
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.
     const koa = new Koa({ proxy: config.server.trustProxy, maxIpsCount: 1 });
@@ -177,6 +205,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     koa.use(errors(logger));
     if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
     if (config.docs.enabled) koa.use(docsRouter(document).routes());
+    if (config.account.pagesEnabled) {
+      const service = String(document.info.title ?? 'Account Service');
+      koa.use(accountPagesRouter({ account: services.account, secret: config.secret.key, guard: limits?.guard, service }).routes());
+    }
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;
@@ -211,6 +243,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       async close() {
         stopCompiling();
         await services.account.settled();
+        await services.emailCode.settled();
         await housekeeping.stop();
         await outbox.stop();
         await webhooks.stop();

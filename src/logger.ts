@@ -57,6 +57,8 @@ export function createLogger(
         '*.previous_token_hash',
         'grace_token_hashes',
         '*.grace_token_hashes',
+        'refresh_token_sealed',
+        '*.refresh_token_sealed',
         'token_hash',
         '*.token_hash',
         'key_hash',

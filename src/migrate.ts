@@ -1,4 +1,5 @@
-import { loadProcessConfig } from './config';
+import { ConfigError, loadProcessConfig } from './config';
+import { DatabaseConnectionError } from './db/connection-check';
 import { openMigratedDatabase } from './db/migrate';
 
 /** `npm run migrate`: applies every pending migration to the configured database. */
@@ -13,6 +14,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof DatabaseConnectionError) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
   process.stderr.write(`Migration failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

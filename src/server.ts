@@ -4,7 +4,8 @@ import { setFlagsFromString } from 'node:v8';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { createApp, type App } from './app';
 import { ConfigError, loadProcessConfig, workerEnvironment, type Config } from './config';
-import { createHttpServer } from './http/listener';
+import { DatabaseConnectionError } from './db/connection-check';
+import { createHttpServer, listen, ListenError } from './http/listener';
 import { createLogger, type Logger } from './logger';
 import { serveClusterMetrics } from './infra/cluster-metrics';
 
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
   if (config.metrics.withheld && cluster.isPrimary) {
     logger.warn('/metrics is off: in production it needs METRICS_TOKEN (or METRICS_PUBLIC=true to serve it to anyone)');
   }
+  if (cluster.isPrimary) for (const warning of config.warnings) logger.warn(warning);
   if (config.server.webConcurrency > 1 && cluster.isPrimary) {
     supervise(config, logger);
     return;
@@ -62,17 +64,21 @@ async function serve(config: Config, logger: Logger): Promise<void> {
     const app = await createApp(config, { logger });
     const { host, port: configuredPort } = config.server;
     const server = createHttpServer(config.server, app.koa.callback(), logger);
-    server.listen(configuredPort, host, () => {
-      if (cluster.isWorker) {
-        logger.info({ pid: process.pid }, 'worker listening');
-        return;
-      }
+    try {
+      await listen(server, configuredPort, host);
+    } catch (error) {
+      await app.close();
+      throw error;
+    }
+    if (cluster.isWorker) {
+      logger.info({ pid: process.pid }, 'worker listening');
+    } else {
       const address = server.address();
       const port = typeof address === 'object' && address ? address.port : configuredPort;
       const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
       logger.info({ database: config.database.url ? 'postgres' : `embedded (${config.database.dataDir})` }, `listening on ${base}`);
       if (config.docs.enabled) logger.info(`API docs: ${base}/docs (ReDoc: ${base}/redoc)`);
-    });
+    }
     return { app, server };
   })();
   await started;
@@ -112,8 +118,8 @@ function supervise(config: Config, logger: Logger): void {
   // Workers must sign and check tokens with one key: a generated one is made here and handed down.
   const workerEnv = workerEnvironment(config);
   const { webConcurrency, shutdownTimeoutSeconds } = config.server;
-  // In-memory rate-limit counters live here, shared by every worker over IPC.
-  new RateLimiterClusterMaster();
+  // In-memory rate-limit counters live here, shared by every worker over IPC; PostgreSQL needs no go-between.
+  if (config.limits.rateLimitEnabled && config.limits.store === 'memory') new RateLimiterClusterMaster();
   // A scrape of any worker answers with every worker's metrics, merged here.
   if (config.metrics.enabled) serveClusterMetrics();
 
@@ -175,7 +181,8 @@ function supervise(config: Config, logger: Logger): void {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
+  // A start refused for a reason the operator can fix is said in its own words, without a stack.
+  if (error instanceof ConfigError || error instanceof DatabaseConnectionError || error instanceof ListenError) {
     process.stderr.write(`${error.message}\n`);
   } else {
     process.stderr.write(`Failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -293,7 +293,7 @@ describe('POST /api/auth/register', () => {
 });
 
 describe('JWT claims', () => {
-  it('access token: iss, aud, sub, email, email_verified, type access, 30 minutes, jti and sid, signed HS256 with the secret', async () => {
+  it('access token: iss, aud, sub, email, email_verified, type access, 30 minutes, jti, sid, amr and aal, signed HS256 with the secret', async () => {
     const u = await t.register();
     const verified = jwt.verify(u.access, TEST_SECRET, { algorithms: ['HS256'] }) as Claims;
     expect(headerOf(u.access).alg).toBe('HS256');
@@ -308,6 +308,8 @@ describe('JWT claims', () => {
       exp: expect.any(Number),
       jti: expect.stringMatching(/^[0-9a-f-]{36}$/),
       sid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      amr: ['pwd'],
+      aal: 'aal1',
     });
     expect(typeof verified.sub).toBe('string');
     expect(verified.exp - verified.iat).toBe(1800);
@@ -737,8 +739,9 @@ describe('POST /api/auth/refresh', () => {
     expect(first.status).toBe(200);
     const second = await refresh(u.refresh);
     expect(second.status).toBe(200);
-    expect(second.body.data.refresh_token).not.toBe(first.body.data.refresh_token);
-    expect(second.body.data.refresh_token).not.toBe(u.refresh);
+    // No second rotation: the answer carries the token the first one made.
+    expect(second.body.data.refresh_token).toBe(first.body.data.refresh_token);
+    expect(second.body.data.access_token).not.toBe(first.body.data.access_token);
     expect(claimsOf(second.body.data.refresh_token).sid).toBe(claimsOf(u.refresh).sid);
     expect((await me(second.body.data.access_token)).status).toBe(200);
     expect((await sessionById(claimsOf(u.refresh).sid)).revoked_at).toBeNull();
@@ -747,21 +750,26 @@ describe('POST /api/auth/refresh', () => {
     expect(third.status).toBe(200);
   });
 
-  it('keeps the token of the first refresh valid after a reuse within the grace period', async () => {
-    // Two tabs refresh the same token at once; whichever answer a client keeps must go on working.
+  it('hands both tabs the one current token when they refresh the same token within the grace period', async () => {
+    // Two tabs refresh the same token at once; both go on with the token of the one rotation.
     const u = await t.register();
     const sid = claimsOf(u.refresh).sid;
     const tabA = await refresh(u.refresh);
     const tabB = await refresh(u.refresh);
     expect([tabA.status, tabB.status]).toEqual([200, 200]);
+    expect(tabB.body.data.refresh_token).toBe(tabA.body.data.refresh_token);
     const session = await sessionById(sid);
     expect(session.refresh_token_hash).toBe(sha256(tabA.body.data.refresh_token));
-    expect(session.grace_token_hashes).toEqual([sha256(tabB.body.data.refresh_token)]);
+    expect(session.previous_token_hash).toBe(sha256(u.refresh));
+    // Kept sealed, never in clear.
+    expect(session.refresh_token_sealed).not.toContain(tabA.body.data.refresh_token);
 
-    const later = await refresh(tabA.body.data.refresh_token);
-    expect(later.status).toBe(200);
-    expect((await sessionById(sid)).grace_token_hashes).toEqual([]);
-    // Only one of the two may rotate: the other is now a replaced token past its use.
+    // The next round races the same way: one rotation, and the other tab gets its token.
+    const [nextA, nextB] = [await refresh(tabA.body.data.refresh_token), await refresh(tabB.body.data.refresh_token)];
+    expect([nextA.status, nextB.status]).toEqual([200, 200]);
+    expect(nextB.body.data.refresh_token).toBe(nextA.body.data.refresh_token);
+    expect((await sessionById(sid)).revoked_at).toBeNull();
+    // Past the grace period the token of the earlier round is a replaced token past its use.
     await t.db
       .updateTable('sessions')
       .set({ rotated_at: new Date(Date.now() - 3600_000) })

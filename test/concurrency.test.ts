@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
+import { auditRows } from './support/audit';
 import { claimsOf } from './support/jwt';
 
 /*
@@ -122,9 +124,11 @@ describe('one refresh token presented by several clients at once', () => {
 
     const refreshTokens = responses.map((res) => res.body.data.refresh_token as string);
     const accessTokens = responses.map((res) => res.body.data.access_token as string);
-    // Every answer is a fresh pair of the same session.
-    expect(new Set(refreshTokens).size).toBe(BURST);
+    // One rotation: every answer carries the refresh token it made, each with an access token of its own.
+    expect(new Set(refreshTokens).size).toBe(1);
+    expect(new Set(accessTokens).size).toBe(BURST);
     expect(refreshTokens).not.toContain(user.refresh);
+    expect(createHash('sha256').update(refreshTokens[0]).digest('hex')).toBe((await sessionRow(sid)).refresh_token_hash);
     for (const token of [...refreshTokens, ...accessTokens]) expect(claimsOf(token).sid).toBe(sid);
 
     const session = await sessionRow(sid);
@@ -175,6 +179,40 @@ describe('one refresh token presented by several clients at once', () => {
     }
     expect((await sessionRow(sid)).revoked_at).toBeNull();
     expect((await refresh(current)).status).toBe(200);
+  });
+
+  it('keeps the session of two tabs that refresh together round after round, each going on with what it got', async () => {
+    const user = await t.register({ password: PASSWORD });
+    const sid = claimsOf(user.refresh).sid;
+    let tabs = [user.refresh, user.refresh];
+    const seen: string[] = [user.refresh];
+    for (let round = 0; round < 5; round++) {
+      const answers = await Promise.all(tabs.map((token) => refresh(token)));
+      expectNoServerError(answers);
+      expect({ round, statuses: statusesOf(answers) }).toEqual({ round, statuses: [200, 200] });
+      tabs = answers.map((res) => res.body.data.refresh_token as string);
+      // One rotation a round: the answer that lost the race carries the token the winner's made.
+      expect(tabs[1]).toBe(tabs[0]);
+      expect(seen).not.toContain(tabs[0]);
+      seen.push(tabs[0]);
+      for (const res of answers) expect((await t.get('/api/auth/me', { token: res.body.data.access_token })).status).toBe(200);
+    }
+    expect((await sessionRow(sid)).revoked_at).toBeNull();
+    expect(await auditRows(t, user.id, 'session.refresh_reuse_detected')).toEqual([]);
+    expect(await auditRows(t, user.id, 'session.refreshed')).toHaveLength(10);
+
+    // A token replaced more than the grace period ago is still taken for a stolen one.
+    await t.db
+      .updateTable('sessions')
+      .set({ rotated_at: new Date(Date.now() - 3600_000) })
+      .where('id', '=', sid)
+      .execute();
+    const replay = await refresh(seen[seen.length - 2]);
+    expect(replay.status).toBe(401);
+    expect(replay.body.error.code).toBe('UNAUTHORIZED');
+    expect((await sessionRow(sid)).revoked_at).not.toBeNull();
+    expect(await auditRows(t, user.id, 'session.refresh_reuse_detected')).toHaveLength(1);
+    expect((await refresh(tabs[0])).status).toBe(401);
   });
 
   it('answers a flood of simultaneous refreshes with 200 or 401 only, and a 401 leaves the session revoked', async () => {

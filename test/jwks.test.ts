@@ -96,6 +96,8 @@ describe.each([
       email: user.email,
       email_verified: false,
       type: 'access',
+      amr: ['pwd'],
+      aal: 'aal1',
     });
     expect(payload.exp! - payload.iat!).toBe(30 * 60);
     await expect(jose.jwtVerify(login!.data.refresh_token, keySet, verifyOptions)).resolves.toMatchObject({ payload: { type: 'refresh' } });
@@ -107,7 +109,17 @@ describe.each([
     expect((await me(app, login!.data.access_token)).body.data.email).toBe(user.email);
     const refreshed = await app.post('/api/auth/refresh', { refresh_token: login!.data.refresh_token });
     expect(refreshed.status).toBe(200);
-    await expect(jose.jwtVerify(refreshed.body.data.access_token, keySet, verifyOptions)).resolves.toBeDefined();
+    // A refreshed token says what its session says, and so does the form login's.
+    const again = await jose.jwtVerify(refreshed.body.data.access_token, keySet, verifyOptions);
+    expect(again.payload).toMatchObject({ sub: String(user.id), sid: payload.sid, amr: ['pwd'], aal: 'aal1' });
+    const form = await app.post(
+      '/api/auth/login',
+      { grant_type: 'password', username: user.email, password: user.password },
+      { form: true },
+    );
+    expect(form.status).toBe(200);
+    const byForm = await jose.jwtVerify(form.body.access_token, keySet, verifyOptions);
+    expect(byForm.payload).toMatchObject({ sub: String(user.id), type: 'access', amr: ['pwd'], aal: 'aal1' });
   });
 
   it('refuses a token without a kid, with an unknown kid, or signed by another key under its kid', async () => {

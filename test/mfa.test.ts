@@ -152,7 +152,7 @@ function suite(t: () => TestContext) {
       const user = await t().register();
       const elsewhere = await t().client.POST('/api/auth/login/json', { body: { email: user.email, password: user.password } });
       const other = elsewhere.data!.data;
-      expect(claimsOf(user.access)).not.toHaveProperty('aal');
+      expect(claimsOf(user.access)).toMatchObject({ amr: ['pwd'], aal: 'aal1' });
 
       const started = await t().post('/api/auth/mfa/totp', {}, { token: user.access });
       expect(
@@ -327,7 +327,7 @@ function suite(t: () => TestContext) {
       });
       const login = await t().post('/api/auth/login/json', { email: user.email, password: user.password });
       expect(login.status).toBe(200);
-      expect(claimsOf(login.body.data.access_token)).not.toHaveProperty('amr');
+      expect(claimsOf(login.body.data.access_token)).toMatchObject({ amr: ['pwd'], aal: 'aal1' });
       expectError(await t().post('/api/auth/mfa/recovery-codes', undefined, { token: user.access }), 409, 'CONFLICT');
       const [removed] = await auditRows(t(), user.id, 'mfa.factor_removed');
       expect(removed.details).toEqual({ factor_id: user.factorId, type: 'totp', factors_left: 0 });
@@ -410,13 +410,12 @@ function suite(t: () => TestContext) {
     expect(await challenges().execute()).toEqual([{ challenge: 'clear:live' }]);
   });
 
-  it('leaves the tokens of a password alone as they were: no amr or aal, which reads as pwd and aal1', async () => {
+  it('says in the tokens of a password alone how they were signed in: amr pwd and aal1, as the session records', async () => {
     const user = await t().register();
     const res = await t().post('/api/auth/login/json', { email: user.email, password: user.password });
     expect(res.status).toBe(200);
     const claims = claimsOf(res.body.data.access_token);
-    expect(claims).not.toHaveProperty('amr');
-    expect(claims).not.toHaveProperty('aal');
+    expect(claims).toMatchObject({ amr: ['pwd'], aal: 'aal1' });
     const session = await t().db.selectFrom('sessions').select(['amr', 'aal']).where('id', '=', claims.sid).executeTakeFirstOrThrow();
     expect(session).toEqual({ amr: ['pwd'], aal: 'aal1' });
   });
@@ -468,5 +467,45 @@ describe('second factors and the login lockout', () => {
       .where('event_type', '=', 'login.locked')
       .execute();
     expect(locked).toEqual([{ details: { scope: 'client' } }]);
+  });
+
+  async function enrolled() {
+    const user = await t.register();
+    const started = await t.post('/api/auth/mfa/totp', {}, { token: user.access });
+    const secret: string = started.body.data.secret;
+    await t.post(`/api/auth/mfa/totp/${started.body.data.factor_id}/confirm`, { code: codeFor(secret) }, { token: user.access });
+    clock += 4 * STEP_MS;
+    const mfaToken = async () => {
+      const login = await t.post('/api/auth/login/json', { email: user.email, password: user.password });
+      expectError(login, 403, 'MFA_REQUIRED');
+      return login.body.error.mfa_token as string;
+    };
+    const wrong = (token: string) => t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'totp', code: wrongCodeFor(secret) });
+    return { user, secret, mfaToken, wrong };
+  }
+
+  it('does not start the count again when the password is re-entered between guessed codes', async () => {
+    clock = midStep(Date.now());
+    const { user, mfaToken, wrong } = await enrolled();
+    // Password, two wrong codes; password again (not locked yet), and the next wrong code is the last.
+    let token = await mfaToken();
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expectError(await wrong(token), 400, 'INVALID_CODE');
+    token = await mfaToken();
+    expectError(await wrong(token), 400, 'INVALID_CODE');
+    expectError(await wrong(token), 429, 'RATE_LIMITED');
+    expectError(await t.post('/api/auth/login/json', { email: user.email, password: user.password }), 429, 'RATE_LIMITED');
+  });
+
+  it('starts the count again once a second factor completes the sign-in', async () => {
+    clock = midStep(Date.now());
+    const { secret, mfaToken, wrong } = await enrolled();
+    let token = await mfaToken();
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expectError(await wrong(token), 400, 'INVALID_CODE');
+    const verified = await t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'totp', code: codeFor(secret) });
+    expect(verified.status).toBe(200);
+    clock += STEP_MS;
+    token = await mfaToken();
+    for (let i = 0; i < MAX_FAILURES - 1; i++) expectError(await wrong(token), 400, 'INVALID_CODE');
+    expect((await t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'totp', code: codeFor(secret) })).status).toBe(200);
   });
 });

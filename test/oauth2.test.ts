@@ -129,6 +129,45 @@ describe('the token URL and /api/auth/refresh take form-encoded refresh grants',
     expectError(password, 422, 'VALIDATION_ERROR');
     expect(password.body.error.details).toEqual([{ field: 'body.password', message: 'is required' }]);
   });
+
+  // The form is one flat object in the contract (all fields optional), so that generated clients send
+  // only the fields they are given; the service still holds each grant to its own fields.
+  it.each([
+    [
+      'a password grant with a refresh token',
+      { username: 'EMAIL', password: 'PASSWORD', refresh_token: 'REFRESH' },
+      'body.refresh_token',
+      'is not allowed',
+    ],
+    [
+      'a refresh grant with a username',
+      { grant_type: 'refresh_token', refresh_token: 'REFRESH', username: 'EMAIL' },
+      'body.username',
+      'is not allowed',
+    ],
+    [
+      'a refresh grant with a password',
+      { grant_type: 'refresh_token', refresh_token: 'REFRESH', password: 'PASSWORD' },
+      'body.password',
+      'is not allowed',
+    ],
+    ['a refresh token without grant_type', { refresh_token: 'REFRESH' }, 'body.grant_type', 'is required'],
+    [
+      'the refresh grant with a password login',
+      { grant_type: 'refresh_token', username: 'EMAIL', password: 'PASSWORD' },
+      'body.grant_type',
+      'must be equal to one of the allowed values',
+    ],
+  ])('refuses %s with a 422 naming the field, and opens no session', async (_case, form, field, message) => {
+    const user = await t.register();
+    const values = { EMAIL: user.email, PASSWORD: user.password, REFRESH: user.refresh } as Record<string, string>;
+    const body = Object.fromEntries(Object.entries(form).map(([key, value]) => [key, values[value] ?? value]));
+    const res = await t.post('/api/auth/login', body, { form: true });
+    expectError(res, 422, 'VALIDATION_ERROR');
+    expect(res.body.error.details).toEqual([{ field, message }]);
+    const sessions = await t.db.selectFrom('sessions').select(['id', 'revoked_at']).where('user_id', '=', user.id).execute();
+    expect(sessions).toEqual([{ id: sidOf(user.refresh), revoked_at: null }]);
+  });
 });
 
 describe('the token URL takes multipart/form-data too, as some generated clients send every form', () => {

@@ -52,6 +52,9 @@ interface ApiAnswer {
   body: any;
 }
 
+/** Failed logins that lock a client out of an account. */
+const MAX_FAILURES = 3;
+
 describeInBrowser('passkeys in a browser', () => {
   let clock = Date.now();
   let t: TestContext;
@@ -70,7 +73,9 @@ describeInBrowser('passkeys in a browser', () => {
     origin = `http://localhost:${port}`;
     otherOrigin = `http://localhost:${otherPort}`;
     // The relying party is localhost (from APP_URL), the one host a browser allows passkeys on without TLS.
-    t = await startTestApp({ APP_URL: origin }, { clock: () => clock });
+    // The login lockout is on (the per-IP budgets out of the way): a passkey sign-in completes a sign-in.
+    const limits = { RATE_LIMIT_ENABLED: 'true', AUTH_RATE_LIMIT_PER_MINUTE: '100000', RATE_LIMIT_PER_MINUTE: '100000' };
+    t = await startTestApp({ APP_URL: origin, ...limits, LOGIN_MAX_FAILURES: String(MAX_FAILURES) }, { clock: () => clock });
     const api = t.app.koa.callback();
     const serve = (listenPort: number) =>
       new Promise<Server>((resolve, reject) => {
@@ -183,6 +188,23 @@ describeInBrowser('passkeys in a browser', () => {
       expect(failed).toEqual({ subject_user_id: null, details: { reason: 'passkey_rejected', method: 'passkey' } });
       // Without a factor, a password signs in on its own again.
       expect((await t.post('/api/auth/login/json', { email: user.email, password: user.password })).status).toBe(200);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "starts the client's count of failed logins again once a passkey signs in",
+    async () => {
+      const user = await t.register();
+      expect((await inPage(`registerPasskey(${JSON.stringify(user.access)}, 'Laptop')`)).status).toBe(201);
+      const wrong = () => t.post('/api/auth/login/json', { email: user.email, password: 'wrong-password-1' });
+      for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await wrong()).status).toBe(401);
+      expect((await inPage('signInWithPasskey()')).status).toBe(200);
+      // As many failures again, none of them the last.
+      for (let i = 0; i < MAX_FAILURES - 1; i++) expect((await wrong()).status).toBe(401);
+      const password = await t.post('/api/auth/login/json', { email: user.email, password: user.password });
+      expect(password.status).toBe(403);
+      expect(password.body.error.code).toBe('MFA_REQUIRED');
     },
     TIMEOUT,
   );

@@ -4,15 +4,34 @@ import request from 'supertest';
 import { loadConfig } from '../src/config';
 import { toApiError } from '../src/http/errors';
 import { LoginGuard } from '../src/services/login-guard';
-import { limiterFactory } from '../src/infra/rate-limiter';
+import { limiterFactory, StoreOutages } from '../src/infra/rate-limiter';
+import { createLogger } from '../src/logger';
 import { startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { until } from './support/wait';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-const RATE_LIMITED_BODY = { success: false, error: { code: 'RATE_LIMITED', message: 'Too many requests' } };
-const LOCKED_BODY = { success: false, error: { code: 'RATE_LIMITED', message: 'Too many failed login attempts; try again later' } };
+/** The refusal names the budget that ran out: the credential one or the general one, with its size. */
+const rateLimitedBody = (limit: number) => ({
+  success: false,
+  error: {
+    code: 'RATE_LIMITED',
+    message: expect.stringMatching(
+      new RegExp(
+        `^Too many requests: this client has used its ${limit} (sign-in and credential )?requests a minute \\((AUTH_)?RATE_LIMIT_PER_MINUTE\\)$`,
+      ),
+    ),
+  },
+});
+const LOCKED_BODY = {
+  success: false,
+  error: {
+    code: 'RATE_LIMITED',
+    message:
+      'Too many failed sign-ins to this account from this client: locked out for 15 minutes (LOGIN_MAX_FAILURES, LOGIN_LOCKOUT_MINUTES)',
+  },
+};
 
 let nextAddress = 1;
 /** A client address of its own, so that each test has fresh per-IP budgets (with TRUST_PROXY=true). */
@@ -42,7 +61,7 @@ function expectNoBudget(res: Response): void {
 /** A per-IP 429: the envelope, Retry-After in whole seconds within the minute, an empty budget. */
 function expectIpLimited(res: Response, limit: number): void {
   expect(res.status).toBe(429);
-  expect(res.body).toEqual(RATE_LIMITED_BODY);
+  expect(res.body).toEqual(rateLimitedBody(limit));
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   expect(res.headers['retry-after']).toMatch(/^\d+$/);
   expect(int(res, 'Retry-After')).toBeGreaterThanOrEqual(1);
@@ -437,7 +456,11 @@ describe('RATE_LIMIT_ENABLED=false', () => {
 async function lockoutWindowPasses(pool?: Pool): Promise<void> {
   const base = loadConfig({ SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_MAX_FAILURES: '2' });
   const limits = pool ? { ...base.limits, store: 'postgres' as const } : base.limits;
-  const guard = await LoginGuard.create({ ...limits, loginLockoutMinutes: 0.01 }, base.secret.key, limiterFactory(limits, pool));
+  const guard = await LoginGuard.create(
+    { ...limits, loginLockoutMinutes: 0.01 },
+    base.secret.key,
+    limiterFactory(limits, pool && { pool, preparedStatements: true, outages: new StoreOutages(createLogger({ level: 'silent' })) }),
+  );
   const email = uniqueEmail('window');
   const ip = '192.0.2.9';
   expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
@@ -448,15 +471,18 @@ async function lockoutWindowPasses(pool?: Pool): Promise<void> {
   // Asking while locked changes nothing (points over the limit are given back), so ask until the lock lifts.
   const lifted = await until(() => guard.begin(` ${email.toUpperCase()} `, ip).catch(() => undefined), 'the lock to lift', 5_000);
   await lifted.abandoned();
-  // One failure, a success, one failure: never two in a row, never locked.
+  // One failure, a completed sign-in, one failure: never two in a row, never locked.
   await (await guard.begin(email, ip)).failed();
   await (await guard.begin(email, ip)).succeeded();
+  await guard.signInCompleted(email, ip);
   expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
-  await (await guard.begin(email, ip)).abandoned();
+  // A right password whose sign-in goes on to a second factor clears nothing: the next failure locks.
+  await (await guard.begin(email, ip)).succeeded();
+  expect(await (await guard.begin(email, ip)).failed()).toBe('client');
 }
 
 describe('the lockout window', () => {
-  test('a lock lifts when the window passes, and a success clears the count (memory store)', () => lockoutWindowPasses());
+  test('a lock lifts when the window passes, and a completed sign-in clears the count (memory store)', () => lockoutWindowPasses());
 });
 
 // ---------------------------------------------------------------------------------------------

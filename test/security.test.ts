@@ -508,13 +508,15 @@ describe('logs never hold a password, a token or a hash', () => {
       const users = await db.selectFrom('users').select('password_hash').execute();
       const sessions = await db
         .selectFrom('sessions')
-        .select(['refresh_token_hash', 'previous_token_hash', 'grace_token_hashes'])
+        .select(['refresh_token_hash', 'previous_token_hash', 'grace_token_hashes', 'refresh_token_sealed'])
         .execute();
       const accountTokens = await db.selectFrom('account_tokens').select('token_hash').execute();
       keep(...users.map((row) => row.password_hash));
       for (const row of sessions) {
         keep(
-          ...[row.refresh_token_hash, row.previous_token_hash, ...row.grace_token_hashes].filter((hash): hash is string => Boolean(hash)),
+          ...[row.refresh_token_hash, row.previous_token_hash, ...row.grace_token_hashes, row.refresh_token_sealed].filter(
+            (hash): hash is string => Boolean(hash),
+          ),
         );
       }
       keep(...accountTokens.map((row) => row.token_hash));

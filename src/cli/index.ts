@@ -1,5 +1,6 @@
 import { parseArgs, types } from 'node:util';
 import { ConfigError, loadConfig, processEnvironment } from '../config';
+import { DatabaseConnectionError } from '../db/connection-check';
 import { openDatabase } from '../db/database';
 import { openMigratedDatabase } from '../db/migrate';
 import { CommandError, UsageError, type CliIo, type Command, type Context, type Invocation, type Options } from './command';
@@ -102,7 +103,7 @@ const isError = (value: unknown): value is Error => value instanceof Error || ty
 
 /** One line that says what went wrong, causes included; never a stack. */
 function describe(error: unknown): string {
-  if (error instanceof ConfigError) return error.message;
+  if (error instanceof ConfigError || error instanceof DatabaseConnectionError) return error.message;
   if (!isError(error)) return String(error);
   // pg reports a refused connection to several addresses as an AggregateError with no message.
   const inner = (error as Partial<AggregateError>).errors;

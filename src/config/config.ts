@@ -31,10 +31,13 @@ export interface Config {
   readonly mfa: MfaConfig;
   readonly apiKeys: ApiKeyConfig;
   readonly webhooks: WebhookConfig;
+  readonly emailCode: EmailCodeConfig;
   /** Where browser flows may send a person back to (AUTH_REDIRECT_URLS). */
   readonly redirects: RedirectConfig;
   /** The admin account made at start-up when none has its e-mail (ADMIN_EMAIL and ADMIN_PASSWORD). */
   readonly admin: AdminConfig | undefined;
+  /** What the start should say about settings that are allowed but break a promise (production only). */
+  readonly warnings: readonly string[];
 }
 
 export interface ServerConfig {
@@ -134,6 +137,21 @@ export interface AccountConfig {
   readonly passwordResetMailIntervalSeconds: number;
   /** Reset mails one account may be sent per hour. */
   readonly passwordResetMailsPerHour: number;
+  /**
+   * Serve the pages the e-mailed links open (/verify-email, /reset-password): by default when APP_URL is
+   * unset or is this service's own address, since another front end has pages of its own.
+   */
+  readonly pagesEnabled: boolean;
+}
+
+/** EMAIL_CODE_*: signing in with a code or a link sent by e-mail. */
+export interface EmailCodeConfig {
+  /** Whether the two operations exist; off, they answer 404. */
+  readonly enabled: boolean;
+  /** A code sent to an address without an account creates the account when it is used. */
+  readonly signup: boolean;
+  /** How long a code and its link work. */
+  readonly expireMinutes: number;
 }
 
 export interface MailConfig {
@@ -147,11 +165,18 @@ export interface MailConfig {
   readonly pollIntervalMs: number;
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
+  /** How long a claimed message is held by one process; renewed while it is being sent. */
+  readonly leaseMs: number;
+  /** The domain of each message's Message-ID: the host of APP_URL. */
+  readonly messageIdDomain: string;
 }
 
 export interface LimitsConfig {
   readonly rateLimitEnabled: boolean;
-  /** Where the counters live: this process's memory, or the service's PostgreSQL database. */
+  /**
+   * Where the counters live: this process's memory, or the service's PostgreSQL database, shared by
+   * every process on it (the default when DATABASE_URL is set).
+   */
   readonly store: 'memory' | 'postgres';
   /** Per client IP, on the operations that take credentials or tokens. */
   readonly authRateLimitPerMinute: number;

@@ -1,5 +1,6 @@
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import { isIP } from 'node:net';
 import { isEmailAddress } from '../email-address';
 import { parseRedirectRule, type RedirectRule } from '../redirects/allow-list';
 import type {
@@ -56,8 +57,8 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const pagination = paginationPart(read);
   const admin = adminPart(read);
   const account = accountPart(read, server);
-  const mail = mailPart(read, production);
-  const limits = limitsPart(read);
+  const mail = mailPart(read, production, account.appUrl);
+  const limits = limitsPart(read, database);
   const algorithm = read.oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase());
   const secret = secretPart(read, algorithm, production);
   const signing = signingKeys(read, algorithm);
@@ -73,6 +74,11 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const passwords = passwordPart(read, env);
   const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
   const docs = { enabled: read.boolean('DOCS_ENABLED', true) };
+  const emailCode = Object.freeze({
+    enabled: read.boolean('EMAIL_CODE_ENABLED', true),
+    signup: read.boolean('EMAIL_CODE_SIGNUP', false),
+    expireMinutes: read.integer('EMAIL_CODE_EXPIRE_MINUTES', 10, 1, 60),
+  });
 
   // Settings that only make sense together.
   if (limits.store === 'postgres' && database.url === undefined) {
@@ -88,6 +94,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   }
 
   if (read.problems.length > 0) throw new ConfigError(read.problems);
+  const warnings = production ? productionWarnings(read, database, limits) : [];
   const keys = signing ? asymmetricKeyRing(signing.algorithm, signing.privateKey, signing.retired) : secretKeyRing(algorithm, secret.key);
   return Object.freeze<Config>({
     server,
@@ -108,9 +115,33 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     mfa,
     apiKeys,
     webhooks,
+    emailCode,
     redirects,
     admin,
+    warnings: Object.freeze(warnings),
   });
+}
+
+/**
+ * What a production start allows but should say: settings that hold on one machine and break a
+ * promise once the service runs on several behind a load balancer.
+ */
+function productionWarnings(read: EnvReader, database: DatabaseConfig, limits: LimitsConfig): string[] {
+  const warnings: string[] = [];
+  if (database.url !== undefined && limits.rateLimitEnabled && limits.store === 'memory') {
+    warnings.push(
+      'RATE_LIMIT_STORE=memory: each process counts rate limits and failed sign-ins on its own, so behind a load balancer ' +
+        'every limit and lockout is multiplied by the number of processes; leave it unset (postgres) to share the counters',
+    );
+  }
+  if (read.string('APP_URL') === undefined) {
+    const issuer = read.string('JWT_ISSUER') === undefined ? ' and the token issuer (JWT_ISSUER)' : '';
+    warnings.push(
+      `APP_URL is not set: links in e-mails${issuer} default to this process's own address, ` +
+        'which differs between machines; set the same public APP_URL on every machine',
+    );
+  }
+  return warnings;
 }
 
 function serverPart(read: EnvReader): ServerConfig {
@@ -175,10 +206,12 @@ function adminPart(read: EnvReader): AdminConfig | undefined {
 
 function accountPart(read: EnvReader, server: ServerConfig): AccountConfig {
   const { host, port } = server;
-  const appUrl = (read.string('APP_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  const appUrlSetting = read.string('APP_URL');
+  const appUrl = (appUrlSetting ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]/.test(appUrl)) read.problem(`APP_URL must be an http:// or https:// URL, got "${appUrl}"`);
   return Object.freeze({
     appUrl,
+    pagesEnabled: read.boolean('ACCOUNT_PAGES_ENABLED', appUrlSetting === undefined || isOwnAddress(appUrl, host, port)),
     passwordResetExpireMinutes: read.integer('PASSWORD_RESET_EXPIRE_MINUTES', 30, 1, 24 * 60),
     emailVerifyExpireHours: read.integer('EMAIL_VERIFY_EXPIRE_HOURS', 24, 1, 24 * 30),
     passwordResetMailIntervalSeconds: read.integer('PASSWORD_RESET_MAIL_INTERVAL_SECONDS', 60, 0, 24 * 3600),
@@ -186,7 +219,21 @@ function accountPart(read: EnvReader, server: ServerConfig): AccountConfig {
   });
 }
 
-function mailPart(read: EnvReader, production: boolean): MailConfig {
+/** Whether `url` reaches this process directly: a loopback name or address, or HOST, on PORT. */
+function isOwnAddress(url: string, host: string, port: number): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  const name = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const own = ['localhost', '127.0.0.1', '::1', host.toLowerCase()];
+  const urlPort = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
+  return own.includes(name) && urlPort === port;
+}
+
+function mailPart(read: EnvReader, production: boolean, appUrl: string): MailConfig {
   const smtpUrl = read.string('SMTP_URL');
   if (smtpUrl !== undefined && !/^smtps?:\/\/[^/]/.test(smtpUrl)) read.problem('SMTP_URL must be an smtp:// or smtps:// URL');
   const logLinks = read.boolean('MAIL_LOG_LINKS', !production);
@@ -204,13 +251,18 @@ function mailPart(read: EnvReader, production: boolean): MailConfig {
     pollIntervalMs: read.integer('MAIL_POLL_INTERVAL_MS', 2000, 50, 3_600_000),
     retryBaseMs: read.integer('MAIL_RETRY_BASE_MS', 5000, 10, 3_600_000),
     maxAttempts: read.integer('MAIL_MAX_ATTEMPTS', 10, 1, 100),
+    leaseMs: read.integer('MAIL_LEASE_MS', 60_000, 300, 3_600_000),
+    messageIdDomain: URL.canParse(appUrl) ? new URL(appUrl).hostname : 'localhost',
   });
 }
 
-function limitsPart(read: EnvReader): LimitsConfig {
+function limitsPart(read: EnvReader, database: DatabaseConfig): LimitsConfig {
   return Object.freeze({
     rateLimitEnabled: read.boolean('RATE_LIMIT_ENABLED', true),
-    store: read.oneOf('RATE_LIMIT_STORE', ['memory', 'postgres'] as const, 'memory', (s) => s.toLowerCase()),
+    // With PostgreSQL the counters are shared by default: several processes on one database are one service.
+    store: read.oneOf('RATE_LIMIT_STORE', ['memory', 'postgres'] as const, database.url === undefined ? 'memory' : 'postgres', (s) =>
+      s.toLowerCase(),
+    ),
     authRateLimitPerMinute: read.integer('AUTH_RATE_LIMIT_PER_MINUTE', 20, 1, 1_000_000),
     rateLimitPerMinute: read.integer('RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
     loginMaxFailures: read.integer('LOGIN_MAX_FAILURES', 5, 1, 1000),
@@ -409,7 +461,15 @@ function mfaPart(read: EnvReader, appUrl: string): MfaConfig {
     // already reported as not an http(s) URL
   }
   const rpIdSetting = read.string('WEBAUTHN_RP_ID');
-  const rpId = (rpIdSetting ?? appHost).toLowerCase();
+  // Browsers refuse an IP address as the relying party (the default APP_URL's 127.0.0.1 among them), and
+  // treat http://localhost as secure: such an APP_URL makes passkeys work on localhost, at APP_URL's port.
+  const onLocalhost = rpIdSetting === undefined && isIP(appHost.replace(/^\[|\]$/g, '')) !== 0;
+  if (onLocalhost) {
+    const local = new URL(appOrigin);
+    local.hostname = 'localhost';
+    appOrigin = local.origin;
+  }
+  const rpId = (rpIdSetting ?? (onLocalhost ? 'localhost' : appHost)).toLowerCase();
   if (rpIdSetting !== undefined && !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(rpId)) {
     read.problem(`WEBAUTHN_RP_ID must be a domain name such as example.com (no scheme, port or path), got "${rpIdSetting}"`);
   }

@@ -3,6 +3,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import { PGlite, type Extension } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import type { Pool } from 'pg';
+import { checkConnection } from './connection-check';
 import { preparingPool } from './prepared';
 import type { DatabaseConfig } from '../config';
 import type { Database } from './types';
@@ -29,11 +30,12 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     // Loaded only here: the embedded database does not need pg, and a start spends most of its time loading modules.
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for PostgreSQL (above)
     const { Pool } = require('pg') as typeof import('pg');
+    const connectionTimeoutMillis = 2000;
     const pool = new Pool({
       connectionString: config.url,
       max: 10,
       // Fail fast instead of queueing forever when the server is gone.
-      connectionTimeoutMillis: 2000,
+      connectionTimeoutMillis,
       // A server that stops answering fails the query rather than holding the request open.
       query_timeout: 10_000,
       idleTimeoutMillis: 30_000,
@@ -43,6 +45,10 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     // A client in use losing its connection fails its query (and the pool drops it on release); without a
     // listener of its own it would also emit an unhandled 'error' event that takes the process down.
     pool.on('connect', (client) => client.on('error', () => {}));
+    await checkConnection(pool, config.url, connectionTimeoutMillis).catch(async (error: unknown) => {
+      await pool.end();
+      throw error;
+    });
     return {
       db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? preparingPool(pool) : pool }) }),
       kind: 'postgres',

@@ -1,22 +1,23 @@
-import { sql } from 'kysely';
-import type { Executor, NewOutboxRow, OutboxRow } from './types';
+import { sql, type ExpressionBuilder } from 'kysely';
+import type { Database, Executor, NewOutboxRow, OutboxRow } from './types';
 
 export async function enqueueMail(db: Executor, row: NewOutboxRow): Promise<void> {
   await db.insertInto('mail_outbox').values(row).execute();
 }
 
 /**
- * Claims up to `limit` messages that are due, for `leaseMs`: rows another process holds are
- * skipped (SKIP LOCKED), and a claimed row is not claimed again until its lease runs out.
+ * Claims the next due message for `leaseMs`: rows another process holds are skipped (SKIP LOCKED),
+ * and a claimed row is not claimed again until its lease runs out. The claim counts as an attempt,
+ * and the attempt count it returns is the claim's fence: the row stays ours only while it holds.
  */
-export function claimDueMail(db: Executor, limit: number, leaseMs: number): Promise<OutboxRow[]> {
+export function claimNextMail(db: Executor, leaseMs: number): Promise<OutboxRow | undefined> {
   return db
     .updateTable('mail_outbox')
     .set({
       locked_until: sql`now() + make_interval(secs => ${leaseMs / 1000})`,
       attempts: sql`attempts + 1`,
     })
-    .where('id', 'in', (eb) =>
+    .where('id', '=', (eb) =>
       eb
         .selectFrom('mail_outbox')
         .select('id')
@@ -26,45 +27,64 @@ export function claimDueMail(db: Executor, limit: number, leaseMs: number): Prom
         .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<', sql<Date>`now()`)]))
         .orderBy('next_attempt_at')
         .orderBy('id')
-        .limit(limit)
+        .limit(1)
         .forUpdate()
         .skipLocked(),
     )
     .returningAll()
-    .execute();
+    .executeTakeFirst();
 }
 
-/** Records a delivery and erases the message, which carried a token. */
-export async function markMailSent(db: Executor, id: number): Promise<void> {
-  await db
+/** A claim: the message and the attempt count its claim set. */
+export interface MailClaim {
+  id: number;
+  attempts: number;
+}
+
+/** Extends a claim's lease to `leaseMs` from now; false when the claim is no longer ours. */
+export async function renewMailLease(db: Executor, claim: MailClaim, leaseMs: number): Promise<boolean> {
+  const renewed = await db
     .updateTable('mail_outbox')
+    .where(ours(claim))
+    .set({ locked_until: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
+    .returning('id')
+    .executeTakeFirst();
+  return renewed !== undefined;
+}
+
+/** Records a delivery and erases the message, which carried a token; false when the claim was lost. */
+export async function markMailSent(db: Executor, claim: MailClaim): Promise<boolean> {
+  const marked = await db
+    .updateTable('mail_outbox')
+    .where(ours(claim))
     .set({ sent_at: sql`now()`, payload: null, locked_until: null, last_error: null })
-    .where('id', '=', id)
-    .execute();
+    .returning('id')
+    .executeTakeFirst();
+  return marked !== undefined;
 }
 
-/** Schedules another attempt, or gives up for good when `retryInMs` is null. */
-export async function markMailFailed(db: Executor, id: number, error: string, retryInMs: number | null): Promise<void> {
-  await db
+/**
+ * Schedules another attempt, or gives up for good when `retryInMs` is null; false when the claim
+ * was lost (the process that holds it now decides).
+ */
+export async function markMailFailed(db: Executor, claim: MailClaim, error: string, retryInMs: number | null): Promise<boolean> {
+  const marked = await db
     .updateTable('mail_outbox')
+    .where(ours(claim))
     .set(
       retryInMs === null
         ? { failed_at: sql`now()`, payload: null, locked_until: null, last_error: error }
         : { next_attempt_at: sql`now() + make_interval(secs => ${retryInMs / 1000})`, locked_until: null, last_error: error },
     )
-    .where('id', '=', id)
-    .execute();
+    .returning('id')
+    .executeTakeFirst();
+  return marked !== undefined;
 }
 
-/** Gives back claimed messages that were not tried, so they are due again at once. */
-export async function releaseMail(db: Executor, ids: number[]): Promise<void> {
-  if (ids.length === 0) return;
-  await db
-    .updateTable('mail_outbox')
-    .set({ locked_until: null, attempts: sql`attempts - 1` })
-    .where('id', 'in', ids)
-    .where('sent_at', 'is', null)
-    .execute();
+/** The claimed row, while the claim is still the latest and the message neither sent nor given up. */
+function ours(claim: MailClaim) {
+  return (eb: ExpressionBuilder<Database, 'mail_outbox'>) =>
+    eb.and([eb('id', '=', claim.id), eb('attempts', '=', claim.attempts), eb('sent_at', 'is', null), eb('failed_at', 'is', null)]);
 }
 
 /** Messages neither sent nor given up: the queue's backlog. */

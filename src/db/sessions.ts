@@ -32,28 +32,30 @@ export async function findSessionCreatedAt(db: Executor, sessionId: string): Pro
   return row?.created_at;
 }
 
-/** Grace answers kept per rotation; one more within the grace period is taken for a stolen token. */
-const MAX_GRACE_TOKENS = 16;
-
 export interface Rotation {
   sessionId: string;
   presentedHash: string;
   newHash: string;
+  /** The new token, sealed: what an answer within the grace period of this rotation hands out. */
+  newSealed: string;
   expiresAt: Date;
   graceSeconds: number;
 }
 
+/** A refresh the session accepts: rotated, or answered within the grace period with the current token (sealed). */
+export type Accepted = { user: UserRow; rotated: true } | { user: UserRow; rotated: false; currentSealed: string };
+
 /**
- * Swaps the session's refresh token atomically and returns the session's user, or undefined when
- * the token is not (or no longer) acceptable or the user may not sign in.
+ * Swaps the session's refresh token atomically, or undefined when the token is not (or no longer)
+ * acceptable or the user may not sign in.
  *
- * The current token (or a grace token, below) rotates: it becomes the previous one and the new
- * token becomes current. The previous token is accepted again only within the grace period after
- * that rotation, as when several tabs refresh at once; the token it gets is kept as a grace
- * token, valid beside the current one, so whichever answer a client keeps still works until the
- * next rotation.
+ * The current token rotates: it becomes the previous one and the new token becomes current. The
+ * previous token is accepted again only within the grace period after that rotation, as when
+ * several tabs refresh at once; such a refresh does not rotate but is answered with the token the
+ * rotation made, so every tab goes on with the one current token and the next round races the
+ * same way instead of presenting a token that looks stolen.
  */
-export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<UserRow | undefined> {
+export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<Accepted | undefined> {
   const liveSession = () =>
     db
       .updateTable('sessions')
@@ -70,6 +72,7 @@ export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<Use
     .set({
       previous_token_hash: r.presentedHash,
       refresh_token_hash: r.newHash,
+      refresh_token_sealed: r.newSealed,
       grace_token_hashes: sql`'{}'`,
       rotated_at: sql`now()`,
       last_used_at: sql`now()`,
@@ -79,21 +82,26 @@ export async function rotateRefreshToken(db: Executor, r: Rotation): Promise<Use
       eb.or([eb('sessions.refresh_token_hash', '=', r.presentedHash), sql<boolean>`${r.presentedHash} = any(sessions.grace_token_hashes)`]),
     )
     .executeTakeFirst();
-  if (rotated) return rotated;
+  if (rotated) return { user: rotated, rotated: true };
 
-  // Every grace answer's token is kept: with several tabs reusing the token at once, each answer's
-  // token must stay valid, not only the last one written. Bounded, so a stolen token cannot grow it.
-  const withinGrace = await liveSession()
-    .set({
-      grace_token_hashes: sql`array_append(sessions.grace_token_hashes, ${r.newHash}::text)`,
-      last_used_at: sql`now()`,
-      expires_at: r.expiresAt,
-    })
+  // Read, not written: the rotation just set what an update would, and every tab of a burst reads at once.
+  const withinGrace = await db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .selectAll('users')
+    .select('sessions.refresh_token_sealed')
+    .where('sessions.id', '=', r.sessionId)
+    .where('sessions.revoked_at', 'is', null)
+    .where('sessions.expires_at', '>', sql<Date>`now()`)
+    .where('users.deleted_at', 'is', null)
+    .where('users.is_active', '=', true)
     .where('sessions.previous_token_hash', '=', r.presentedHash)
-    .where(sql<number>`cardinality(sessions.grace_token_hashes)`, '<', MAX_GRACE_TOKENS)
+    .where('sessions.refresh_token_sealed', 'is not', null)
     .where('sessions.rotated_at', '>', sql<Date>`now() - make_interval(secs => ${r.graceSeconds})`)
     .executeTakeFirst();
-  return withinGrace;
+  if (!withinGrace) return undefined;
+  const { refresh_token_sealed: currentSealed, ...user } = withinGrace;
+  return currentSealed === null ? undefined : { user, rotated: false, currentSealed };
 }
 
 export async function revokeSession(db: Executor, sessionId: string): Promise<void> {

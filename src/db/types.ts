@@ -31,8 +31,11 @@ export interface SessionTable {
   user_id: number;
   refresh_token_hash: string;
   previous_token_hash: string | null;
+  /** Tokens handed out by answers within the grace period before they repeated the rotation's token. */
   grace_token_hashes: ColumnType<string[], string[] | undefined, string[]>;
   rotated_at: NullableTimestamp;
+  /** The current refresh token, sealed; set by each rotation, for the answers within its grace period. */
+  refresh_token_sealed: ColumnType<string | null, string | null | undefined, string | null>;
   ip: string | null;
   user_agent: string | null;
   created_at: Timestamp;
@@ -104,6 +107,8 @@ export interface MfaChallengeTable extends SingleUse {
   /** The WebAuthn user handle a registration's options carried. */
   user_handle: string | null;
   failures: Generated<number>;
+  /** How the first step of a login was taken, for purpose `mfa`; null for a password. */
+  first_amr: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
   /** The upstream provider (its slug) whose sign-in this second step finishes; null after a password. */
   provider: ColumnType<string | null, string | null | undefined, string | null>;
 }
@@ -139,6 +144,22 @@ export interface AccountTokenTable extends SingleUse {
 
 export type AccountTokenRow = Selectable<AccountTokenTable>;
 
+/** A sign-in code and link sent by e-mail; both are spent together. */
+export interface EmailCodeTable extends SingleUse {
+  id: Generated<number>;
+  /** The normalized address the mail went to. */
+  email: string;
+  /** Null for an address without an account, whose code creates one (EMAIL_CODE_SIGNUP). */
+  user_id: number | null;
+  /** HMAC-SHA-256 (hex) of the six-digit code under a key derived from SECRET_KEY. */
+  code_hash: string;
+  /** SHA-256 (hex) of the link's token. */
+  token_hash: string;
+  failures: Generated<number>;
+}
+
+export type EmailCodeRow = Selectable<EmailCodeTable>;
+
 export interface MailOutboxTable {
   id: Generated<number>;
   recipient: string;
@@ -173,6 +194,7 @@ export interface Database {
   mfa_recovery_codes: MfaRecoveryCodeTable;
   mfa_challenges: MfaChallengeTable;
   api_keys: ApiKeyTable;
+  email_codes: EmailCodeTable;
 }
 
 /** What a repository runs its queries on: the database or a transaction the service opened. */

@@ -1,3 +1,4 @@
+import type { components } from '../../generated/openapi';
 import { sessionOf } from '../services/principal';
 import { created, noContent, ok, signedIn } from './reply';
 import type { Handler } from './types';
@@ -8,12 +9,20 @@ export const register: Handler<'register'> = async ({ body, client }, { auth }) 
   return created({ user: userView(user, user.role === 'admin'), ...(tokens && tokenPairView(tokens)) });
 };
 
+type LoginForm = components['schemas']['LoginForm'];
+/** The token URL's form as one of its grants. */
+type LoginGrant =
+  | (LoginForm & { grant_type?: 'password'; username: string; password: string })
+  | (LoginForm & { grant_type: 'refresh_token'; refresh_token: string });
+
 /** The OAuth2 token URL, password and refresh grants: the token fields also stand at the top level (RFC 6749 §5.1). */
 export const login: Handler<'login'> = async ({ body, client }, { auth }) => {
+  // The form is one flat object in the contract; validation held it to one grant's schema (`x-one-of`).
+  const grant = body as LoginGrant;
   const pair =
-    body.grant_type === 'refresh_token'
-      ? await auth.refresh(body.refresh_token, client)
-      : (await auth.login(body.username, body.password, client)).tokens;
+    grant.grant_type === 'refresh_token'
+      ? await auth.refresh(grant.refresh_token, client)
+      : (await auth.login(grant.username, grant.password, client)).tokens;
   const tokens = tokenPairView(pair);
   return ok(tokens, tokens);
 };

@@ -5,6 +5,7 @@ import type { ProviderSignIn } from '../providers/sign-in';
 import type { AuthService } from '../services/auth';
 import type { ClientInfo, Principal } from '../services/principal';
 import type { AccountService } from '../services/account';
+import type { EmailCodeSignIn } from '../email-code/email-code-sign-in';
 import type { ApiKeyService } from '../services/api-keys';
 import type { AuditService } from '../services/audit';
 import type { FactorService } from '../services/factors';
@@ -95,6 +96,7 @@ export interface Services {
   mfa: MfaSignIn;
   apiKeys: ApiKeyService;
   webhooks: WebhookService;
+  emailCode: EmailCodeSignIn;
   providers: IdentityProviderRegistry;
   providerSignIn: ProviderSignIn;
 }

@@ -44,6 +44,39 @@ export function createHttpServer(
   return server;
 }
 
+/** The listening socket could not be opened (the port is taken, or may not be bound by this user). */
+export class ListenError extends Error {
+  constructor(message: string, options: { cause: unknown }) {
+    super(message, options);
+    this.name = 'ListenError';
+  }
+}
+
+/** Starts `server` listening; a port already in use or not allowed fails with a ListenError saying which setting to change. */
+export function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const failed = (error: NodeJS.ErrnoException) => {
+      const where = `port ${port} on ${host}`;
+      if (error.code === 'EADDRINUSE')
+        reject(new ListenError(`${where} is already in use; set PORT=... to another port`, { cause: error }));
+      else if (error.code === 'EACCES')
+        reject(new ListenError(`${where} may not be used by this user; set PORT=... to a port above 1023`, { cause: error }));
+      else if (error.code === 'EADDRNOTAVAIL')
+        reject(
+          new ListenError(`${host} is not an address of this machine; set HOST=... (127.0.0.1, or 0.0.0.0 for every address)`, {
+            cause: error,
+          }),
+        );
+      else reject(error);
+    };
+    server.once('error', failed);
+    server.listen(port, host, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+}
+
 /** Node's own answers (431, 408, 400) in the service's envelope; the connection closes after it. */
 function answerClientError(error: Error & { code?: string }, socket: Socket): void {
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;

@@ -9,6 +9,8 @@ export interface Mail {
   html: string;
   /** The link the message carries, for the log transport; notices carry none. */
   link?: string;
+  /** The Message-ID header; the transport makes one when it is absent. */
+  messageId?: string;
 }
 
 /** Delivers one message or throws. */
@@ -52,7 +54,14 @@ export function createTransport(config: MailConfig, logger: Logger): MailTranspo
   });
   return {
     async send(mail) {
-      await smtp.sendMail({ from: config.from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
+      await smtp.sendMail({
+        from: config.from,
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        messageId: mail.messageId,
+      });
     },
     close: () => smtp.close(),
   };

@@ -41,6 +41,7 @@ export class Metrics {
   private readonly authEvents: Counter<'event_type'>;
   private readonly passwordHashSeconds: Histogram;
   private readonly pwnedUnavailable: Counter;
+  private readonly rateLimitFallbacks: Counter;
   private readonly merged?: () => Promise<string>;
 
   constructor(sources: MetricSources, options: MetricsOptions = {}) {
@@ -69,6 +70,11 @@ export class Metrics {
     this.pwnedUnavailable = new Counter({
       name: 'pwned_passwords_unavailable_total',
       help: 'New passwords let through unchecked because the Pwned Passwords range API failed or did not answer in time.',
+      registers,
+    });
+    this.rateLimitFallbacks = new Counter({
+      name: 'rate_limit_store_fallbacks_total',
+      help: "Rate-limit and failed sign-in counter operations answered from this process's memory because the shared PostgreSQL store failed.",
       registers,
     });
     new Gauge({
@@ -128,6 +134,10 @@ export class Metrics {
 
   countPwnedPasswordsUnavailable(): void {
     this.pwnedUnavailable.inc();
+  }
+
+  countRateLimitStoreFallback(): void {
+    this.rateLimitFallbacks.inc();
   }
 
   get contentType(): string {

@@ -1,21 +1,22 @@
 import type { Kysely } from 'kysely';
 import type { MailConfig } from '../config';
-import { claimDueMail, countPendingMail, enqueueMail, markMailFailed, markMailSent, releaseMail } from '../db/outbox';
+import { claimNextMail, countPendingMail, enqueueMail, markMailFailed, markMailSent, renewMailLease, type MailClaim } from '../db/outbox';
 import type { Database, Executor, OutboxRow } from '../db/types';
 import type { Logger } from '../logger';
 import type { Mail, MailTransport } from './mail-transport';
 import { DrainLoop } from './drain-loop';
 import { deriveKey, seal, unseal } from './sealed';
 
-const BATCH = 10;
-const LEASE_MS = 60_000;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 
 /**
  * The mail outbox. A message is written in the transaction that creates what it announces, then a
- * background loop delivers it with retries and exponential backoff. Rows are claimed with
- * SKIP LOCKED and a lease, so several processes on one database never send a message twice at
- * once; a message is marked sent (and its content erased) once the transport accepts it.
+ * background loop delivers it with retries and exponential backoff. Each message is claimed on its
+ * own (SKIP LOCKED) with a lease that is renewed while it is being sent, so another process on the
+ * same database takes it only once the sender is gone; the claim's attempt count fences the
+ * outcome, which is recorded only while the claim is still the latest. A message is marked sent
+ * (and its content erased) once the transport accepts it. Its Message-ID comes from its row, so a
+ * copy sent again after a crash is recognisable downstream.
  */
 export class Outbox {
   private readonly key: Buffer;
@@ -63,41 +64,58 @@ export class Outbox {
   }
 
   private async drain(): Promise<void> {
-    for (;;) {
-      const batch = await claimDueMail(this.db, BATCH, LEASE_MS);
-      for (const [index, row] of batch.entries()) {
-        if (this.loop.stopped) {
-          // Stopping: what was claimed but not tried goes back to the queue for the next process.
-          await releaseMail(
-            this.db,
-            batch.slice(index).map((r) => r.id),
-          );
-          return;
-        }
-        await this.deliver(row);
-      }
-      if (batch.length < BATCH || this.loop.stopped) return;
+    while (!this.loop.stopped) {
+      const row = await claimNextMail(this.db, this.config.leaseMs);
+      if (row === undefined) return;
+      await this.deliver(row);
     }
   }
 
   private async deliver(row: OutboxRow): Promise<void> {
+    const claim: MailClaim = { id: row.id, attempts: row.attempts };
     const plain = row.payload === null ? undefined : unseal(this.key, row.payload);
     if (plain === undefined) {
-      await markMailFailed(this.db, row.id, 'the message cannot be read with the current SECRET_KEY', null);
+      await markMailFailed(this.db, claim, 'the message cannot be read with the current SECRET_KEY', null);
       this.logger.error({ mailId: row.id }, 'mail outbox: message sealed with another SECRET_KEY, dropped');
       return;
     }
+    const mail: Mail = { ...(JSON.parse(plain) as Mail), messageId: `<outbox-${row.id}@${this.config.messageIdDomain}>` };
+    let failure: string | undefined;
+    const lease = this.holdLease(claim);
     try {
-      await this.transport.send(JSON.parse(plain) as Mail);
+      await this.transport.send(mail);
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      const giveUp = row.attempts >= this.config.maxAttempts;
-      const retryInMs = giveUp ? null : Math.min(this.config.retryBaseMs * 2 ** (row.attempts - 1), MAX_BACKOFF_MS);
-      await markMailFailed(this.db, row.id, message.slice(0, 500), retryInMs);
-      this.logger.warn({ mailId: row.id, attempts: row.attempts, retryInMs, err: message }, 'mail outbox: delivery failed');
+      failure = (error instanceof Error ? error.message : String(error)).slice(0, 500);
+    } finally {
+      await lease.release();
+    }
+    if (failure === undefined) {
+      if (await markMailSent(this.db, claim)) this.logger.debug({ mailId: row.id }, 'mail outbox: delivered');
+      else this.logger.warn({ mailId: row.id }, 'mail outbox: delivered after its lease was lost; it may be sent again');
       return;
     }
-    await markMailSent(this.db, row.id);
-    this.logger.debug({ mailId: row.id }, 'mail outbox: delivered');
+    const giveUp = row.attempts >= this.config.maxAttempts;
+    const retryInMs = giveUp ? null : Math.min(this.config.retryBaseMs * 2 ** (row.attempts - 1), MAX_BACKOFF_MS);
+    await markMailFailed(this.db, claim, failure, retryInMs);
+    this.logger.warn({ mailId: row.id, attempts: row.attempts, retryInMs, err: failure }, 'mail outbox: delivery failed');
+  }
+
+  /**
+   * Renews the claim's lease every third of its length until released, so a slow send keeps the
+   * message however long it takes; a renewal that fails is retried at the next tick.
+   */
+  private holdLease(claim: MailClaim): { release(): Promise<void> } {
+    let renewing: Promise<unknown> = Promise.resolve();
+    const timer = setInterval(() => {
+      renewing = renewMailLease(this.db, claim, this.config.leaseMs).catch((error: unknown) =>
+        this.logger.warn({ mailId: claim.id, err: error }, 'mail outbox: could not renew a lease'),
+      );
+    }, this.config.leaseMs / 3);
+    return {
+      release: async () => {
+        clearInterval(timer);
+        await renewing;
+      },
+    };
   }
 }

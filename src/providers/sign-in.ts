@@ -198,7 +198,7 @@ export class ProviderSignIn {
       await fail('email_not_verified');
       throw emailNotVerified();
     }
-    const second = await this.options.secondFactor?.challenge(user, client, provider.slug);
+    const second = await this.options.secondFactor?.challenge(user, client, FEDERATED.amr, provider.slug);
     if (second) throw new MfaRequired(second.mfaToken, second.methods);
     const { tokens } = await this.transact(async (trx) => {
       const opened = await openSession(trx, this.tokens, user, client, FEDERATED, provider.slug);

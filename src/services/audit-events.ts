@@ -19,6 +19,7 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'password.changed': true,
   'password.reset_requested': true,
   'password.reset_completed': true,
+  'email_code.requested': true,
   'email.verified': true,
   'user.created': true,
   'user.updated': true,

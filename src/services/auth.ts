@@ -30,7 +30,16 @@ export type { TokenPair } from './session-start';
  * `POST /api/auth/mfa/verify` takes with the proof, and the methods the user can prove it with.
  */
 export interface SecondFactorGate {
-  challenge(user: UserRow, client: ClientInfo, provider?: string): Promise<{ mfaToken: string; methods: string[] } | undefined>;
+  /**
+   * `firstAmr`: how the first step was taken (RFC 8176 values), when not with a password; `provider`:
+   * the upstream provider of that first step, named by the session the second opens.
+   */
+  challenge(
+    user: UserRow,
+    client: ClientInfo,
+    firstAmr?: readonly string[],
+    provider?: string,
+  ): Promise<{ mfaToken: string; methods: string[] } | undefined>;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -147,6 +156,7 @@ export class AuthService {
       });
       return opened;
     });
+    await this.loginGuard?.signInCompleted(email, client.ip);
     return { user: found, tokens };
   }
 
@@ -165,19 +175,23 @@ export class AuthService {
       const sessionEnd = new Date(createdAt.getTime() + this.config.maxDays * DAY_MS);
       if (sessionEnd.getTime() <= Date.now()) return undefined;
       const next = this.tokens.issueRefresh(userId, sessionId, sessionEnd);
-      const rotated = await rotateRefreshToken(trx, {
+      const accepted = await rotateRefreshToken(trx, {
         sessionId,
         presentedHash: sha256(refreshToken),
         newHash: next.hash,
+        newSealed: this.tokens.sealRefresh(next.token),
         expiresAt: next.expiresAt,
         graceSeconds: this.config.refreshReuseGraceSeconds,
       });
       const details = { session_id: sessionId };
-      if (rotated?.id === userId) {
+      // Within the grace period the answer carries the token the rotation made, not a new one.
+      const answer = accepted && (accepted.rotated ? next.token : this.tokens.unsealRefresh(accepted.currentSealed));
+      if (accepted?.user.id === userId && answer !== undefined) {
+        const { user } = accepted;
         // Thrown, so the rotation rolls back: the session waits, intact, for the address to be verified.
-        if (this.config.requireVerifiedEmail && !rotated.email_verified) throw emailNotVerified();
+        if (this.config.requireVerifiedEmail && !user.email_verified) throw emailNotVerified();
         await recordEvent(trx, { type: 'session.refreshed', actor: userId, subject: userId, details, origin: client });
-        return { user: rotated, next, assurance: (await findSessionAssurance(trx, sessionId)) ?? PASSWORD_ONLY };
+        return { user, refreshToken: answer, assurance: (await findSessionAssurance(trx, sessionId)) ?? PASSWORD_ONLY };
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
@@ -189,7 +203,7 @@ export class AuthService {
     if (!rotation) throw new Unauthorized();
     return {
       accessToken: this.tokens.issueAccess(rotation.user, sessionId, rotation.assurance),
-      refreshToken: rotation.next.token,
+      refreshToken: rotation.refreshToken,
       expiresInSeconds: this.tokens.accessTtlSeconds,
     };
   }

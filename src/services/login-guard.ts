@@ -8,7 +8,11 @@ import type { LimiterFactory } from '../infra/rate-limiter';
 /** The window of the account-wide count, and how long an account-wide lock lasts. */
 export const ACCOUNT_WINDOW_SECONDS = 3600;
 
-const LOCKED_MESSAGE = 'Too many failed login attempts; try again later';
+/** The refusal of a locked sign-in, naming which lock holds: this client's on the account, or the whole account's. */
+const lockedMessage = (scope: LockScope, lockoutMinutes: number) =>
+  scope === 'client'
+    ? `Too many failed sign-ins to this account from this client: locked out for ${lockoutMinutes} minutes (LOGIN_MAX_FAILURES, LOGIN_LOCKOUT_MINUTES)`
+    : 'Too many failed sign-ins to this account from any client: the account is locked for an hour (LOGIN_ACCOUNT_MAX_FAILURES); a password reset lifts it';
 
 /** Which lock a failure started: the one client's, or the whole account's. */
 export type LockScope = 'client' | 'account';
@@ -18,7 +22,9 @@ export type LockScope = 'client' | 'account';
  * `LOGIN_MAX_FAILURES` within `LOGIN_LOCKOUT_MINUTES` that client is locked out of that account
  * for `LOGIN_LOCKOUT_MINUTES`, and nobody else is. Past `LOGIN_ACCOUNT_MAX_FAILURES` within an
  * hour, from any clients, the account is locked for everyone for an hour, or until a password
- * reset. Keys are keyed digests of the normalized e-mail, whether or not an account has it, so
+ * reset. A client's count starts again only when a sign-in completes (tokens are issued): a right
+ * password whose second factor is still to come clears nothing, so re-entering it between guessed
+ * codes gains no guesses. Keys are keyed digests of the normalized e-mail, whether or not an account has it, so
  * the store holds no e-mail and a lockout says nothing about which e-mails exist.
  *
  * Each attempt takes its point before the password is checked and gives it back when the check
@@ -47,26 +53,40 @@ export class LoginGuard {
 
   /**
    * Takes one attempt at `email` from `ip`, atomically, before any password is checked: 429 while
-   * either lock holds, or when attempts in flight already hold every point left.
+   * either lock holds, or when attempts in flight already hold every point left. The account's point
+   * is taken only once the client's was, so a client refused its own attempts spends none of the
+   * account's budget.
    */
   async begin(email: string, ip: string | null): Promise<LoginAttempt> {
     const account = this.digest(email.trim().toLowerCase());
     const pair = this.digest(`${account}\n${clientKey(ip)}`);
-    const [clientLock, accountLock, client, whole] = await Promise.all([
+    const [clientLock, accountLock, client] = await Promise.all([
       this.locks.get(`c:${pair}`),
       this.locks.get(`a:${account}`),
       this.clientFailures.penalty(pair),
-      this.accountFailures.penalty(account),
     ]);
-    const held = [clientLock, accountLock].filter(isLocked);
-    const over = [client, whole].filter((state, i) => state.consumedPoints > [this.clientFailures, this.accountFailures][i].points);
-    if (held.length > 0 || over.length > 0) {
-      // Points taken over the limit are given back at once, so they never outlive this answer.
+    const refused = [clientLock, accountLock].filter(isLocked);
+    if (client.consumedPoints > this.clientFailures.points) refused.push(client);
+    if (refused.length > 0) {
+      // A point taken over the limit is given back at once, so it never outlives this answer.
+      await this.clientFailures.reward(pair);
+      throw this.locked(refused, isLocked(accountLock) ? 'account' : 'client');
+    }
+    const whole = await this.accountFailures.penalty(account);
+    if (whole.consumedPoints > this.accountFailures.points) {
       await Promise.all([this.clientFailures.reward(pair), this.accountFailures.reward(account)]);
-      const waitMs = Math.max(...[...held, ...over].map((state) => state.msBeforeNext));
-      throw new RateLimited(waitMs, { message: LOCKED_MESSAGE });
+      throw this.locked([whole], 'account');
     }
     return new LoginAttempt(this, pair, account, client.consumedPoints, whole.consumedPoints);
+  }
+
+  /**
+   * After a sign-in that issued tokens (a password without a second factor, a second factor, a
+   * passkey): the client's count starts again; the account's keeps every other client's failures.
+   */
+  async signInCompleted(email: string, ip: string | null): Promise<void> {
+    const account = this.digest(email.trim().toLowerCase());
+    await this.clientFailures.delete(this.digest(`${account}\n${clientKey(ip)}`));
   }
 
   /** After a completed password reset: the account-wide count and lock, and the resetting client's. */
@@ -87,13 +107,9 @@ export class LoginGuard {
     outcome: 'succeeded' | 'failed' | 'abandoned',
   ): Promise<LockScope | undefined> {
     const { pair, account } = attempt;
-    if (outcome === 'abandoned') {
+    if (outcome !== 'failed') {
+      // Right credentials clear nothing yet: only a completed sign-in does (signInCompleted).
       await Promise.all([this.clientFailures.reward(pair), this.accountFailures.reward(account)]);
-      return undefined;
-    }
-    if (outcome === 'succeeded') {
-      // The client's count starts again; the account's keeps every other client's failures.
-      await Promise.all([this.clientFailures.delete(pair), this.accountFailures.reward(account)]);
       return undefined;
     }
     // The failure that took the last point locks, unless a point given back since leaves room.
@@ -107,6 +123,12 @@ export class LoginGuard {
       scope ??= 'client';
     }
     return scope;
+  }
+
+  private locked(states: RateLimiterRes[], scope: LockScope): RateLimited {
+    return new RateLimited(Math.max(...states.map((state) => state.msBeforeNext)), {
+      message: lockedMessage(scope, this.lockoutSeconds / 60),
+    });
   }
 
   private async reached(counter: RateLimiterAbstract, key: string): Promise<boolean> {
@@ -132,7 +154,7 @@ export class LoginAttempt {
     readonly accountPoint: number,
   ) {}
 
-  /** Right credentials: the client's count is cleared and the account's point given back. */
+  /** Right credentials: the point is given back; the count stays until the sign-in completes. */
   succeeded(): Promise<void> {
     return this.finish('succeeded').then(() => undefined);
   }

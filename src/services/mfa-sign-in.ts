@@ -61,10 +61,16 @@ export class MfaSignIn implements SecondFactorGate {
   ) {}
 
   /**
-   * For a user with a confirmed factor: a new mfa_token and the methods that can answer it. After a
-   * sign-in with an upstream `provider`, the session the proof opens names it.
+   * For a user with a confirmed factor: a new mfa_token and the methods that can answer it. The step
+   * keeps how the first one was taken (`firstAmr`, a password when absent) for the session's `amr`,
+   * and the upstream `provider` of that first step, which the session it opens names.
    */
-  async challenge(user: UserRow, client: ClientInfo, provider?: string): Promise<{ mfaToken: string; methods: MfaMethod[] } | undefined> {
+  async challenge(
+    user: UserRow,
+    client: ClientInfo,
+    firstAmr?: readonly string[],
+    provider?: string,
+  ): Promise<{ mfaToken: string; methods: MfaMethod[] } | undefined> {
     const factors = await listConfirmedFactors(this.db, user.id);
     if (factors.length === 0) return undefined;
     const methods: MfaMethod[] = [];
@@ -77,7 +83,7 @@ export class MfaSignIn implements SecondFactorGate {
       const expiresAt = new Date(now + MFA_TOKEN_TTL_MS);
       await insertChallenge(
         trx,
-        { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), expiresAt, provider },
+        { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), firstAmr, provider, expiresAt },
         new Date(now),
       );
       const details: AuditDetails = provider ? { methods, provider } : { methods };
@@ -115,8 +121,7 @@ export class MfaSignIn implements SecondFactorGate {
         if (!shown) return undefined;
         // Spent with the proof: of two requests with one token, one signs in.
         if (!(await consumeChallenge(trx, { purpose: 'mfa', id: step.id }, new Date(this.options.now())))) throw new Unauthorized();
-        // The first factor was the password, or an upstream provider's sign-in (`fed`).
-        const assurance: Assurance = { amr: [step.provider ? 'fed' : 'pwd', shown.amr, 'mfa'], aal: 'aal2' };
+        const assurance: Assurance = { amr: [...new Set([...(step.first_amr ?? ['pwd']), shown.amr, 'mfa'])], aal: 'aal2' };
         const session = await openSession(trx, this.tokens, user, client, assurance, step.provider);
         const details = { method: proof.method, factor_id: shown.factorId ?? null, ...shown.details };
         await recordEvent(trx, { type: 'mfa.verified', actor: user.id, subject: user.id, details, origin: client });
@@ -146,6 +151,7 @@ export class MfaSignIn implements SecondFactorGate {
       });
       throw proof.method === 'webauthn' ? new InvalidPasskey() : new InvalidCode();
     }
+    await this.options.loginGuard?.signInCompleted(user.email, client.ip);
     return { user, tokens: opened.tokens };
   }
 
@@ -196,6 +202,7 @@ export class MfaSignIn implements SecondFactorGate {
       await recordEvent(trx, { type: 'login.succeeded', actor: user.id, subject: user.id, details, origin: client });
       return session;
     });
+    await this.options.loginGuard?.signInCompleted(user.email, client.ip);
     return { user, tokens };
   }
 

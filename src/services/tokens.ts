@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { KeyRing, TokenConfig } from '../config';
 import type { AssuranceLevel } from '../db/types';
+import { deriveKey, seal, unseal } from '../infra/sealed';
 
 export type TokenType = 'access' | 'refresh';
 
@@ -17,7 +18,7 @@ export interface TokenClaims {
   /** Access tokens only, as they were when the token was issued. */
   email?: string;
   email_verified?: boolean;
-  /** Access tokens only: how the session was signed in (RFC 8176) and the assurance that gives; absent for a password alone. */
+  /** Access tokens only: how the session was signed in (RFC 8176) and the assurance that gives. */
   amr?: string[];
   aal?: AssuranceLevel;
 }
@@ -30,14 +31,6 @@ export interface Assurance {
 
 /** A password alone. */
 export const PASSWORD_ONLY: Assurance = Object.freeze({ amr: Object.freeze(['pwd']), aal: 'aal1' });
-
-/**
- * Tokens of a password alone carry no `amr` and `aal`, as before second factors existed, so that
- * nothing changes for users without one; a verifier reads their absence as `amr: [pwd]`, `aal1`.
- */
-function isPasswordOnly(assurance: Assurance): boolean {
-  return assurance.aal === 'aal1' && assurance.amr.length === 1 && assurance.amr[0] === 'pwd';
-}
 
 /** The user an access token speaks for. */
 export interface TokenSubject {
@@ -80,8 +73,14 @@ export class TokenService {
   private readonly audience: string;
   readonly accessTtlSeconds: number;
   readonly refreshTtlSeconds: number;
+  private readonly sealingKey: Buffer;
 
-  constructor(config: TokenConfig) {
+  constructor(
+    config: TokenConfig,
+    /** SECRET_KEY, from which the key that seals a session's current refresh token is derived. */
+    secretKey: string,
+  ) {
+    this.sealingKey = deriveKey(secretKey, 'refresh-tokens');
     this.keys = config.keys;
     this.issuer = config.issuer;
     this.audience = config.audience;
@@ -113,7 +112,8 @@ export class TokenService {
       jti: randomUUID(),
       iat: now,
       exp: now + this.accessTtlSeconds,
-      ...(isPasswordOnly(assurance) ? {} : { amr: [...assurance.amr], aal: assurance.aal }),
+      amr: [...assurance.amr],
+      aal: assurance.aal,
     });
   }
 
@@ -132,6 +132,16 @@ export class TokenService {
       exp,
     });
     return { token, hash: sha256(token), expiresAt: new Date(exp * 1000) };
+  }
+
+  /** A refresh token sealed for the session row, which otherwise keeps only hashes. */
+  sealRefresh(token: string): string {
+    return seal(this.sealingKey, token);
+  }
+
+  /** The sealed refresh token, or undefined when it was sealed under another SECRET_KEY. */
+  unsealRefresh(sealed: string): string | undefined {
+    return unseal(this.sealingKey, sealed);
   }
 
   /**

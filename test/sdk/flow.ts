@@ -22,6 +22,23 @@ export interface FlowInput {
   newEmail: string;
 }
 
+/** What orval's flow is given and reports: a form login and a form refresh. */
+export interface OrvalFlowInput {
+  baseUrl: string;
+  email: string;
+  password: string;
+}
+
+export interface OrvalFlowResult {
+  userId: number;
+  signedInSid: string;
+  signedInRefreshToken: string;
+  refreshedSid: string;
+  refreshToken: string;
+  /** The form bodies as sent. */
+  sent: string[];
+}
+
 export function check(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(`SDK flow: ${message}`);
 }

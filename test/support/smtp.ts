@@ -14,6 +14,8 @@ export interface ReceivedMail {
   receivedAt: number;
   /** The message source as received. */
   raw: string;
+  /** The Message-ID header, as sent. */
+  messageId: string | undefined;
   /** Whether the session had been upgraded to TLS (STARTTLS) when the message was sent. */
   secure: boolean;
 }
@@ -37,8 +39,11 @@ interface Waiter {
   resolve: (m: ReceivedMail) => void;
 }
 
-/** Starts on 127.0.0.1; port 0 = any free port; a given port lets a test bring a server back on the port a service is already configured with. Plain SMTP, no TLS (disabledCommands STARTTLS) unless `starttls` offers it with smtp-server's built-in self-signed certificate; any AUTH accepted (authOptional true, onAuth accepting every user). */
-export async function startSmtpServer(port = 0, { starttls = false }: { starttls?: boolean } = {}): Promise<TestSmtpServer> {
+/** Starts on 127.0.0.1; port 0 = any free port; a given port lets a test bring a server back on the port a service is already configured with. Plain SMTP, no TLS (disabledCommands STARTTLS) unless `starttls` offers it with smtp-server's built-in self-signed certificate; any AUTH accepted (authOptional true, onAuth accepting every user). With `answerAfterMs`, each message is answered (and recorded) only that long after its data has arrived, as a slow relay does. */
+export async function startSmtpServer(
+  port = 0,
+  { starttls = false, answerAfterMs = 0 }: { starttls?: boolean; answerAfterMs?: number } = {},
+): Promise<TestSmtpServer> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<Waiter>();
   const sockets = new Set<Socket>();
@@ -60,6 +65,7 @@ export async function startSmtpServer(port = 0, { starttls = false }: { starttls
         () =>
           void (async () => {
             try {
+              if (answerAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, answerAfterMs));
               const raw = Buffer.concat(chunks);
               const parsed = await simpleParser(raw);
               const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
@@ -71,6 +77,7 @@ export async function startSmtpServer(port = 0, { starttls = false }: { starttls
                 html: parsed.html || '',
                 receivedAt: Date.now(),
                 raw: raw.toString('utf8'),
+                messageId: parsed.messageId,
                 secure: session.secure,
               };
               messages.push(mail);

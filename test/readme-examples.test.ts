@@ -1,0 +1,343 @@
+import { execFile } from 'node:child_process';
+import { appendFileSync, copyFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { suiteDatabase, TEST_SECRET, type SuiteDatabase } from './support/app';
+import { documentationPages, fences, linkTargets, readPage, ROOT, type Fence } from './support/markdown';
+import { startServer, type Running } from './support/server';
+
+// The shell examples of README.md and docs/*.md, run as a reader runs them: in order, on a fresh
+// database, against the service in a process of its own, from a folder where `npm run cli` works.
+// README.md runs first (it creates the admin, starts the service and signs in); each docs page then
+// runs on that service, starting from the shell variables the README left (TOKEN, ADMIN_TOKEN…).
+//
+// A block runs in steps: a line `# {...}` after commands shows what they print, and a ```json or
+// ```text block right after a shell block shows what its last commands print. Each step must exit
+// 0, every JSON answer it prints must be a success unless the shown one is an error, and the last
+// one must have the shape shown (the same fields, of the same types; values aside).
+//
+// The folder's `npm run cli` runs src/cli from the sources, as support/server.ts runs the server:
+// `make build` takes half a minute, which the examples do not need to prove.
+
+/** Blocks readers run but this test does not, and why; each carries `<!-- not run: ... -->` in its page. */
+const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?: true }> = [
+  { page: 'README.md', starts: 'make build', why: 'the test runs the sources' },
+  { page: 'README.md', starts: 'make run | tee account.log', why: 'runs until stopped', startsService: true },
+  { page: 'README.md', starts: 'BASE=http://127.0.0.1:8000', why: 'the test sets BASE to the service it started' },
+  { page: 'README.md', starts: 'make test', why: 'the whole suite' },
+  { page: 'docs/command-line.md', starts: 'npm run build', why: 'needs the service stopped with the embedded database' },
+  { page: 'docs/email-code.md', starts: 'curl -s -X POST "$BASE/api/auth/email-code/verify"', why: 'the code is only in the mail' },
+  { page: 'docs/deployment.md', starts: 'docker build', why: 'Docker' },
+  { page: 'docs/deployment.md', starts: 'export SECRET_KEY', why: 'Docker Compose' },
+  { page: 'docs/importing-users.md', starts: 'psql "$DJANGO_DATABASE_URL"', why: "another system's database" },
+  { page: 'docs/importing-users.md', starts: 'psql "$APP_DATABASE_URL"', why: "another system's database" },
+  { page: 'docs/postgresql.md', starts: 'createdb accounts', why: 'a PostgreSQL server of its own' },
+  { page: 'docs/tokens.md', starts: 'openssl genpkey', why: 'starts the service with other keys' },
+];
+
+const SHELL = new Set(['sh', 'bash', 'shell', 'console']);
+const OUTPUT = new Set(['json', 'text']);
+
+/** What the service is started with beyond the suite's settings: what the pages tell the reader to set. */
+const SERVICE_ENV = {
+  // docs/webhooks.md: local receivers in development
+  WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+};
+
+interface Step {
+  script: string;
+  /** What the page shows the step prints, if it shows it. */
+  shown?: { kind: 'json'; value: unknown } | { kind: 'text'; text: string };
+}
+
+interface Block {
+  page: string;
+  fence: Fence;
+  steps: Step[];
+}
+
+/** The first line of a block that is not a comment, to name it by. */
+const firstCommand = (body: string) => body.split('\n').find((line) => line.trim() && !line.trim().startsWith('#')) ?? '';
+
+function stepsOf(fence: Fence, following?: Fence): Step[] {
+  const lines = fence.language === 'console' ? consoleCommands(fence.body) : fence.body.split('\n');
+  const steps: Step[] = [];
+  let current: string[] = [];
+  for (const line of lines) {
+    const shown = /^#\s*([{[].*)$/.exec(line);
+    if (shown) {
+      steps.push({ script: current.join('\n'), shown: { kind: 'json', value: JSON.parse(shown[1]) } });
+      current = [];
+    } else current.push(line);
+  }
+  if (current.some((line) => line.trim() && !line.trim().startsWith('#'))) steps.push({ script: current.join('\n') });
+  if (following && steps.length && !steps[steps.length - 1].shown) {
+    steps[steps.length - 1].shown =
+      following.language === 'json' ? { kind: 'json', value: JSON.parse(following.body) } : { kind: 'text', text: following.body };
+  }
+  return steps;
+}
+
+/** A console block's commands: the lines after a `$ ` prompt (its other lines are their output). */
+function consoleCommands(body: string): string[] {
+  return body
+    .split('\n')
+    .filter((line) => line.startsWith('$ '))
+    .map((line) => line.slice(2));
+}
+
+/** README.md first, then the pages in the order of its contents, then any page it does not list. */
+function pagesInReadingOrder(): string[] {
+  const readme = readPage('README.md');
+  const listed = linkTargets(readme.slice(readme.indexOf('\n## Contents')))
+    .map((target) => target.split('#')[0])
+    .filter((target) => target.startsWith('docs/'));
+  const rest = documentationPages().filter((page) => page !== 'README.md' && !listed.includes(page));
+  return ['README.md', ...new Set(listed), ...rest];
+}
+
+interface PageBlocks {
+  page: string;
+  blocks: Array<Block & { notRun?: (typeof NOT_RUN)[number] }>;
+}
+
+function pageBlocks(page: string): PageBlocks {
+  const all = fences(readPage(page));
+  const markdownLines = readPage(page).split('\n');
+  const blocks: PageBlocks['blocks'] = [];
+  all.forEach((fence, index) => {
+    if (!SHELL.has(fence.language)) return;
+    const next = all[index + 1];
+    const closing = fence.line + fence.body.split('\n').length;
+    const between = next ? markdownLines.slice(closing + 1, next.line - 1) : [];
+    const following = next && OUTPUT.has(next.language) && between.every((line) => line.trim() === '') ? next : undefined;
+    const notRun = /^not run:/.test(fence.comment ?? '')
+      ? NOT_RUN.find((entry) => entry.page === page && firstCommand(fence.body).startsWith(entry.starts))
+      : undefined;
+    blocks.push({ page, fence, steps: stepsOf(fence, following), notRun });
+  });
+  return { page, blocks };
+}
+
+const pages = pagesInReadingOrder().map(pageBlocks);
+
+/** The JSON values written one after another (curl adds no newline after a body). */
+function jsonValues(text: string): unknown[] {
+  const values: unknown[] = [];
+  let depth = 0;
+  let start = -1;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (inString) {
+      if (char === '\\') i++;
+      else if (char === '"') inString = false;
+      continue;
+    }
+    if (char === '"') inString = true;
+    else if (char === '{' || char === '[') {
+      if (depth++ === 0) start = i;
+    } else if (char === '}' || char === ']') {
+      if (--depth === 0) values.push(JSON.parse(text.slice(start, i + 1)));
+    } else if (depth === 0 && char.trim()) throw new Error(`not JSON at ${i}: ${text.slice(i, i + 80)}`);
+  }
+  if (depth !== 0) throw new Error(`unfinished JSON: ${text.slice(start, start + 200)}`);
+  return values;
+}
+
+const kind = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
+
+/** Where `actual` differs in shape from `shown`: fields and types, not values; each item of a list like the first shown. */
+function shapeDifferences(shown: unknown, actual: unknown, path = '$'): string[] {
+  if (kind(shown) !== kind(actual)) return [`${path}: shown ${kind(shown)}, got ${kind(actual)} ${JSON.stringify(actual)}`];
+  if (Array.isArray(shown) && Array.isArray(actual)) {
+    if (shown.length === 0) return [];
+    if (actual.length === 0) return [`${path}: shown items, got none`];
+    return actual.flatMap((item, index) => shapeDifferences(shown[0], item, `${path}[${index}]`));
+  }
+  if (kind(shown) === 'object') {
+    const a = actual as Record<string, unknown>;
+    const s = shown as Record<string, unknown>;
+    const keys = [...new Set([...Object.keys(s), ...Object.keys(a)])].sort();
+    return keys.flatMap((key) => {
+      if (!(key in a)) return [`${path}.${key}: shown, missing`];
+      if (!(key in s)) return [`${path}.${key}: not shown, present`];
+      return shapeDifferences(s[key], a[key], `${path}.${key}`);
+    });
+  }
+  return [];
+}
+
+const isFailure = (value: unknown) => kind(value) === 'object' && (value as { success?: unknown }).success === false;
+
+/** The shown text as a pattern: numbers stand for any number. */
+const textPattern = (text: string) =>
+  new RegExp(
+    `^${text
+      .trim()
+      .split(/\d+/)
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('\\d+')}$`,
+  );
+
+interface Shell {
+  dir: string;
+  env: Record<string, string>;
+  /** The file that carries the variables one step set to the next. */
+  state: string;
+}
+
+/** Runs one step in bash: the variables earlier steps set are read first, and those it sets are kept. */
+function runStep(shell: Shell, script: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const wrapped = [
+    '__before=$(compgen -v)',
+    `. ${JSON.stringify(shell.state)}`,
+    'set -eo pipefail',
+    script,
+    'set +e',
+    `for __name in $(compgen -v); do case "$__name" in __*|BASH_*|PIPESTATUS|_) continue;; esac; ` +
+      `if ! grep -qx "$__name" <<<"$__before"; then declare -p "$__name"; fi; done > ${JSON.stringify(shell.state + '.next')}`,
+    `mv ${JSON.stringify(shell.state + '.next')} ${JSON.stringify(shell.state)}`,
+  ].join('\n');
+  return new Promise((resolve) => {
+    execFile('bash', ['-c', wrapped], { cwd: shell.dir, env: shell.env, timeout: 100_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function runBlock(shell: Shell, block: Block): Promise<void> {
+  for (const step of block.steps) {
+    const where = `${block.page}:${block.fence.line}, the step\n${step.script.trim()}\n`;
+    const run = await runStep(shell, step.script);
+    if (run.code !== 0) throw new Error(`${where}exited ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
+    if (step.shown?.kind === 'text') {
+      if (!textPattern(step.shown.text).test(run.stdout.trim())) throw new Error(`${where}printed ${run.stdout}, shown ${step.shown.text}`);
+      continue;
+    }
+    const values = jsonValues(run.stdout);
+    const shown = step.shown?.value;
+    const failures = values.filter((value, index) => isFailure(value) && !(index === values.length - 1 && isFailure(shown)));
+    if (failures.length) throw new Error(`${where}answered ${JSON.stringify(failures)}`);
+    if (step.shown) {
+      if (values.length === 0) throw new Error(`${where}printed nothing, shown ${JSON.stringify(shown)}`);
+      const differences = shapeDifferences(shown, values[values.length - 1]);
+      if (differences.length)
+        throw new Error(`${where}printed ${run.stdout}\nwhich differs from what the page shows:\n${differences.join('\n')}`);
+    }
+  }
+}
+
+describe('the checks of an answer', () => {
+  it('read answers written back to back', () => {
+    expect(jsonValues('{"a":"}{"}[1,{"b":[]}]\n{}')).toEqual([{ a: '}{' }, [1, { b: [] }], {}]);
+    expect(() => jsonValues('{"a":1} created')).toThrow(/not JSON/);
+  });
+
+  it('tell a missing, an extra and a retyped field, but not another value', () => {
+    const shown = { success: true, data: { id: 1, tags: ['x'], at: null } };
+    expect(shapeDifferences(shown, { success: true, data: { id: 7, tags: ['y', 'z'], at: null } })).toEqual([]);
+    expect(shapeDifferences(shown, { success: true, data: { id: '7', tags: [3], extra: 1 } })).toEqual([
+      '$.data.at: shown, missing',
+      '$.data.extra: not shown, present',
+      '$.data.id: shown number, got string "7"',
+      '$.data.tags[0]: shown string, got number 3',
+    ]);
+  });
+
+  it('take any number where a text shows one', () => {
+    expect(textPattern('created the admin ops@example.com (id 1)').test('created the admin ops@example.com (id 12)')).toBe(true);
+    expect(textPattern('created the admin ops@example.com (id 1)').test('created the admin opsXexample.com (id 1)')).toBe(false);
+  });
+});
+
+describe('the marked blocks', () => {
+  it('are exactly the ones this test lists as not run', () => {
+    const marked = pages.flatMap(({ page, blocks }) =>
+      blocks.filter((block) => /^not run:/.test(block.fence.comment ?? '')).map((block) => `${page}: ${firstCommand(block.fence.body)}`),
+    );
+    const listed = pages.flatMap(({ blocks }) =>
+      blocks.filter((block) => block.notRun).map((block) => `${block.page}: ${firstCommand(block.fence.body)}`),
+    );
+    expect(marked).toEqual(listed);
+    expect(listed).toHaveLength(NOT_RUN.length);
+  });
+
+  it('leave every page that shows curl with blocks to run', () => {
+    for (const { page, blocks } of pages) {
+      const curl = blocks.some((block) => !block.notRun && /\bcurl\b/.test(block.fence.body));
+      if (/```(?:sh|bash|console)[^`]*\bcurl\b/.test(readPage(page))) expect({ page, curl }).toEqual({ page, curl: true });
+    }
+  });
+});
+
+describe('the examples, in order on a fresh database', () => {
+  let database: SuiteDatabase;
+  let dir: string;
+  let server: Running | undefined;
+  let base = '';
+  const readmeState = () => join(dir, 'readme.state');
+
+  beforeAll(async () => {
+    database = await suiteDatabase();
+    dir = mkdtempSync(join(tmpdir(), 'readme-examples-'));
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({
+        private: true,
+        scripts: { cli: `node -r ${join(ROOT, 'test/support/ts-register.js')} ${join(ROOT, 'src/cli/index.ts')}` },
+      }),
+    );
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+    writeFileSync(readmeState(), '');
+  });
+
+  afterAll(async () => {
+    server?.child.kill('SIGTERM');
+    await server?.exited;
+    await database?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const shellFor = (state: string): Shell => ({
+    dir,
+    state,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: dir,
+      BASE: base,
+      // The suite's settings, as support/server.ts gives them to the service: the command line
+      // hashes the admin's password at the same cost the service checks it.
+      SECRET_KEY: TEST_SECRET,
+      BCRYPT_COST: '4',
+      ...database.env,
+    },
+  });
+
+  async function startService(): Promise<void> {
+    server = await startServer({ ...database.env, ...SERVICE_ENV });
+    // `make run | tee account.log`: the examples read the mails' links from it.
+    server.child.stdout!.on('data', (chunk: Buffer) => appendFileSync(join(dir, 'account.log'), chunk));
+    await server.waitFor((line) => /^listening on/.test(String(line.msg)), 100_000);
+    base = `http://127.0.0.1:${server.port}`;
+  }
+
+  for (const { page, blocks } of pages) {
+    if (!blocks.some((block) => !block.notRun)) continue;
+    describe(page, () => {
+      const state = () => (page === 'README.md' ? readmeState() : join(dir, `${page.replace(/\W/g, '_')}.state`));
+      beforeAll(() => {
+        if (page !== 'README.md') copyFileSync(readmeState(), state());
+      });
+      for (const block of blocks) {
+        const name = `line ${block.fence.line}: ${firstCommand(block.fence.body)}`;
+        if (block.notRun) {
+          if (block.notRun.startsService) it(`${name} (the test starts the service)`, startService, 120_000);
+          continue;
+        }
+        it(name, () => runBlock(shellFor(state()), block), 120_000);
+      }
+    });
+  }
+});

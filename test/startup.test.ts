@@ -1,0 +1,141 @@
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { TEST_SECRET } from './support/app';
+import { freePort } from './support/net';
+import { startServer } from './support/server';
+
+/*
+ * A start that cannot work stops with one line saying what to change, exit code 1, no stack and never
+ * the password of DATABASE_URL: the server, `npm run migrate` and the command line alike, each a real
+ * process. The suite does not depend on the jest project's database, so it runs once: in the postgres
+ * project when there is one (the unknown database and role need that server), otherwise in the
+ * embedded one without those two cases.
+ */
+
+// Each case starts a whole process, which takes a while on a busy machine.
+jest.setTimeout(180_000);
+
+const ROOT = join(__dirname, '..');
+const PASSWORD = 'Sup3r-secret-pa55word';
+const serverUrl = process.env.TEST_DATABASE_URL;
+const runsHere = process.env.TEST_DATABASE_KIND === 'postgres' || !serverUrl;
+const describeOnce = runsHere ? describe : describe.skip;
+const withPostgres = serverUrl ? it : it.skip;
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one of the service's entry points from the sources to its end. */
+function run(entry: string, args: string[], env: Record<string, string>): Promise<Exit> {
+  const child = spawn(process.execPath, ['-r', './test/support/ts-register.js', entry, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, NODE_ENV: 'test', SECRET_KEY: TEST_SECRET, LOG_FORMAT: 'json', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+const ENTRY_POINTS: Array<[string, (env: Record<string, string>) => Promise<Exit>]> = [
+  [
+    'the server',
+    async (env) => {
+      const running = await startServer(env);
+      const code = await running.exited;
+      // 'exit' may come before the last of stderr has been read.
+      await new Promise<void>((resolve) => (running.child.stderr!.readableEnded ? resolve() : running.child.stderr!.once('end', resolve)));
+      return { code, stdout: JSON.stringify(running.lines), stderr: running.stderr() };
+    },
+  ],
+  ['npm run migrate', (env) => run('src/migrate.ts', [], env)],
+  ['the command line', (env) => run('src/cli/index.ts', ['migrate', 'status'], env)],
+];
+
+/** Exit 1 and exactly one line on stderr matching `expected`, no stack, and the password nowhere. */
+function expectOneLine(exit: Exit, expected: RegExp): void {
+  expect({ code: exit.code, stderr: exit.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(expected) });
+  expect(exit.stderr.endsWith('\n')).toBe(true);
+  expect(exit.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(exit.stderr).not.toMatch(/\bat .*:\d+:\d+\)?$/m);
+  expect(exit.stderr).not.toMatch(/Migration .* failed/);
+  expect(exit.stderr + exit.stdout).not.toContain(PASSWORD);
+}
+
+/** `serverUrl` with another user, password, database, host or port. */
+function variant(change: { user?: string; database?: string; host?: string; port?: number }): string {
+  const url = new URL(serverUrl ?? 'postgres://postgres@127.0.0.1:5432/account_test');
+  url.username = change.user ?? url.username;
+  url.password = PASSWORD;
+  if (change.database !== undefined) url.pathname = `/${change.database}`;
+  if (change.host !== undefined) url.hostname = change.host;
+  if (change.port !== undefined) url.port = String(change.port);
+  return url.toString();
+}
+
+describeOnce('a DATABASE_URL that does not lead to a database', () => {
+  // Every case on the server; the other two entry points open the database the same way, so two cases
+  // (one refused by the network, one by PostgreSQL) show that they report it alike.
+  describe.each(ENTRY_POINTS)('%s', (name, start) => {
+    const everyCase = name === 'the server' ? it : it.skip;
+    const withPostgresEveryCase = name === 'the server' ? withPostgres : it.skip;
+
+    it('names the host and port when nothing listens there', async () => {
+      const port = await freePort();
+      const exit = await start({ DATABASE_URL: variant({ host: '127.0.0.1', port }) });
+      expectOneLine(
+        exit,
+        new RegExp(
+          `^(error: )?cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port} \\(the host and port of DATABASE_URL\\): connection refused`,
+        ),
+      );
+    });
+
+    everyCase('names the host when there is no such host', async () => {
+      const exit = await start({ DATABASE_URL: variant({ host: 'no-such-host.invalid' }) });
+      expectOneLine(exit, /no-such-host\.invalid.*the host of DATABASE_URL was not found/);
+    });
+
+    everyCase('says the URL itself is malformed', async () => {
+      const exit = await start({ DATABASE_URL: `postgres://postgres:${PASSWORD}@[not-a-host/account_test` });
+      expectOneLine(exit, /DATABASE_URL is not a valid URL: expected postgres:\/\/USER:PASSWORD@HOST:PORT\/DATABASE/);
+    });
+
+    withPostgresEveryCase('names the database when it does not exist', async () => {
+      const exit = await start({ DATABASE_URL: variant({ database: 'no_such_database_here' }) });
+      expectOneLine(exit, /has no database "no_such_database_here" \(the database name in DATABASE_URL\)/);
+    });
+
+    withPostgres('names the user when the server refuses it', async () => {
+      const exit = await start({ DATABASE_URL: variant({ user: 'no_such_role_here' }) });
+      expectOneLine(exit, /refused the user of DATABASE_URL: role "no_such_role_here" does not exist/);
+    });
+  });
+});
+
+describeOnce('a port already in use', () => {
+  let holder: Server;
+  let port: number;
+
+  beforeAll(async () => {
+    port = await freePort();
+    holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
+  });
+  afterAll(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+
+  it('stops the server with one line naming the port and PORT', async () => {
+    const running = await startServer({ DATA_DIR: 'memory://', PORT: String(port) });
+    expect(await running.exited).toBe(1);
+    await new Promise<void>((resolve) => (running.child.stderr!.readableEnded ? resolve() : running.child.stderr!.once('end', resolve)));
+    expect(running.stderr()).toBe(`port ${port} on 127.0.0.1 is already in use; set PORT=... to another port\n`);
+    // The holder still has it: the server did not take it over.
+    expect(holder.listening).toBe(true);
+  });
+});
