@@ -227,6 +227,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/auth/email-code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a sign-in code by e-mail
+         * @description Signing in with nothing but an inbox. Answers 202 with the same body whether or not an
+         *     account has the e-mail; an account that can sign in (not deleted, not disabled) is sent one
+         *     mail with a six-digit code and a link to `{APP_URL}/sign-in?token=...`, or, with
+         *     `redirect_to`, to that address with `token` added to its query. `redirect_to` must be on
+         *     the allow-list `AUTH_REDIRECT_URLS` (400 `INVALID_REDIRECT` otherwise, whatever the
+         *     e-mail). The code and the link each sign in once, and using one voids the other; both
+         *     expire after `EMAIL_CODE_EXPIRE_MINUTES` (10), and a new mail voids the earlier one. Take
+         *     them to `POST /api/auth/email-code/verify`.
+         *
+         *     An address is sent at most one mail per `PASSWORD_RESET_MAIL_INTERVAL_SECONDS` (60) and
+         *     `PASSWORD_RESET_MAILS_PER_HOUR` (5) an hour, as reset links are; a request within that
+         *     cooldown sends nothing and leaves the code already sent working. An address without an
+         *     account gets no mail, unless `EMAIL_CODE_SIGNUP=true`: then its code creates the account
+         *     when it is used. The answer comes before the address is looked up: the lookup, the code and
+         *     the mail happen after it, so its time is the same for every e-mail. With
+         *     `EMAIL_CODE_ENABLED=false` the operation does not exist (404 `NOT_FOUND`).
+         */
+        post: operations["requestEmailCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/email-code/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with an e-mailed code or link
+         * @description Takes the six-digit code with its e-mail, or the link's `token`, spends it (and the other
+         *     half of the same mail) and signs in: the answer of `POST /api/auth/login/json`. A user with a
+         *     second factor gets 403 `MFA_REQUIRED` with an `mfa_token` instead, as a password login
+         *     does, and finishes with `POST /api/auth/mfa/verify`. Success marks the e-mail verified.
+         *     Sessions opened so carry `amr: [otp]` (RFC 8176 has no value for a mailbox; the code is a
+         *     one-time password), and `amr: [otp, …, mfa]`, `aal: aal2` after a second factor; the
+         *     audit trail's `login.succeeded` says `details.method: email_code` and `details.via`
+         *     (`code` or `link`).
+         *
+         *     A wrong code, an expired or used one, or an e-mail that was sent none is a 400
+         *     `INVALID_CODE`, the same answer for every e-mail, and counts as a failed login toward the
+         *     account lockout (429 `RATE_LIMITED`, as `login/json` describes); the fifth wrong code voids
+         *     the address's code. An unknown, expired or used `token` is a 400 `INVALID_TOKEN`, as for
+         *     reset links. A disabled account is refused with 403 `FORBIDDEN`. With
+         *     `EMAIL_CODE_SIGNUP=true`, the code of an address without an account creates it: named
+         *     after the address's local part, verified, with no password anyone knows
+         *     (`POST /api/auth/forgot-password` sets one). With `EMAIL_CODE_ENABLED=false` the operation
+         *     does not exist (404 `NOT_FOUND`).
+         */
+        post: operations["verifyEmailCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/reset-password": {
         parameters: {
             query?: never;
@@ -886,8 +958,8 @@ export interface paths {
          *     so a slow transaction can commit an event with a lower id after a faster one with a higher id.
          *
          *     Event types: `user.registered`, `login.succeeded`, `login.failed` (`details.reason`:
-         *     `invalid_credentials`, `account_disabled` or `email_not_verified`; the e-mail that was tried
-         *     is not kept),
+         *     `invalid_credentials`, `account_disabled`, `email_not_verified`, or `invalid_code` for a
+         *     wrong e-mailed code; the e-mail that was tried is not kept),
          *     `login.locked` (the failure that started a lockout), `session.refreshed`,
          *     `session.refresh_reuse_detected` (a replaced refresh token presented after the grace
          *     period; the session is revoked), `session.logged_out` (`details.all`), `session.revoked`
@@ -905,6 +977,12 @@ export interface paths {
          *     factor of the subject; `details.factors_removed`). A passkey sign-in is a `login.succeeded`
          *     with `details.method: passkey`, or a `login.failed` with `details.reason: passkey_rejected`.
          *
+         *     E-mailed codes: `email_code.requested` (a code was sent; `details.signup` when the address has
+         *     no account yet, and `subject_user_id` null then); a sign-in with one is a `login.succeeded`
+         *     with `details.method: email_code` and `details.via` (`code` or `link`), after a
+         *     `user.registered` (`details.method: email_code`) when it created the account and an
+         *     `email.verified` when it verified the address.
+         *
          *     Webhooks: `webhook.created` (`details.host` of the URL and `details.events`), `webhook.updated`
          *     (`details.fields`), `webhook.deleted`, `webhook.secret_rotated` (`details.webhook_id` in
          *     each) and `webhook.delivery_retried` (`details.delivery_id` too); their `subject_user_id` is null.
@@ -913,6 +991,12 @@ export interface paths {
          *     (`details.fields`, the names of the fields sent; never a secret) and
          *     `identity_provider.deleted`, with `details.provider` (the slug) in each; their
          *     `subject_user_id` is null.
+         *
+         *     Provider sign-ins: `identity.linked` (an upstream identity was linked to the subject;
+         *     `details.provider`, `details.identity_id`, `details.how`: `signup` or `verified_email`); a
+         *     `login.succeeded`, `login.failed`, `mfa.challenged` or `user.registered` of a provider
+         *     sign-in has `details.provider`, and a refused one `details.reason` (`account_exists`,
+         *     `account_disabled`, `signup_disabled`, `invalid_response`, `wrong_code_verifier`…).
          *
          *     `actor_user_id` is who acted: the signed-in user, or the account whose password, refresh,
          *     reset or verification token was presented; null when no one was identified (a failed login,
@@ -1301,6 +1385,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/auth/providers/{slug}/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Start a sign-in with an upstream provider
+         * @description Where a sign-in page sends the browser ("Sign in with …"). The application makes a PKCE
+         *     pair first: a random `code_verifier` it keeps, and `code_challenge` =
+         *     BASE64URL(SHA-256(code_verifier)) it sends here with `code_challenge_method=S256`.
+         *     `redirect_to` is where the browser comes back, and must be on the allow-list
+         *     `AUTH_REDIRECT_URLS` (400 `INVALID_REDIRECT` otherwise, shown, never followed).
+         *
+         *     The answer is a 302 to the provider. Towards the provider the service uses its own `state`,
+         *     `nonce` (OpenID Connect) and PKCE S256, held by the service for 10 minutes and usable once;
+         *     the provider sends the browser back to `GET /api/auth/providers/{slug}/callback`, the
+         *     redirect URI to register with the provider. An unknown or disabled provider is a 404. When
+         *     the provider cannot be reached (its discovery document does not load), the browser goes
+         *     back to `redirect_to` with `error=temporarily_unavailable` and nothing is kept.
+         */
+        get: operations["authorizeWithProvider"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/providers/{slug}/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Where the provider sends the browser back
+         * @description The redirect URI to register with the provider. The service takes the sign-in under way
+         *     named by `state` (once: a replayed, altered or expired `state` is a 400 `INVALID_TOKEN`,
+         *     shown, not followed), exchanges `code` with the provider with its PKCE verifier and, for
+         *     OpenID Connect, checks the ID token (signature from the provider's JWKS, `iss`, `aud`,
+         *     `nonce`, `exp`). Then it finds the person:
+         *
+         *     * an identity already linked (this provider and its subject) signs its user in;
+         *     * otherwise an account with the same e-mail is linked only when the provider says the
+         *       e-mail is verified **and** the account's own e-mail is verified; else `account_exists`;
+         *     * otherwise a new account is made (when the provider's `allow_signup`), its e-mail verified
+         *       when the provider says so, and no password (`forgot-password` sets one).
+         *
+         *     The browser goes back to `redirect_to` with `?code=…`, a one-time code for
+         *     `POST /api/auth/providers/token` (5 minutes, single use), or with
+         *     `?error=…&error_description=…`: `access_denied` (the person declined at the provider),
+         *     `account_exists`, `signup_disabled`, `account_disabled` (a disabled or deleted account),
+         *     `provider_disabled` (an admin disabled the provider meanwhile),
+         *     `invalid_response` (the provider's answer failed a check: a wrong code, an ID token with a
+         *     wrong signature, issuer, audience or nonce) or `temporarily_unavailable` (the provider could not be
+         *     reached). A sign-in that fails leaves no account, identity or session behind.
+         */
+        get: operations["providerCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/providers/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange a provider sign-in's code for tokens
+         * @description The application's last step: the `code` it received at `redirect_to` and the
+         *     `code_verifier` of the `code_challenge` it started with. The answer is that of
+         *     `POST /api/auth/login/json`, or, for a user with a second factor, 403 `MFA_REQUIRED` with an
+         *     `mfa_token` for `POST /api/auth/mfa/verify`, exactly as a password login. A code is good for
+         *     one attempt within 5 minutes: an unknown, used or expired code, or a wrong `code_verifier`,
+         *     is a 400 `INVALID_CODE` and the code is spent. A wrong verifier counts as a failed sign-in
+         *     toward the account's lockout (429 while locked), as do wrong second factors after it. A
+         *     disabled or deleted account is refused (403). Access tokens of such a session carry
+         *     `amr: ["fed"]` (after a second factor `["fed", "otp"|"hwk", "mfa"]` and `aal2`), and the
+         *     audit trail's `login.succeeded` names the provider in `details.provider`.
+         */
+        post: operations["providerToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1448,6 +1637,31 @@ export interface components {
         };
         ForgotPasswordRequest: {
             email: components["schemas"]["Email"];
+        };
+        EmailCodeRequest: {
+            email: components["schemas"]["Email"];
+            /**
+             * @description Where the mail's link leads, with `token` added to its query; on `AUTH_REDIRECT_URLS`. By default `{APP_URL}/sign-in`.
+             * @example https://app.example.com/welcome
+             */
+            redirect_to?: string;
+        };
+        /**
+         * @description One object for both proofs, so that a generated client sends the fields it is given and
+         *     nothing else. **Code**: `email` and `code` are required and `token` is not allowed.
+         *     **Link**: `token` is required and `email` and `code` are not allowed. The service checks the
+         *     body against the two schemas in `x-one-of`, as a `oneOf` of them would be checked.
+         */
+        EmailCodeVerifyRequest: {
+            /** @description The address the code was sent to; with `code`. */
+            email?: string;
+            /**
+             * @description The six digits of the code, leading zeros kept; with `email`.
+             * @example 048213
+             */
+            code?: string;
+            /** @description The token of the mail's link; on its own. */
+            token?: string;
         };
         ResetPasswordRequest: {
             token: string;
@@ -1708,7 +1922,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -2487,10 +2701,23 @@ export interface components {
             success: true;
             data: components["schemas"]["SignInProvider"][];
         };
+        ProviderTokenRequest: {
+            /**
+             * @description The one-time code from `redirect_to`.
+             * @example Qm9vdHN0cmFwIGNvZGUgZm9yIGFuIGV4YW1wbGUgb25seQ
+             */
+            code: string;
+            /**
+             * @description The PKCE verifier (RFC 7636) whose S256 challenge started the sign-in.
+             * @example dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk
+             */
+            code_verifier: string;
+        };
         /**
          * @description `MFA_REQUIRED` (403) answers the right password of a user with a second factor: the error
          *     carries `mfa_token` and `methods`, and `POST /api/auth/mfa/verify` finishes the login.
-         *     `INVALID_CODE` (400): a TOTP or recovery code that is wrong or already used.
+         *     `INVALID_CODE` (400): a TOTP or recovery code that is wrong or already used; or a provider
+         *     sign-in's code that is unknown, used or expired, or presented with a wrong `code_verifier`.
          *     `INVALID_PASSKEY` (400): a passkey registration or assertion that does not check out.
          *     `INVALID_REDIRECT` (400): an address to send the person back to that is not on the allow-list
          *     `AUTH_REDIRECT_URLS` (exact URLs, or an origin followed by `/*`; by default the origin of
@@ -2696,6 +2923,27 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description The operation is turned off in this deployment (its `*_ENABLED` setting is false), so it does not exist. */
+        FeatureOff: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "NOT_FOUND",
+                 *         "message": "No route for POST /api/auth/email-code"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /**
          * @description The request conflicts with the current state (e-mail taken, user not deleted, e-mail
          *     already verified, a change that would leave no active admin, a 101st API key).
@@ -2773,9 +3021,14 @@ export interface components {
             };
         };
         /**
-         * @description Too many requests; `Retry-After` says how many seconds to wait. Every response of a limited
-         *     operation also carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
-         *     (seconds until the window resets).
+         * @description Too many requests; `Retry-After` says how many seconds to wait, and the message names the
+         *     limit that was reached: this client's requests a minute (`RATE_LIMIT_PER_MINUTE`, or
+         *     `AUTH_RATE_LIMIT_PER_MINUTE` for sign-in and credential operations), this client's failed
+         *     sign-ins to one account (`LOGIN_MAX_FAILURES`), the account's failed sign-ins from any
+         *     client (`LOGIN_ACCOUNT_MAX_FAILURES`), or the caller's share of the password-hashing queue
+         *     (`PASSWORD_HASH_CALLER_MAX`). Every response of a limited operation also carries
+         *     `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the window
+         *     resets).
          */
         RateLimited: {
             headers: {
@@ -2791,7 +3044,7 @@ export interface components {
                  *       "success": false,
                  *       "error": {
                  *         "code": "RATE_LIMITED",
-                 *         "message": "Too many requests"
+                 *         "message": "Too many requests: this client has used its 20 sign-in and credential requests a minute (AUTH_RATE_LIMIT_PER_MINUTE)"
                  *       }
                  *     }
                  */
@@ -3283,6 +3536,130 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    requestEmailCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailCodeRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted; the same answer for every e-mail. */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "message": "If the address can sign in, a code has been sent to it"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageResponse"];
+                };
+            };
+            /** @description The body is malformed (`BAD_REQUEST`), or `redirect_to` is not on the allow-list (`INVALID_REDIRECT`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: components["responses"]["FeatureOff"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    verifyEmailCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailCodeVerifyRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": 7,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "role": "user",
+                     *           "is_active": true,
+                     *           "email_verified": true,
+                     *           "pending_email": null,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:10:00.000Z"
+                     *         },
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LoginResponse"];
+                };
+            };
+            /**
+             * @description The body is malformed (`BAD_REQUEST`), the code is wrong, expired or already used
+             *     (`INVALID_CODE`), or the link's token is (`INVALID_TOKEN`).
+             */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: components["responses"]["LoginForbidden"];
+            404: components["responses"]["FeatureOff"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -5707,6 +6084,212 @@ export interface operations {
                     "application/json": components["schemas"]["SignInProviderListResponse"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    authorizeWithProvider: {
+        parameters: {
+            query: {
+                /** @description Where to send the browser back; on the allow-list `AUTH_REDIRECT_URLS`. */
+                redirect_to: string;
+                /** @description BASE64URL(SHA-256(code_verifier)), 43 characters. */
+                code_challenge: string;
+                /** @description Only `S256`. */
+                code_challenge_method: "S256";
+            };
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the provider's authorization page (or back to `redirect_to` with an error). */
+            302: {
+                headers: {
+                    /** @description The provider's authorization URL with `client_id`, `redirect_uri`, `scope`, `state`, `nonce` and `code_challenge`. */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `redirect_to` is not on the allow-list (`INVALID_REDIRECT`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "INVALID_REDIRECT",
+                     *         "message": "The redirect address is not on the allow-list"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    providerCallback: {
+        parameters: {
+            query?: {
+                /** @description The `state` the service sent to the provider. */
+                state?: string;
+                /** @description The provider's authorization code. */
+                code?: string;
+                /** @description The provider's error, when the person declined or the provider failed. */
+                error?: string;
+                /** @description The provider's explanation of `error`. */
+                error_description?: string;
+                /** @description A page of the provider's about `error`; not used. */
+                error_uri?: string;
+                /** @description The issuer (RFC 9207), checked when the provider sends it. */
+                iss?: string;
+                /** @description The scopes granted, as some providers repeat them; not used. */
+                scope?: string;
+                /** @description Google's account index; not used. */
+                authuser?: string;
+                /** @description Google's echo of the prompt; not used. */
+                prompt?: string;
+                /** @description Google's hosted domain; not used. */
+                hd?: string;
+                /** @description Session management's state (Keycloak, Microsoft); not used. */
+                session_state?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Back to `redirect_to`, with `code` or with `error` and `error_description`. */
+            302: {
+                headers: {
+                    /** @description `redirect_to` with `code=…`, or with `error=…&error_description=…`. */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `state` is unknown, already used, expired or not this provider's (`INVALID_TOKEN`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "INVALID_TOKEN",
+                     *         "message": "Invalid or expired token"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    providerToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "Qm9vdHN0cmFwIGNvZGUgZm9yIGFuIGV4YW1wbGUgb25seQ",
+                 *       "code_verifier": "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProviderTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0MiJ9.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0MiJ9.cmVmcmVzaA",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800,
+                     *         "user": {
+                     *           "id": 42,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "role": "user",
+                     *           "is_active": true,
+                     *           "email_verified": true,
+                     *           "pending_email": null,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LoginResponse"];
+                };
+            };
+            /** @description The body is malformed (`BAD_REQUEST`), or the code is unknown, used or expired, or the verifier does not match it (`INVALID_CODE`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: components["responses"]["LoginForbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -9,7 +9,9 @@ import * as secondFactors from './20261201090000_second_factors';
 import * as apiKeys from './20261202090000_api_keys';
 import * as webhooks from './20261202100000_webhooks';
 import * as sessionRefreshTokenSealed from './20261203090000_session_refresh_token_sealed';
+import * as emailCodes from './20261203100000_email_codes';
 import * as identityProviders from './20261203110000_identity_providers';
+import * as providerSignIns from './20261203110100_provider_sign_ins';
 import * as rateLimits from './20261203141700_rate_limits';
 
 /** Every migration, by name; names sort in the order they run. */
@@ -24,6 +26,8 @@ export const migrations: Record<string, Migration> = {
   '20261202090000_api_keys': apiKeys,
   '20261202100000_webhooks': webhooks,
   '20261203090000_session_refresh_token_sealed': sessionRefreshTokenSealed,
+  '20261203100000_email_codes': emailCodes,
   '20261203110000_identity_providers': identityProviders,
+  '20261203110100_provider_sign_ins': providerSignIns,
   '20261203141700_rate_limits': rateLimits,
 };

@@ -29,6 +29,7 @@ import { BreachedPasswords } from './services/breached-passwords';
 import { CurrentPassword } from './services/current-password';
 import { FactorService, type Clock } from './services/factors';
 import { HealthService } from './services/health';
+import { EmailCodeSignIn } from './email-code/email-code-sign-in';
 import { Housekeeping } from './infra/housekeeping';
 import { LoginGuard } from './services/login-guard';
 import { MfaSignIn } from './services/mfa-sign-in';
@@ -37,6 +38,8 @@ import { createTransport } from './infra/mail-transport';
 import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { IdentityProviderRegistry } from './providers/registry';
+import { ProviderSignIn } from './providers/sign-in';
+import { Upstream } from './providers/upstream';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory, StoreOutages } from './infra/rate-limiter';
 import { TokenService } from './services/tokens';
@@ -128,6 +131,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           metrics && (() => metrics.countPwnedPasswordsUnavailable()),
         )
       : undefined;
+    const providers = new IdentityProviderRegistry(db, transact, config.secret.key);
     const services: Services = {
       about: { version: config.server.appVersion, startedAt: Date.now() },
       jwks: config.tokens.keys.jwks,
@@ -141,24 +145,48 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       mfa,
       apiKeys: new ApiKeyService(db, transact, config.apiKeys),
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
-      providers: new IdentityProviderRegistry(db, transact, config.secret.key),
+      providers,
+      providerSignIn: new ProviderSignIn(db, transact, providers, new Upstream(), tokens, passwords, {
+        redirects: config.redirects,
+        sessions: config.sessions,
+        secretKey: config.secret.key,
+        loginGuard,
+        secondFactor: mfa,
+      }),
+      emailCode: new EmailCodeSignIn(config.emailCode, config.account, config.redirects, {
+        db,
+        transact,
+        outbox,
+        tokens,
+        passwords,
+        logger,
+        secret: config.secret.key,
+        loginGuard,
+        secondFactor: mfa,
+      }),
     };
     if (config.admin) {
       const admin = await services.users.ensureAdmin(config.admin.email, config.admin.password);
       if (admin) logger.info({ userId: admin.id }, 'created the admin account from ADMIN_EMAIL');
     }
 
-    const document = contractFor(config.server);
+    // Operations a setting turned off are left out of the contract: they answer 404 as unknown routes do.
+    const switchedOff = config.emailCode.enabled ? [] : ['requestEmailCode', 'verifyEmailCode'];
+    const document = contractFor(config.server, switchedOff);
     const limits = limiter && (await rateLimitGuard(config.limits, limiter));
     // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
     const [regularBodies, importBodies] = [bodies(config.server.maxBodyBytes), bodies(config.server.importMaxBodyBytes)];
-    const { router, compileValidators } = await buildApi(validationContractFor(config.server, config.pagination), operationsFor(services), {
-      // A bearer token is an access token or an API key, told apart by the key's prefix.
-      authenticate: (token, client) => (isApiKey(token) ? services.apiKeys : services.auth).authenticate(token, client),
-      guard: limits?.guard,
-      bodyGuard: limits?.bodyGuard,
-      parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
-    });
+    const { router, compileValidators } = await buildApi(
+      validationContractFor(config.server, config.pagination, switchedOff),
+      operationsFor(services),
+      {
+        // A bearer token is an access token or an API key, told apart by the key's prefix.
+        authenticate: (token, client) => (isApiKey(token) ? services.apiKeys : services.auth).authenticate(token, client),
+        guard: limits?.guard,
+        bodyGuard: limits?.bodyGuard,
+        parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),
+      },
+    );
     // Behind a proxy, the client is the address that proxy appended last to X-Forwarded-For; earlier
     // entries come from the client and could be anything.
     const koa = new Koa({ proxy: config.server.trustProxy, maxIpsCount: 1 });
@@ -215,6 +243,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       async close() {
         stopCompiling();
         await services.account.settled();
+        await services.emailCode.settled();
         await housekeeping.stop();
         await outbox.stop();
         await webhooks.stop();

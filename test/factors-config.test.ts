@@ -1,4 +1,5 @@
 import { loadConfig } from '../src/config';
+import { startTestApp } from './support/app';
 import { problemsOf } from './support/config';
 
 // The relying party of passkeys and the TOTP issuer, as the environment sets them.
@@ -12,6 +13,42 @@ describe('second-factor configuration', () => {
     });
     expect(Object.isFrozen(config.mfa.webauthn.origins)).toBe(true);
   });
+
+  it.each([
+    [{}, 'http://localhost:8000'],
+    [{ PORT: '9000' }, 'http://localhost:9000'],
+    [{ APP_URL: 'http://192.168.1.5:3000' }, 'http://localhost:3000'],
+    [{ APP_URL: 'https://[::1]:8443' }, 'https://localhost:8443'],
+    [{ HOST: 'localhost' }, 'http://localhost:8000'],
+  ])(
+    'with %j (an IP address as the host of APP_URL, which browsers refuse as a relying party, or localhost), passkeys work on localhost: %s',
+    (env, origin) => {
+      expect(loadConfig(env).mfa.webauthn).toEqual({ rpId: 'localhost', rpName: 'Account Service', origins: [origin] });
+    },
+  );
+
+  it('keeps an IP address of APP_URL when WEBAUTHN_RP_ID is set', () => {
+    expect(
+      loadConfig({ APP_URL: 'http://192.168.1.5:3000', WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://example.com' }).mfa
+        .webauthn,
+    ).toEqual({
+      rpId: 'example.com',
+      rpName: 'Account Service',
+      origins: ['https://example.com'],
+    });
+  });
+
+  it('serves passkey options naming localhost under the defaults', async () => {
+    const t = await startTestApp();
+    try {
+      const user = await t.register();
+      const options = await t.post('/api/auth/passkeys/registration/options', undefined, { token: user.access });
+      expect(options.status).toBe(200);
+      expect(options.body.data.rp).toEqual({ name: 'Account Service', id: 'localhost' });
+    } finally {
+      await t.close();
+    }
+  }, 180_000);
 
   it('takes a parent domain and origins on it or its subdomains', () => {
     const config = loadConfig({

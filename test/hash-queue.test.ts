@@ -199,7 +199,11 @@ describe('one caller flooding the hash queue', () => {
     for (const res of answers.filter((r) => r.status === 429)) {
       expect(res.body).toEqual({
         success: false,
-        error: { code: 'RATE_LIMITED', message: 'Too many password operations at once; try again shortly' },
+        error: {
+          code: 'RATE_LIMITED',
+          message:
+            'Too many password operations at once from this caller: it holds its share of the password-hashing queue (PASSWORD_HASH_CALLER_MAX); try again shortly',
+        },
       });
       expect(res.headers['retry-after']).toMatch(/^[1-9]\d*$/);
     }

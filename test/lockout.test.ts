@@ -19,7 +19,17 @@ const ENV = {
   MAIL_POLL_INTERVAL_MS: '100',
 };
 const WRONG = 'wrong-password-1';
-const LOCKED_BODY = { success: false, error: { code: 'RATE_LIMITED', message: 'Too many failed login attempts; try again later' } };
+/** The refusal names the lock: this client's on the account (LOCKOUT_SECONDS), or the whole account's (an hour). */
+const lockedBody = (seconds: number) => ({
+  success: false,
+  error: {
+    code: 'RATE_LIMITED',
+    message:
+      seconds === 3600
+        ? 'Too many failed sign-ins to this account from any client: the account is locked for an hour (LOGIN_ACCOUNT_MAX_FAILURES); a password reset lifts it'
+        : `Too many failed sign-ins to this account from this client: locked out for ${seconds / 60} minutes (LOGIN_MAX_FAILURES, LOGIN_LOCKOUT_MINUTES)`,
+  },
+});
 const INVALID_CREDENTIALS_BODY = { success: false, error: { code: 'INVALID_CREDENTIALS', message: 'Invalid email or password' } };
 
 let smtp: TestSmtpServer;
@@ -44,7 +54,7 @@ const login = (app: TestContext, email: string, password: string, ip: string) =>
 
 function expectLocked(res: Response, maxSeconds = LOCKOUT_SECONDS): void {
   expectError(res, 429, 'RATE_LIMITED');
-  expect(res.body).toEqual(LOCKED_BODY);
+  expect(res.body).toEqual(lockedBody(maxSeconds));
   expect(Number(res.headers['retry-after'])).toBeGreaterThan(maxSeconds - 30);
   expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(maxSeconds);
 }
@@ -125,7 +135,7 @@ describe('parallel guesses', () => {
     const locked = answers.filter((res) => res.status === 429);
     expect([rejected.length, locked.length]).toEqual([MAX_FAILURES, 20 - MAX_FAILURES]);
     for (const res of rejected) expectRejected(res);
-    for (const res of locked) expect(res.body).toEqual(LOCKED_BODY);
+    for (const res of locked) expect(res.body).toEqual(lockedBody(LOCKOUT_SECONDS));
     // One failure per checked guess, and one lock.
     const rows = await failureRows(owner.id);
     expect(rows.filter((row) => row.event_type === 'login.failed')).toHaveLength(MAX_FAILURES);

@@ -12,8 +12,26 @@ import { until } from './support/wait';
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-const RATE_LIMITED_BODY = { success: false, error: { code: 'RATE_LIMITED', message: 'Too many requests' } };
-const LOCKED_BODY = { success: false, error: { code: 'RATE_LIMITED', message: 'Too many failed login attempts; try again later' } };
+/** The refusal names the budget that ran out: the credential one or the general one, with its size. */
+const rateLimitedBody = (limit: number) => ({
+  success: false,
+  error: {
+    code: 'RATE_LIMITED',
+    message: expect.stringMatching(
+      new RegExp(
+        `^Too many requests: this client has used its ${limit} (sign-in and credential )?requests a minute \\((AUTH_)?RATE_LIMIT_PER_MINUTE\\)$`,
+      ),
+    ),
+  },
+});
+const LOCKED_BODY = {
+  success: false,
+  error: {
+    code: 'RATE_LIMITED',
+    message:
+      'Too many failed sign-ins to this account from this client: locked out for 15 minutes (LOGIN_MAX_FAILURES, LOGIN_LOCKOUT_MINUTES)',
+  },
+};
 
 let nextAddress = 1;
 /** A client address of its own, so that each test has fresh per-IP budgets (with TRUST_PROXY=true). */
@@ -43,7 +61,7 @@ function expectNoBudget(res: Response): void {
 /** A per-IP 429: the envelope, Retry-After in whole seconds within the minute, an empty budget. */
 function expectIpLimited(res: Response, limit: number): void {
   expect(res.status).toBe(429);
-  expect(res.body).toEqual(RATE_LIMITED_BODY);
+  expect(res.body).toEqual(rateLimitedBody(limit));
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   expect(res.headers['retry-after']).toMatch(/^\d+$/);
   expect(int(res, 'Retry-After')).toBeGreaterThanOrEqual(1);

@@ -26,6 +26,7 @@ const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?
   { page: 'README.md', starts: 'BASE=http://127.0.0.1:8000', why: 'the test sets BASE to the service it started' },
   { page: 'README.md', starts: 'make test', why: 'the whole suite' },
   { page: 'docs/command-line.md', starts: 'npm run build', why: 'needs the service stopped with the embedded database' },
+  { page: 'docs/email-code.md', starts: 'curl -s -X POST "$BASE/api/auth/email-code/verify"', why: 'the code is only in the mail' },
   { page: 'docs/deployment.md', starts: 'docker build', why: 'Docker' },
   { page: 'docs/deployment.md', starts: 'export SECRET_KEY', why: 'Docker Compose' },
   { page: 'docs/importing-users.md', starts: 'psql "$DJANGO_DATABASE_URL"', why: "another system's database" },

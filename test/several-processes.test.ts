@@ -50,9 +50,20 @@ async function call(server: Running, path: string, body?: unknown, ip = '10.255.
 const login = (server: Running, email: string, password: string, ip: string) =>
   call(server, '/api/auth/login/json', { email, password }, ip);
 
-function expectLocked(res: Reply): void {
+/** A 429 naming the lock that holds: this client's on the account, or the whole account's. */
+function expectLocked(res: Reply, scope: 'client' | 'account' = 'client'): void {
   expect(res.status).toBe(429);
-  expect(res.body).toEqual({ success: false, error: { code: 'RATE_LIMITED', message: 'Too many failed login attempts; try again later' } });
+  expect(res.body).toEqual({
+    success: false,
+    error: {
+      code: 'RATE_LIMITED',
+      message: expect.stringMatching(
+        scope === 'client'
+          ? /^Too many failed sign-ins to this account from this client: /
+          : /^Too many failed sign-ins to this account from any client: /,
+      ),
+    },
+  });
 }
 
 const onPostgres = process.env.TEST_DATABASE_KIND === 'postgres' ? describe : describe.skip;
@@ -136,8 +147,8 @@ onPostgres('two processes on one database', () => {
     for (let i = 0; i < ACCOUNT_MAX_FAILURES; i++) {
       expect((await login(both()[i % 2], owner.email, WRONG, `10.200.${i}.1`)).status).toBe(401);
     }
-    expectLocked(await login(a, owner.email, PASSWORD, freshIp()));
-    expectLocked(await login(b, owner.email, PASSWORD, freshIp()));
+    expectLocked(await login(a, owner.email, PASSWORD, freshIp()), 'account');
+    expectLocked(await login(b, owner.email, PASSWORD, freshIp()), 'account');
     expect(await failedLogins(owner.id)).toBe(ACCOUNT_MAX_FAILURES);
   });
 

@@ -593,6 +593,11 @@ describe('addresses', () => {
       const res = await strict.post('/api/webhooks', { url, events: ['*'] }, { token: strictAdmin });
       expectError(res, 422, 'VALIDATION_ERROR');
       expect(res.body.error.details).toEqual([{ field: 'body.url', message: expect.stringMatching(message) }]);
+      // The setting that would allow it is named, where it would.
+      const allowable = !url.includes('.invalid');
+      expect(res.body.error.details[0].message.endsWith('; WEBHOOK_ALLOW_PRIVATE_URLS=true allows internal addresses and http://')).toBe(
+        allowable,
+      );
     }
     expect(await hooks(strict).selectFrom('webhook_endpoints').select('id').execute()).toEqual([]);
   });

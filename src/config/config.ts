@@ -31,6 +31,7 @@ export interface Config {
   readonly mfa: MfaConfig;
   readonly apiKeys: ApiKeyConfig;
   readonly webhooks: WebhookConfig;
+  readonly emailCode: EmailCodeConfig;
   /** Where browser flows may send a person back to (AUTH_REDIRECT_URLS). */
   readonly redirects: RedirectConfig;
   /** The admin account made at start-up when none has its e-mail (ADMIN_EMAIL and ADMIN_PASSWORD). */
@@ -143,6 +144,16 @@ export interface AccountConfig {
    * unset or is this service's own address, since another front end has pages of its own.
    */
   readonly pagesEnabled: boolean;
+}
+
+/** EMAIL_CODE_*: signing in with a code or a link sent by e-mail. */
+export interface EmailCodeConfig {
+  /** Whether the two operations exist; off, they answer 404. */
+  readonly enabled: boolean;
+  /** A code sent to an address without an account creates the account when it is used. */
+  readonly signup: boolean;
+  /** How long a code and its link work. */
+  readonly expireMinutes: number;
 }
 
 export interface MailConfig {

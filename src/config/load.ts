@@ -1,5 +1,6 @@
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import { isIP } from 'node:net';
 import { isEmailAddress } from '../email-address';
 import { parseRedirectRule, type RedirectRule } from '../redirects/allow-list';
 import type {
@@ -73,6 +74,11 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const passwords = passwordPart(read, env);
   const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
   const docs = { enabled: read.boolean('DOCS_ENABLED', true) };
+  const emailCode = Object.freeze({
+    enabled: read.boolean('EMAIL_CODE_ENABLED', true),
+    signup: read.boolean('EMAIL_CODE_SIGNUP', false),
+    expireMinutes: read.integer('EMAIL_CODE_EXPIRE_MINUTES', 10, 1, 60),
+  });
 
   // Settings that only make sense together.
   if (limits.store === 'postgres' && database.url === undefined) {
@@ -109,6 +115,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     mfa,
     apiKeys,
     webhooks,
+    emailCode,
     redirects,
     admin,
     warnings: Object.freeze(warnings),
@@ -455,7 +462,15 @@ function mfaPart(read: EnvReader, appUrl: string): MfaConfig {
     // already reported as not an http(s) URL
   }
   const rpIdSetting = read.string('WEBAUTHN_RP_ID');
-  const rpId = (rpIdSetting ?? appHost).toLowerCase();
+  // Browsers refuse an IP address as the relying party (the default APP_URL's 127.0.0.1 among them), and
+  // treat http://localhost as secure: such an APP_URL makes passkeys work on localhost, at APP_URL's port.
+  const onLocalhost = rpIdSetting === undefined && isIP(appHost.replace(/^\[|\]$/g, '')) !== 0;
+  if (onLocalhost) {
+    const local = new URL(appOrigin);
+    local.hostname = 'localhost';
+    appOrigin = local.origin;
+  }
+  const rpId = (rpIdSetting ?? (onLocalhost ? 'localhost' : appHost)).toLowerCase();
   if (rpIdSetting !== undefined && !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(rpId)) {
     read.problem(`WEBAUTHN_RP_ID must be a domain name such as example.com (no scheme, port or path), got "${rpIdSetting}"`);
   }

@@ -57,6 +57,10 @@ export function findProvider(db: Executor, slug: string): Promise<IdentityProvid
   return providers(db).selectFrom('identity_providers').selectAll().where('slug', '=', slug).executeTakeFirst();
 }
 
+export function findProviderById(db: Executor, id: number): Promise<IdentityProviderRow | undefined> {
+  return providers(db).selectFrom('identity_providers').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 export function listProviders(db: Executor, options: { enabledOnly?: boolean } = {}): Promise<IdentityProviderRow[]> {
   let query = providers(db).selectFrom('identity_providers').selectAll();
   if (options.enabledOnly) query = query.where('enabled', '=', true);

@@ -8,6 +8,10 @@ export interface NewChallenge {
   tokenHash?: string;
   challenge?: string;
   userHandle?: string;
+  /** For purpose `mfa`: how the first step was taken, when not with a password. */
+  firstAmr?: readonly string[];
+  /** The upstream provider whose sign-in the second step finishes. */
+  provider?: string;
   expiresAt: Date;
 }
 
@@ -37,6 +41,8 @@ export async function insertChallenge(db: Executor, c: NewChallenge, now: Date):
       token_hash: c.tokenHash ?? null,
       challenge: c.challenge ?? null,
       user_handle: c.userHandle ?? null,
+      first_amr: c.firstAmr ? [...c.firstAmr] : null,
+      provider: c.provider ?? null,
       expires_at: c.expiresAt,
     })
     .execute();

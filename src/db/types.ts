@@ -45,6 +45,8 @@ export interface SessionTable {
   /** How the session was signed in: RFC 8176 values such as `pwd`, `otp`, `hwk`, `mfa`. */
   amr: ColumnType<string[], string[] | undefined, string[]>;
   aal: ColumnType<AssuranceLevel, AssuranceLevel | undefined, AssuranceLevel>;
+  /** The upstream provider (its slug) the session was signed in with; null for the service's own credentials. */
+  provider: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type SessionRow = Selectable<SessionTable>;
@@ -105,6 +107,10 @@ export interface MfaChallengeTable extends SingleUse {
   /** The WebAuthn user handle a registration's options carried. */
   user_handle: string | null;
   failures: Generated<number>;
+  /** How the first step of a login was taken, for purpose `mfa`; null for a password. */
+  first_amr: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
+  /** The upstream provider (its slug) whose sign-in this second step finishes; null after a password. */
+  provider: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type MfaChallengeRow = Selectable<MfaChallengeTable>;
@@ -137,6 +143,22 @@ export interface AccountTokenTable extends SingleUse {
 }
 
 export type AccountTokenRow = Selectable<AccountTokenTable>;
+
+/** A sign-in code and link sent by e-mail; both are spent together. */
+export interface EmailCodeTable extends SingleUse {
+  id: Generated<number>;
+  /** The normalized address the mail went to. */
+  email: string;
+  /** Null for an address without an account, whose code creates one (EMAIL_CODE_SIGNUP). */
+  user_id: number | null;
+  /** HMAC-SHA-256 (hex) of the six-digit code under a key derived from SECRET_KEY. */
+  code_hash: string;
+  /** SHA-256 (hex) of the link's token. */
+  token_hash: string;
+  failures: Generated<number>;
+}
+
+export type EmailCodeRow = Selectable<EmailCodeTable>;
 
 export interface MailOutboxTable {
   id: Generated<number>;
@@ -172,6 +194,7 @@ export interface Database {
   mfa_recovery_codes: MfaRecoveryCodeTable;
   mfa_challenges: MfaChallengeTable;
   api_keys: ApiKeyTable;
+  email_codes: EmailCodeTable;
 }
 
 /** What a repository runs its queries on: the database or a transaction the service opened. */

@@ -1,8 +1,9 @@
 import type { components } from '../../generated/openapi';
 import type { IdentityProviderRow } from '../db/identity-providers';
 import { iso } from '../services/user-view';
-import { created, noContent, ok, signedIn } from './reply';
+import { created, noContent, ok, redirect, signedIn } from './reply';
 import type { Handler } from './types';
+import { tokenPairView, userView } from './views';
 
 type IdentityProvider = components['schemas']['IdentityProvider'];
 
@@ -47,3 +48,14 @@ export const deleteIdentityProvider: Handler<'deleteIdentityProvider'> = async (
 
 export const listSignInProviders: Handler<'listSignInProviders'> = async (_input, { providers }) =>
   ok((await providers.enabled()).map((row) => ({ slug: row.slug, name: row.name })));
+
+export const authorizeWithProvider: Handler<'authorizeWithProvider'> = async ({ path, query, client }, { providerSignIn }) =>
+  redirect(await providerSignIn.authorize(path.slug, { redirectTo: query.redirect_to, codeChallenge: query.code_challenge }, client));
+
+export const providerCallback: Handler<'providerCallback'> = async ({ path, query, client }, { providerSignIn }) =>
+  redirect(await providerSignIn.callback(path.slug, query, client));
+
+export const providerToken: Handler<'providerToken'> = async ({ body, client }, { providerSignIn }) => {
+  const { user, tokens } = await providerSignIn.exchange(body.code, body.code_verifier, client);
+  return ok({ ...tokenPairView(tokens), user: userView(user, user.role === 'admin') });
+};

@@ -1,6 +1,7 @@
 import * as apiKeys from './api-keys';
 import * as audit from './audit';
 import * as auth from './auth';
+import * as emailCode from './email-code';
 import * as factors from './factors';
 import * as health from './health';
 import * as identityProviders from './identity-providers';
@@ -12,6 +13,7 @@ import type { HandlerMap, OperationId, OperationRequest, Operations, Services, W
 /** Every operation of api/openapi.yaml by operationId. */
 export const handlers = {
   ...auth,
+  ...emailCode,
   ...users,
   ...audit,
   ...health,

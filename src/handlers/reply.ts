@@ -31,6 +31,11 @@ export function noContent<R extends WireReply & { status: 204 }>(): Returned<R> 
   return { status: 204 } as R;
 }
 
+/** A 302 to `location`: where a browser flow goes next. */
+export function redirect<R extends WireReply & { status: 302 }>(location: string): Returned<R> {
+  return { status: 302, headers: { Location: location } } as unknown as R;
+}
+
 /** The caller of a protected operation; the contract layer has authenticated it before the handler runs. */
 export function signedIn(input: { principal: Principal | undefined }): Principal {
   if (!input.principal) throw new Unauthorized();

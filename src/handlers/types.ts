@@ -1,9 +1,11 @@
 import type { operations } from '../../generated/openapi';
 import type { KeyRing } from '../config/keys';
 import type { IdentityProviderRegistry } from '../providers/registry';
+import type { ProviderSignIn } from '../providers/sign-in';
 import type { AuthService } from '../services/auth';
 import type { ClientInfo, Principal } from '../services/principal';
 import type { AccountService } from '../services/account';
+import type { EmailCodeSignIn } from '../email-code/email-code-sign-in';
 import type { ApiKeyService } from '../services/api-keys';
 import type { AuditService } from '../services/audit';
 import type { FactorService } from '../services/factors';
@@ -37,7 +39,7 @@ export interface HandlerInput<K extends OperationId> {
 
 type Responses<K extends OperationId> = operations[K]['responses'];
 /** A handler answers only with success; every failure is thrown and rendered by the HTTP layer. */
-type SuccessStatus = 200 | 201 | 202 | 204;
+type SuccessStatus = 200 | 201 | 202 | 204 | 302;
 type StatusOf<K extends OperationId> = Extract<keyof Responses<K>, SuccessStatus>;
 type JsonBodyOf<R> = R extends { content: { 'application/json': infer B } } ? B : undefined;
 type ReplyWith<S, B> = [B] extends [undefined]
@@ -94,7 +96,9 @@ export interface Services {
   mfa: MfaSignIn;
   apiKeys: ApiKeyService;
   webhooks: WebhookService;
+  emailCode: EmailCodeSignIn;
   providers: IdentityProviderRegistry;
+  providerSignIn: ProviderSignIn;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

@@ -51,12 +51,19 @@ function contractSource(): string {
 
 /**
  * The contract as this deployment serves it at /openapi.json: api/openapi.yaml as it is, with
- * `info.version` from APP_VERSION. Nothing else changes, so that a client generated from the file
- * and one generated from a deployment are the same client.
+ * `info.version` from APP_VERSION, and without the operations a setting turned off (`switchedOff`,
+ * by operationId), which then answer 404 as any unknown route. Nothing else changes, so that a
+ * client generated from the file and one generated from a deployment are the same client.
  */
-export function contractFor(config: Pick<ServerConfig, 'appVersion'>): OpenApiDocument {
+export function contractFor(config: Pick<ServerConfig, 'appVersion'>, switchedOff: readonly string[] = []): OpenApiDocument {
   const doc = structuredClone(readContract());
   doc.info.version = config.appVersion;
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (switchedOff.includes((operation as { operationId?: string } | undefined)?.operationId ?? '')) delete item[method];
+    }
+    if (!Object.values(item).some((operation) => (operation as { operationId?: string } | undefined)?.operationId)) delete doc.paths[path];
+  }
   return doc;
 }
 
@@ -66,8 +73,12 @@ export function contractFor(config: Pick<ServerConfig, 'appVersion'>): OpenApiDo
  * default maximum, 100, and says it is configurable). Defaults stay out of it: the service fills them
  * in, and a declared default would make clients that send defaults mix the page and cursor shapes.
  */
-export function validationContractFor(server: Pick<ServerConfig, 'appVersion'>, pagination: PaginationConfig): OpenApiDocument {
-  const doc = contractFor(server);
+export function validationContractFor(
+  server: Pick<ServerConfig, 'appVersion'>,
+  pagination: PaginationConfig,
+  switchedOff: readonly string[] = [],
+): OpenApiDocument {
+  const doc = contractFor(server, switchedOff);
   // A flat schema with `x-one-of` (the token URL's form) is checked as that `oneOf`: clients see
   // one object with every field, and the service still holds each alternative to its own fields.
   const schemas = doc.components?.schemas ?? {};

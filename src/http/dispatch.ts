@@ -46,7 +46,8 @@ export function dispatcher(operation: Operation, handle: Handle, { guard, bodyGu
     const reply = await handle(ctx, request);
     ctx.status = reply.status;
     if (reply.headers) ctx.set(reply.headers);
-    ctx.body = reply.body ?? null;
+    // A redirect's body is empty: with none at all, Koa would turn the status into a 204.
+    ctx.body = reply.body ?? (reply.status >= 300 && reply.status < 400 ? '' : null);
   };
 }
 

@@ -22,6 +22,8 @@ export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'verifyMfa',
   'confirmTotp',
   'passkeyLogin',
+  'requestEmailCode',
+  'verifyEmailCode',
 ]);
 
 /** Operations that hash a password only when their body carries one: on the tighter budget then too. */
@@ -46,6 +48,14 @@ export async function rateLimitGuard(
   const auth = await limiter({ keyPrefix: 'ip-auth', points: config.authRateLimitPerMinute, duration: WINDOW_SECONDS });
   const general = await limiter({ keyPrefix: 'ip', points: config.rateLimitPerMinute, duration: WINDOW_SECONDS });
 
+  // Each refusal names the budget that ran out, so that a client (or whoever runs the service) knows which limit to respect or raise.
+  const refusals = new Map<RateLimiterAbstract, string>([
+    [
+      auth,
+      `Too many requests: this client has used its ${auth.points} sign-in and credential requests a minute (AUTH_RATE_LIMIT_PER_MINUTE)`,
+    ],
+    [general, `Too many requests: this client has used its ${general.points} requests a minute (RATE_LIMIT_PER_MINUTE)`],
+  ]);
   const spend = async (ctx: Context, budget: RateLimiterAbstract) => {
     let state: RateLimiterRes;
     let limited = false;
@@ -63,7 +73,7 @@ export async function rateLimitGuard(
       'RateLimit-Reset': String(Math.max(0, Math.ceil(state.msBeforeNext / 1000))),
     };
     ctx.set(headers);
-    if (limited) throw rateLimited(state.msBeforeNext, 'Too many requests', headers);
+    if (limited) throw rateLimited(state.msBeforeNext, refusals.get(budget), headers);
   };
 
   return {

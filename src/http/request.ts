@@ -13,6 +13,7 @@ export function clientOf(ctx: KoaContext): ClientInfo {
     ip: ctx.ip || null,
     userAgent: ctx.get('user-agent').slice(0, MAX_USER_AGENT_LENGTH) || null,
     requestId: state.requestId ?? null,
+    origin: `${ctx.protocol}://${ctx.host}`,
   };
   return state.client;
 }

@@ -2,8 +2,18 @@ import { lookup, type LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
-/** Why a webhook URL or the address its name resolves to is not used; the message is shown to admins. */
-export class RefusedWebhookAddress extends Error {}
+/**
+ * Why a webhook URL or the address its name resolves to is not used; the message is shown to admins.
+ * `internal` when the address is one WEBHOOK_ALLOW_PRIVATE_URLS would allow.
+ */
+export class RefusedWebhookAddress extends Error {
+  constructor(
+    message: string,
+    readonly internal = false,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * Whether an address is on the public internet: not loopback, private, link-local, CGNAT,
@@ -53,7 +63,7 @@ function resolvePublic(hostname: string, callback: (error: Error | null, address
     }
     const internal = addresses.find((a) => !isPublicAddress(a.address));
     if (internal) {
-      callback(new RefusedWebhookAddress(`${hostname} resolves to ${internal.address}, which is not a public address`), []);
+      callback(new RefusedWebhookAddress(`${hostname} resolves to ${internal.address}, which is not a public address`, true), []);
       return;
     }
     callback(null, addresses);

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { AccountConfig } from '../config';
+import { AfterAnswer } from '../infra/after-answer';
 import { consumeAccountToken, recentAccountTokens } from '../db/account-tokens';
 import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../db/sessions';
 import type { Transact } from '../db/transaction';
@@ -21,7 +22,7 @@ import { sha256 } from './tokens';
 /** Password change and reset, e-mail verification, and the user's own sessions. */
 export class AccountService {
   /** Work started after an answer (reset links), so that a stop can wait for it. */
-  private readonly pending = new Set<Promise<void>>();
+  private readonly later = new AfterAnswer();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -62,18 +63,16 @@ export class AccountService {
    * already did; then the link already sent stays the valid one. Failures are logged.
    */
   forgotPassword(email: string, client: ClientInfo): void {
-    const work = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.sendResetLink(email, client))
-      .catch((error: unknown) =>
+    this.later.run(
+      () => this.sendResetLink(email, client),
+      (error: unknown) =>
         this.logger.error({ err: error, requestId: client.requestId }, 'forgot-password: the reset link could not be queued'),
-      );
-    this.pending.add(work);
-    void work.finally(() => this.pending.delete(work));
+    );
   }
 
   /** Resolves once the work started after earlier answers (reset links) has finished. */
-  async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  settled(): Promise<void> {
+    return this.later.settled();
   }
 
   private async sendResetLink(email: string, client: ClientInfo): Promise<void> {

@@ -19,6 +19,7 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'password.changed': true,
   'password.reset_requested': true,
   'password.reset_completed': true,
+  'email_code.requested': true,
   'email.verified': true,
   'user.created': true,
   'user.updated': true,
@@ -43,6 +44,7 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'identity_provider.created': true,
   'identity_provider.updated': true,
   'identity_provider.deleted': true,
+  'identity.linked': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */

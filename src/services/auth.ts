@@ -30,7 +30,16 @@ export type { TokenPair } from './session-start';
  * `POST /api/auth/mfa/verify` takes with the proof, and the methods the user can prove it with.
  */
 export interface SecondFactorGate {
-  challenge(user: UserRow, client: ClientInfo): Promise<{ mfaToken: string; methods: string[] } | undefined>;
+  /**
+   * `firstAmr`: how the first step was taken (RFC 8176 values), when not with a password; `provider`:
+   * the upstream provider of that first step, named by the session the second opens.
+   */
+  challenge(
+    user: UserRow,
+    client: ClientInfo,
+    firstAmr?: readonly string[],
+    provider?: string,
+  ): Promise<{ mfaToken: string; methods: string[] } | undefined>;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;

@@ -8,7 +8,11 @@ import type { LimiterFactory } from '../infra/rate-limiter';
 /** The window of the account-wide count, and how long an account-wide lock lasts. */
 export const ACCOUNT_WINDOW_SECONDS = 3600;
 
-const LOCKED_MESSAGE = 'Too many failed login attempts; try again later';
+/** The refusal of a locked sign-in, naming which lock holds: this client's on the account, or the whole account's. */
+const lockedMessage = (scope: LockScope, lockoutMinutes: number) =>
+  scope === 'client'
+    ? `Too many failed sign-ins to this account from this client: locked out for ${lockoutMinutes} minutes (LOGIN_MAX_FAILURES, LOGIN_LOCKOUT_MINUTES)`
+    : 'Too many failed sign-ins to this account from any client: the account is locked for an hour (LOGIN_ACCOUNT_MAX_FAILURES); a password reset lifts it';
 
 /** Which lock a failure started: the one client's, or the whole account's. */
 export type LockScope = 'client' | 'account';
@@ -66,12 +70,12 @@ export class LoginGuard {
     if (refused.length > 0) {
       // A point taken over the limit is given back at once, so it never outlives this answer.
       await this.clientFailures.reward(pair);
-      throw this.locked(refused);
+      throw this.locked(refused, isLocked(accountLock) ? 'account' : 'client');
     }
     const whole = await this.accountFailures.penalty(account);
     if (whole.consumedPoints > this.accountFailures.points) {
       await Promise.all([this.clientFailures.reward(pair), this.accountFailures.reward(account)]);
-      throw this.locked([whole]);
+      throw this.locked([whole], 'account');
     }
     return new LoginAttempt(this, pair, account, client.consumedPoints, whole.consumedPoints);
   }
@@ -121,8 +125,10 @@ export class LoginGuard {
     return scope;
   }
 
-  private locked(states: RateLimiterRes[]): RateLimited {
-    return new RateLimited(Math.max(...states.map((state) => state.msBeforeNext)), { message: LOCKED_MESSAGE });
+  private locked(states: RateLimiterRes[], scope: LockScope): RateLimited {
+    return new RateLimited(Math.max(...states.map((state) => state.msBeforeNext)), {
+      message: lockedMessage(scope, this.lockoutSeconds / 60),
+    });
   }
 
   private async reached(counter: RateLimiterAbstract, key: string): Promise<boolean> {

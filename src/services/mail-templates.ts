@@ -25,6 +25,8 @@ interface Message {
   subject: string;
   name: string;
   paragraphs: Paragraph[];
+  /** A one-time code shown on its own line, large in the HTML part, before the action. */
+  code?: string;
   action?: { label: string; link: string; lifetime: string };
   footer: Paragraph;
 }
@@ -36,13 +38,24 @@ function compose(m: Message): Mail {
   const greeting: Paragraph = ['Hello ', { value: m.name }, ','];
   const text = [asText(greeting), ...m.paragraphs.map(asText)];
   const html = [`<p>${asHtml(greeting)}</p>`, ...m.paragraphs.map((p) => `<p>${asHtml(p)}</p>`)];
+  if (m.code !== undefined) {
+    text.push(`    ${m.code}`);
+    html.push(
+      `<p style="font-family: monospace; font-size: 32px; font-weight: bold; letter-spacing: 6px; margin: 24px 0">${htmlText(m.code)}</p>`,
+    );
+  }
   if (m.action) {
     const { label, link, lifetime } = m.action;
-    text.push(link, `The link works once and expires in ${lifetime}.`);
+    // With a code, the two are one: whichever is used first voids the other.
+    const validity =
+      m.code === undefined
+        ? `The link works once and expires in ${lifetime}.`
+        : `The code and the link work once, and using one voids the other. Both expire in ${lifetime}.`;
+    text.push(m.code === undefined ? link : `Or open this link:\n${link}`, validity);
     html.push(
       `<p><a href="${htmlText(link)}">${htmlText(label)}</a></p>`,
       `<p>Or paste this address into your browser:<br>${htmlText(link)}</p>`,
-      `<p>The link works once and expires in ${htmlText(lifetime)}.</p>`,
+      `<p>${htmlText(validity)}</p>`,
     );
   }
   text.push(asText(m.footer));
@@ -148,6 +161,30 @@ export function passwordResetMail(appUrl: string, to: string, name: string, toke
     paragraphs: [['Someone asked to reset the password of your account. Open the link below to choose a new one.']],
     action: { label: 'Choose a new password', link: `${appUrl}/reset-password?token=${token}`, lifetime: plural(expireMinutes, 'minute') },
     footer: ['If you did not ask for this, ignore this message: your password stays as it is. A newer request voids this link.'],
+  });
+}
+
+/**
+ * A sign-in code and link. `signup`: the address has no account yet, and using either creates one.
+ * The code stands apart and unbroken, so that it reads easily and copies whole.
+ */
+export function emailCodeMail(to: string, name: string, code: string, link: string, expireMinutes: number, signup: boolean): Mail {
+  return compose({
+    to,
+    subject: signup ? 'Your code to create your account' : 'Your sign-in code',
+    name,
+    paragraphs: [
+      [
+        signup
+          ? 'Someone asked to create an account with this e-mail address. Enter this code to do so:'
+          : 'Someone asked to sign in to your account with this e-mail address. Enter this code to sign in:',
+      ],
+    ],
+    code,
+    action: { label: signup ? 'Create my account' : 'Sign me in', link, lifetime: plural(expireMinutes, 'minute') },
+    footer: [
+      'If you did not ask for this, ignore this message: nothing happens without the code or the link. Never tell the code to anyone who asks for it.',
+    ],
   });
 }
 

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { countRecoveryCodes, findPasskey, listConfirmedFactors, recordPasskeyUse, takeTotpStep, useRecoveryCode } from '../db/factors';
 import { consumeChallenge, findLiveMfaChallenge, insertChallenge, recordMfaFailure, setMfaWebAuthnChallenge } from '../db/mfa-challenges';
+import type { AuditDetails } from '../db/audit';
 import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, MfaChallengeRow, MfaFactorRow, UserRow } from '../db/types';
 import { findUserById } from '../db/users';
@@ -59,8 +60,17 @@ export class MfaSignIn implements SecondFactorGate {
     private readonly options: { now: Clock; requireVerifiedEmail: boolean; loginGuard?: LoginGuard },
   ) {}
 
-  /** For a user with a confirmed factor: a new mfa_token and the methods that can answer it. */
-  async challenge(user: UserRow, client: ClientInfo): Promise<{ mfaToken: string; methods: MfaMethod[] } | undefined> {
+  /**
+   * For a user with a confirmed factor: a new mfa_token and the methods that can answer it. The step
+   * keeps how the first one was taken (`firstAmr`, a password when absent) for the session's `amr`,
+   * and the upstream `provider` of that first step, which the session it opens names.
+   */
+  async challenge(
+    user: UserRow,
+    client: ClientInfo,
+    firstAmr?: readonly string[],
+    provider?: string,
+  ): Promise<{ mfaToken: string; methods: MfaMethod[] } | undefined> {
     const factors = await listConfirmedFactors(this.db, user.id);
     if (factors.length === 0) return undefined;
     const methods: MfaMethod[] = [];
@@ -73,10 +83,11 @@ export class MfaSignIn implements SecondFactorGate {
       const expiresAt = new Date(now + MFA_TOKEN_TTL_MS);
       await insertChallenge(
         trx,
-        { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), expiresAt },
+        { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), firstAmr, provider, expiresAt },
         new Date(now),
       );
-      await recordEvent(trx, { type: 'mfa.challenged', actor: null, subject: user.id, details: { methods }, origin: client });
+      const details: AuditDetails = provider ? { methods, provider } : { methods };
+      await recordEvent(trx, { type: 'mfa.challenged', actor: null, subject: user.id, details, origin: client });
     });
     return { mfaToken, methods };
   }
@@ -110,15 +121,15 @@ export class MfaSignIn implements SecondFactorGate {
         if (!shown) return undefined;
         // Spent with the proof: of two requests with one token, one signs in.
         if (!(await consumeChallenge(trx, { purpose: 'mfa', id: step.id }, new Date(this.options.now())))) throw new Unauthorized();
-        const assurance: Assurance = { amr: ['pwd', shown.amr, 'mfa'], aal: 'aal2' };
-        const session = await openSession(trx, this.tokens, user, client, assurance);
+        const assurance: Assurance = { amr: [...new Set([...(step.first_amr ?? ['pwd']), shown.amr, 'mfa'])], aal: 'aal2' };
+        const session = await openSession(trx, this.tokens, user, client, assurance, step.provider);
         const details = { method: proof.method, factor_id: shown.factorId ?? null, ...shown.details };
         await recordEvent(trx, { type: 'mfa.verified', actor: user.id, subject: user.id, details, origin: client });
         await recordEvent(trx, {
           type: 'login.succeeded',
           actor: user.id,
           subject: user.id,
-          details: { session_id: session.sessionId, amr: [...assurance.amr] },
+          details: { session_id: session.sessionId, amr: [...assurance.amr], ...(step.provider ? { provider: step.provider } : {}) },
           origin: client,
         });
         return session;

@@ -16,7 +16,11 @@ export const hashingBusy = (retryAfterSeconds: number) =>
 
 /** Says why this caller's password could not be hashed now: it holds its share of the queue already. */
 export const callerHashingBusy = (retryAfterSeconds: number) =>
-  new RateLimited(retryAfterSeconds * 1000, { message: 'Too many password operations at once; try again shortly', overload: true });
+  new RateLimited(retryAfterSeconds * 1000, {
+    message:
+      'Too many password operations at once from this caller: it holds its share of the password-hashing queue (PASSWORD_HASH_CALLER_MAX); try again shortly',
+    overload: true,
+  });
 
 /**
  * Whom a hash counts against, for their share of the queue: the signed-in user whose request it is,

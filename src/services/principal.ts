@@ -28,6 +28,8 @@ export interface ClientInfo {
   /** At most 512 characters. */
   userAgent: string | null;
   requestId: string | null;
+  /** The service's origin as the client reached it (behind a trusted proxy, as the proxy says): where browser flows come back to. */
+  origin?: string;
 }
 
 export const isAdmin = (principal: Principal): boolean => principal.user.role === 'admin';

@@ -17,6 +17,8 @@ export async function openSession(
   user: UserRow,
   client: ClientInfo,
   assurance: Assurance = PASSWORD_ONLY,
+  /** The upstream provider (its slug) the user signed in with. */
+  provider: string | null = null,
 ): Promise<{ sessionId: string; tokens: TokenPair }> {
   const sessionId = randomUUID();
   const { refreshTokenHash, refreshExpiresAt, ...pair } = tokens.issuePair(user, sessionId, assurance);
@@ -29,6 +31,7 @@ export async function openSession(
     user_agent: client.userAgent,
     amr: [...assurance.amr],
     aal: assurance.aal,
+    provider,
   });
   return { sessionId, tokens: pair };
 }

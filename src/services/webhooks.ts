@@ -177,13 +177,15 @@ export class WebhookService {
    */
   private async checkUrl(url: string): Promise<void> {
     const refuse = (message: string) => new Validation([{ field: 'body.url', message }]);
+    // A refusal that the setting would lift says so: a receiver on the same network is a common first test.
+    const allowable = (message: string) => refuse(`${message}; WEBHOOK_ALLOW_PRIVATE_URLS=true allows internal addresses and http://`);
     const problem = urlProblem(url, this.config.allowPrivateUrls);
-    if (problem !== undefined) throw refuse(problem);
+    if (problem !== undefined) throw urlProblem(url, true) === undefined ? allowable(problem) : refuse(problem);
     if (this.config.allowPrivateUrls) return;
     try {
       await checkResolvesPublic(url, this.config.timeoutMs);
     } catch (error) {
-      if (error instanceof RefusedWebhookAddress) throw refuse(error.message);
+      if (error instanceof RefusedWebhookAddress) throw error.internal ? allowable(error.message) : refuse(error.message);
       throw error;
     }
   }

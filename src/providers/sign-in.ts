@@ -1,0 +1,314 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { RedirectConfig, SessionConfig } from '../config';
+import { findProvider, findProviderById, type IdentityProviderRow } from '../db/identity-providers';
+import { findIdentity, insertCode, insertFlow, insertIdentity, recordIdentityUse, takeCode, takeFlow } from '../db/identities';
+import type { Transact, UnitOfWork } from '../db/transaction';
+import type { Database, UserRow } from '../db/types';
+import { findUserByEmail, findUserById, insertUser } from '../db/users';
+import { Forbidden, InvalidCode, InvalidRedirect, InvalidToken, MfaRequired, NotFound } from '../errors';
+import { seal, unseal } from '../infra/sealed';
+import { allowedRedirect } from '../redirects/allow-list';
+import { recordEvent } from '../services/audit-events';
+import { emailNotVerified, type SecondFactorGate } from '../services/auth';
+import { countedCheck, type LoginGuard } from '../services/login-guard';
+import type { ClientInfo } from '../services/principal';
+import type { PasswordHasher } from '../services/passwords';
+import { openSession, type TokenPair } from '../services/session-start';
+import { sha256, type Assurance, type TokenService } from '../services/tokens';
+import { providerSealingKey, type IdentityProviderRegistry } from './registry';
+import { ProviderUnreachable, type Upstream, type UpstreamProfile } from './upstream';
+
+/** How long a sign-in may stay at the provider. */
+export const FLOW_TTL_MS = 10 * 60 * 1000;
+/** How long the application has to exchange its code. */
+export const CODE_TTL_MS = 5 * 60 * 1000;
+
+/** What the callback tells the application at `redirect_to` when there is no code. */
+export type SignInError =
+  | 'access_denied'
+  | 'account_exists'
+  | 'signup_disabled'
+  | 'account_disabled'
+  | 'provider_disabled'
+  | 'invalid_response'
+  | 'temporarily_unavailable';
+
+const DESCRIPTIONS: Record<SignInError, string> = {
+  access_denied: 'The sign-in was declined at the provider',
+  account_exists: 'An account with this e-mail address exists; sign in to it and link the provider from there',
+  signup_disabled: 'No account is linked to this identity, and this provider does not create accounts',
+  account_disabled: 'The account is disabled',
+  provider_disabled: 'This provider is not enabled',
+  invalid_response: 'The provider answer failed a check',
+  temporarily_unavailable: 'The provider could not be reached; try again later',
+};
+
+/** A signed-in person by provider: no password was used, and none was shown (`fed`, as RFC 8176 lists for federated sign-ins). */
+const FEDERATED: Assurance = Object.freeze({ amr: Object.freeze(['fed']), aal: 'aal1' });
+
+class Refusal extends Error {
+  constructor(readonly code: SignInError) {
+    super(DESCRIPTIONS[code]);
+  }
+}
+
+export interface SignInOptions {
+  redirects: RedirectConfig;
+  sessions: SessionConfig;
+  secretKey: string;
+  loginGuard?: LoginGuard;
+  secondFactor?: SecondFactorGate;
+}
+
+/**
+ * Signing in with an upstream provider, for an application that never sees a token in a URL: PKCE
+ * from the application to the service, a one-time code at an allowed `redirect_to`, and its
+ * exchange for a session, with the second factor and the lockout of a password login.
+ */
+export class ProviderSignIn {
+  private readonly key: Buffer;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly transact: Transact,
+    private readonly registry: IdentityProviderRegistry,
+    private readonly upstream: Upstream,
+    private readonly tokens: TokenService,
+    private readonly passwords: PasswordHasher,
+    private readonly options: SignInOptions,
+  ) {
+    this.key = providerSealingKey(options.secretKey);
+  }
+
+  /** Where to send the browser: the provider's authorization URL, or back with an error. */
+  async authorize(slug: string, request: { redirectTo: string; codeChallenge: string }, client: ClientInfo): Promise<string> {
+    const provider = await findProvider(this.db, slug);
+    if (!provider || !provider.enabled) throw new NotFound('Identity provider not found');
+    const back = allowedRedirect(this.options.redirects, request.redirectTo);
+    if (!back) throw new InvalidRedirect();
+    const state = randomToken();
+    const nonce = provider.kind === 'oidc' ? randomToken() : undefined;
+    const codeVerifier = randomToken();
+    let url: URL;
+    try {
+      url = await this.upstream.authorizationUrl(provider, this.registry.clientSecret(provider), {
+        redirectUri: callbackUri(client, slug),
+        state,
+        nonce,
+        codeVerifier,
+      });
+    } catch (error) {
+      if (error instanceof ProviderUnreachable) return withError(back, 'temporarily_unavailable');
+      throw error;
+    }
+    await insertFlow(this.db, {
+      provider_id: provider.id,
+      state_hash: sha256(state),
+      nonce: nonce ?? null,
+      code_verifier_sealed: seal(this.key, codeVerifier),
+      redirect_to: back.href,
+      code_challenge: request.codeChallenge,
+      expires_at: new Date(Date.now() + FLOW_TTL_MS),
+    });
+    return url.href;
+  }
+
+  /**
+   * The provider's redirect: takes the sign-in under way its `state` names (once), finds or makes
+   * the person's account, and sends the browser back with a one-time code, or with an error.
+   */
+  async callback(slug: string, query: Record<string, string | undefined>, client: ClientInfo): Promise<string> {
+    const flow = query.state ? await takeFlow(this.db, sha256(query.state)) : undefined;
+    const provider = flow && (await findProvider(this.db, slug));
+    if (!flow || !provider || provider.id !== flow.provider_id) throw new InvalidToken();
+    const back = new URL(flow.redirect_to);
+    const refuse = async (code: SignInError, subject: number | null = null) => {
+      await this.transact((trx) =>
+        recordEvent(trx, { type: 'login.failed', actor: null, subject, details: { reason: code, provider: slug }, origin: client }),
+      );
+      return withError(back, code);
+    };
+    if (!provider.enabled) return refuse('provider_disabled');
+    if (query.error !== undefined) return refuse(query.error === 'access_denied' ? 'access_denied' : 'invalid_response');
+
+    let profile: UpstreamProfile;
+    try {
+      const answer = new URL(callbackUri(client, slug));
+      for (const [name, value] of Object.entries(query)) if (value !== undefined) answer.searchParams.set(name, value);
+      profile = await this.upstream.complete(provider, this.registry.clientSecret(provider), answer, {
+        state: query.state!,
+        nonce: flow.nonce ?? undefined,
+        codeVerifier: unseal(this.key, flow.code_verifier_sealed)!,
+      });
+    } catch (error) {
+      return refuse(error instanceof ProviderUnreachable ? 'temporarily_unavailable' : 'invalid_response');
+    }
+
+    const code = randomToken();
+    try {
+      await this.transact(async (trx) => {
+        const user = await this.accountFor(trx, provider, profile, client);
+        await insertCode(trx, {
+          code_hash: sha256(code),
+          user_id: user.id,
+          provider_id: provider.id,
+          code_challenge: flow.code_challenge,
+          expires_at: new Date(Date.now() + CODE_TTL_MS),
+        });
+      });
+    } catch (error) {
+      if (error instanceof Refusal) return refuse(error.code, (error as Refusal & { subject?: number }).subject ?? null);
+      throw error;
+    }
+    back.searchParams.set('code', code);
+    return back.href;
+  }
+
+  /** The application's code and PKCE verifier, for a session: as a password login, second factor included. */
+  async exchange(code: string, codeVerifier: string, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
+    const issued = await takeCode(this.db, sha256(code));
+    const user = issued && (await findUserById(this.db, issued.user_id));
+    const provider = issued && (await this.providerById(issued.provider_id));
+    if (!issued || !user || !provider) throw new InvalidCode();
+    const fail = (reason: string, locked?: string) =>
+      this.transact(async (trx) => {
+        await recordEvent(trx, {
+          type: 'login.failed',
+          actor: null,
+          subject: user.id,
+          details: { reason, provider: provider.slug },
+          origin: client,
+        });
+        if (locked)
+          await recordEvent(trx, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked }, origin: client });
+      });
+    const { valid, locked } = await countedCheck(this.options.loginGuard, user.email, client.ip, () =>
+      Promise.resolve(sameText(s256(codeVerifier), issued.code_challenge)),
+    );
+    if (!valid) {
+      await fail('wrong_code_verifier', locked);
+      throw new InvalidCode();
+    }
+    if (user.deleted_at !== null || !user.is_active) {
+      await fail('account_disabled');
+      throw new Forbidden('Account is disabled');
+    }
+    if (this.options.sessions.requireVerifiedEmail && !user.email_verified) {
+      await fail('email_not_verified');
+      throw emailNotVerified();
+    }
+    const second = await this.options.secondFactor?.challenge(user, client, FEDERATED.amr, provider.slug);
+    if (second) throw new MfaRequired(second.mfaToken, second.methods);
+    const { tokens } = await this.transact(async (trx) => {
+      const opened = await openSession(trx, this.tokens, user, client, FEDERATED, provider.slug);
+      await recordEvent(trx, {
+        type: 'login.succeeded',
+        actor: user.id,
+        subject: user.id,
+        details: { session_id: opened.sessionId, provider: provider.slug, amr: [...FEDERATED.amr] },
+        origin: client,
+      });
+      return opened;
+    });
+    return { user, tokens };
+  }
+
+  /**
+   * The account an upstream identity signs in: the one it is linked to; or the account with its
+   * e-mail, linked now when both the provider and the account say that e-mail is verified; or a new
+   * account. Throws a Refusal for anything else.
+   */
+  private async accountFor(trx: UnitOfWork, provider: IdentityProviderRow, profile: UpstreamProfile, client: ClientInfo): Promise<UserRow> {
+    const refuse = (code: SignInError, subject?: number) => Object.assign(new Refusal(code), { subject });
+    const identity = await findIdentity(trx, provider.id, profile.subject);
+    if (identity) {
+      const user = await findUserById(trx, identity.user_id);
+      if (!user || user.deleted_at !== null || !user.is_active) throw refuse('account_disabled', user?.id);
+      await recordIdentityUse(trx, identity.id, profile.email ?? null);
+      return user;
+    }
+    if (!profile.email) throw refuse('invalid_response');
+    const existing = await findUserByEmail(trx, profile.email);
+    if (existing) {
+      if (existing.deleted_at !== null || !existing.is_active) throw refuse('account_disabled', existing.id);
+      // Linking hands the account to whoever holds the identity: only when both sides vouch for the address.
+      if (!profile.emailVerified || !existing.email_verified) throw refuse('account_exists', existing.id);
+      await this.link(trx, existing, provider, profile, client, 'verified_email');
+      return existing;
+    }
+    if (!provider.allow_signup) throw refuse('signup_disabled');
+    // No password: nobody knows this one; forgot-password sets a real one.
+    const unusable = await this.passwords.hash(randomBytes(32).toString('base64url'));
+    const user = await insertUser(trx, {
+      email: profile.email,
+      name: profile.name ?? profile.email.split('@')[0].slice(0, 100),
+      password_hash: unusable,
+      role: 'user',
+      email_verified: profile.emailVerified,
+    });
+    if (!user) throw refuse('account_exists');
+    await recordEvent(trx, {
+      type: 'user.registered',
+      actor: user.id,
+      subject: user.id,
+      details: { provider: provider.slug },
+      origin: client,
+    });
+    await this.link(trx, user, provider, profile, client, 'signup');
+    return user;
+  }
+
+  private async link(
+    trx: UnitOfWork,
+    user: UserRow,
+    provider: IdentityProviderRow,
+    profile: UpstreamProfile,
+    client: ClientInfo,
+    how: 'signup' | 'verified_email',
+  ): Promise<void> {
+    const identity = await insertIdentity(trx, {
+      user_id: user.id,
+      provider_id: provider.id,
+      subject: profile.subject,
+      email: profile.email ?? null,
+    });
+    if (!identity) throw new Refusal('account_exists');
+    await recordEvent(trx, {
+      type: 'identity.linked',
+      actor: user.id,
+      subject: user.id,
+      details: { provider: provider.slug, identity_id: identity.id, how },
+      origin: client,
+    });
+  }
+
+  private providerById(id: number): Promise<IdentityProviderRow | undefined> {
+    return findProviderById(this.db, id);
+  }
+}
+
+function randomToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+function s256(verifier: string): string {
+  return createHash('sha256').update(verifier).digest('base64url');
+}
+
+function sameText(a: string, b: string): boolean {
+  const [x, y] = [Buffer.from(a), Buffer.from(b)];
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** The redirect URI registered with the provider: this service's callback for that provider. */
+function callbackUri(client: ClientInfo, slug: string): string {
+  return `${client.origin ?? ''}/api/auth/providers/${slug}/callback`;
+}
+
+function withError(back: URL, code: SignInError): string {
+  const url = new URL(back);
+  url.searchParams.set('error', code);
+  url.searchParams.set('error_description', DESCRIPTIONS[code]);
+  return url.href;
+}
