@@ -3,13 +3,13 @@ import { Secret, TOTP } from 'otpauth';
 import request from 'supertest';
 import { createApp, type App } from '../src/app';
 import { createLogger } from '../src/logger';
+import { outboxDrained } from './support/outbox';
 import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
 import { auditRows } from './support/audit';
 import { expectError } from './support/expect';
 import { claimsOf } from './support/jwt';
 import { captureLog } from './support/log';
 import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
-import { until } from './support/wait';
 
 // Signing in with an e-mailed code or link, against a real SMTP sink: what the mail says, each half
 // used once and voiding the other, expiry, wrong codes and the lockout, the per-address cooldown,
@@ -47,19 +47,7 @@ const verify = (app: TestContext, body: Record<string, unknown>) => app.post('/a
 /** Every request answered so far has done its work, and every mail it queued has gone out. */
 async function quiet(app: TestContext, email: string): Promise<void> {
   await app.app.services.emailCode.settled();
-  await until(
-    async () =>
-      (
-        await app.db
-          .selectFrom('mail_outbox')
-          .select('id')
-          .where('recipient', '=', email)
-          .where('sent_at', 'is', null)
-          .where('failed_at', 'is', null)
-          .execute()
-      ).length === 0,
-    `mail to ${email} to go out`,
-  );
+  await outboxDrained(app.db, email);
 }
 
 const codeMails = (email: string) => smtp.to(email).filter((m) => m.subject === SIGN_IN_SUBJECT || m.subject === SIGNUP_SUBJECT);

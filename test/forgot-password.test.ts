@@ -1,7 +1,7 @@
 import type { AuditEventTable } from '../src/db/audit';
+import { outboxDrained } from './support/outbox';
 import { startTestApp, uniqueEmail, type TestContext } from './support/app';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
-import { until } from './support/wait';
 
 // The reset-mail cooldown: one mail a minute and PASSWORD_RESET_MAILS_PER_HOUR (5) an hour per
 // account; a request within it sends nothing and leaves the link already sent working.
@@ -33,19 +33,7 @@ const tokenRows = (userId: number) =>
 /** Every reset request answered so far has done its work, and every mail it queued has gone out. */
 async function quiet(email: string): Promise<void> {
   await t.app.services.account.settled();
-  await until(
-    async () =>
-      (
-        await t.db
-          .selectFrom('mail_outbox')
-          .select('id')
-          .where('recipient', '=', email)
-          .where('sent_at', 'is', null)
-          .where('failed_at', 'is', null)
-          .execute()
-      ).length === 0,
-    `mail to ${email} to go out`,
-  );
+  await outboxDrained(t.db, email);
 }
 
 /** Moves every reset link of the user back in time, as if sent that long ago. */
