@@ -11,8 +11,10 @@ import { expectError } from './support/expect';
 type Jose = typeof import('jose', { with: { 'resolution-mode': 'import' } });
 type Jwks = components['schemas']['JsonWebKeySet'];
 // jose is ESM only and the tests are compiled to CommonJS, where import() would become require().
+// The text is new for each run of this file: a function of the same text compiled by an earlier
+// file's sandbox in the same worker would import through that torn-down sandbox.
 // eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
-const importJose = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<Jose>;
+const importJose = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (specifier: string) => Promise<Jose>;
 
 const rsaKey = (modulusLength = 2048) => generateKeyPairSync('rsa', { modulusLength });
 const ecKey = (namedCurve = 'prime256v1') => generateKeyPairSync('ec', { namedCurve });
