@@ -27,7 +27,11 @@ const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?
   { page: 'README.md', starts: 'make test', why: 'the whole suite' },
   { page: 'docs/command-line.md', starts: 'npm run build', why: 'needs the service stopped with the embedded database' },
   { page: 'docs/email-code.md', starts: 'curl -s -X POST "$BASE/api/auth/email-code/verify"', why: 'the code is only in the mail' },
-  { page: 'docs/providers.md', starts: 'curl -s -X POST "$BASE/api/auth/providers/token"', why: 'the code comes from a sign-in at the provider' },
+  {
+    page: 'docs/providers.md',
+    starts: 'curl -s -X POST "$BASE/api/auth/providers/token"',
+    why: 'the code comes from a sign-in at the provider',
+  },
   { page: 'docs/deployment.md', starts: 'docker build', why: 'Docker' },
   { page: 'docs/deployment.md', starts: 'export SECRET_KEY', why: 'Docker Compose' },
   { page: 'docs/importing-users.md', starts: 'psql "$DJANGO_DATABASE_URL"', why: "another system's database" },
