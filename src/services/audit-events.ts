@@ -45,6 +45,11 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'identity_provider.updated': true,
   'identity_provider.deleted': true,
   'identity.linked': true,
+  'oauth_client.created': true,
+  'oauth_client.updated': true,
+  'oauth_client.deleted': true,
+  'oauth_client.secret_rotated': true,
+  'oauth_grant.revoked': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */
