@@ -396,11 +396,7 @@ describe('commands beside the service', () => {
         .execute();
 
       const run = await cliOnAppDatabase(['purge'], { env: { HOUSEKEEPING_BATCH_SIZE: '2' } });
-      expect(run).toEqual({
-        code: 0,
-        stdout: 'sessions        3\naccount_tokens  1\nemail_codes     0\nprovider_flows  0\nprovider_codes  0\nmail_outbox     0\n',
-        stderr: '',
-      });
+      expect(run).toEqual({ code: 0, stdout: 'sessions        3\naccount_tokens  1\nemail_codes     0\nmail_outbox     0\n', stderr: '' });
       const after = await service();
       expect(await after.db.selectFrom('sessions').select('id').where('user_id', '=', user.id).execute()).toHaveLength(1);
       expect((await after.get('/api/auth/me', { token: user.access })).status).toBe(200);

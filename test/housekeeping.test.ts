@@ -120,16 +120,10 @@ describe('a purge', () => {
 
     // A longer retention keeps all of them.
     const kept = await new Housekeeping(t.db, withConfig({ retentionHours: 48 }), t.config.audit, quiet).purge();
-    expect(kept).toEqual({
-      removed: { sessions: 0, account_tokens: 0, email_codes: 0, provider_flows: 0, provider_codes: 0, mail_outbox: 0 },
-      status: 'done',
-    });
+    expect(kept).toEqual({ removed: { sessions: 0, account_tokens: 0, email_codes: 0, mail_outbox: 0 }, status: 'done' });
 
     const result = await new Housekeeping(t.db, withConfig({ retentionHours: 24 }), t.config.audit, quiet).purge();
-    expect(result).toEqual({
-      removed: { sessions: 2, account_tokens: 2, email_codes: 0, provider_flows: 0, provider_codes: 0, mail_outbox: 2 },
-      status: 'done',
-    });
+    expect(result).toEqual({ removed: { sessions: 2, account_tokens: 2, email_codes: 0, mail_outbox: 2 }, status: 'done' });
     expect(await sessionLabels('a:')).toEqual(['a:expired-recently', 'a:live', 'a:revoked-recently']);
     expect(await tokenLabels('a:')).toEqual(['a:expired-recently', 'a:unused', 'a:used-recently']);
     expect(await mailLabels('a:')).toEqual(['a:failed-recently', 'a:pending', 'a:sent-recently']);
@@ -141,8 +135,6 @@ describe('a purge', () => {
       sessions: 0,
       account_tokens: 0,
       email_codes: 0,
-      provider_flows: 0,
-      provider_codes: 0,
       mail_outbox: 0,
     });
   });
@@ -154,10 +146,7 @@ describe('a purge', () => {
     expect(await sessionLabels('b:')).toHaveLength(3);
 
     const result = await new Housekeeping(t.db, withConfig({ batchSize: 2 }), t.config.audit, quiet).purge();
-    expect(result).toEqual({
-      removed: { sessions: 3, account_tokens: 0, email_codes: 0, provider_flows: 0, provider_codes: 0, mail_outbox: 0 },
-      status: 'done',
-    });
+    expect(result).toEqual({ removed: { sessions: 3, account_tokens: 0, email_codes: 0, mail_outbox: 0 }, status: 'done' });
     expect(await sessionLabels('b:')).toEqual([]);
   });
 
@@ -181,18 +170,12 @@ describe('a purge', () => {
       await other.query('select pg_advisory_xact_lock($1::bigint)', [HOUSEKEEPING_LOCK_KEY]);
 
       const blocked = await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge();
-      expect(blocked).toEqual({
-        removed: { sessions: 0, account_tokens: 0, email_codes: 0, provider_flows: 0, provider_codes: 0, mail_outbox: 0 },
-        status: 'busy',
-      });
+      expect(blocked).toEqual({ removed: { sessions: 0, account_tokens: 0, email_codes: 0, mail_outbox: 0 }, status: 'busy' });
       expect(await sessionLabels('c:')).toEqual(['c:expired']);
 
       await other.query('commit');
       const after = await new Housekeeping(t.db, t.config.housekeeping, t.config.audit, quiet).purge();
-      expect(after).toEqual({
-        removed: { sessions: 1, account_tokens: 0, email_codes: 0, provider_flows: 0, provider_codes: 0, mail_outbox: 0 },
-        status: 'done',
-      });
+      expect(after).toEqual({ removed: { sessions: 1, account_tokens: 0, email_codes: 0, mail_outbox: 0 }, status: 'done' });
       expect(await sessionLabels('c:')).toEqual([]);
     } finally {
       await other.end();
