@@ -84,8 +84,11 @@ export interface Operations {
 export interface Services {
   /** What the health check reports of this process: the configured version and when it started. */
   about: { version: string; startedAt: number };
-  /** The public keys of the token signing keys, as `/.well-known/jwks.json` publishes them. */
-  jwks: KeyRing['jwks'];
+  /**
+   * The public keys of the token signing keys and of the OpenID Connect provider's ID tokens, as
+   * `/.well-known/jwks.json` publishes them.
+   */
+  jwks: () => Promise<KeyRing['jwks']>;
   auth: AuthService;
   account: AccountService;
   users: UserService;

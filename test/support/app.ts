@@ -81,6 +81,8 @@ export interface StartOptions {
   sameDatabaseAs?: TestContext;
   /** The clock the app reads TOTP codes and second-factor challenges against (milliseconds). */
   clock?: () => number;
+  /** The port to listen on (say it in APP_URL too, for an issuer that must be the app's own address); any free one otherwise. */
+  port?: number;
 }
 
 /**
@@ -135,7 +137,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
   const app = await createApp(config, { logger: createLogger({ level: 'silent' }), clock: options.clock });
   const server = app.koa.callback();
   // The typed client speaks real HTTP (the global fetch) to the app on an ephemeral local port.
-  const listener = app.koa.listen(0, '127.0.0.1');
+  const listener = app.koa.listen(options.port ?? 0, '127.0.0.1');
   await once(listener, 'listening');
   const baseUrl = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
   const clientFor = (token?: TokenSource) => createAccountClient({ baseUrl, token, fetch: fetchCheckedAgainstContract });
