@@ -3,17 +3,13 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
+import { providerClass, type Interaction, type Provider } from '../../src/oidc/library';
 
-// oidc-provider is published as ES modules only and the tests are compiled to CommonJS, where
-// import() would become require(). The text is new for each load of this module: a function of the
-// same text compiled by an earlier file's sandbox in the same worker would import through it.
-// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
-const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (
-  specifier: string,
-) => Promise<{ default: ProviderClass }>;
-
-/** The few parts of oidc-provider's API this peer uses (the package ships no types). */
-interface ProviderContext {
+/** The parts of oidc-provider's API this peer uses beyond the service's own. */
+interface Peer extends Provider {
+  use(middleware: (ctx: PeerContext, next: () => Promise<void>) => Promise<void>): void;
+}
+interface PeerContext {
   path: string;
   method: string;
   status: number;
@@ -23,31 +19,6 @@ interface ProviderContext {
   respond?: boolean;
   oidc?: { route?: string };
 }
-interface Interaction {
-  uid: string;
-  prompt: { name: string; details: { missingOIDCScope?: string[]; missingOIDCClaims?: string[] } };
-  params: Record<string, string>;
-  session?: { accountId?: string };
-  grantId?: string;
-}
-interface Grant {
-  addOIDCScope(scope: string): void;
-  addOIDCClaims(claims: string[]): void;
-  save(): Promise<string>;
-}
-interface ProviderInstance {
-  callback(): (req: IncomingMessage, res: ServerResponse) => void;
-  use(middleware: (ctx: ProviderContext, next: () => Promise<void>) => Promise<void>): void;
-  interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;
-  interactionFinished(
-    req: IncomingMessage,
-    res: ServerResponse,
-    result: unknown,
-    options?: { mergeWithLastSubmission: boolean },
-  ): Promise<void>;
-  Grant: { new (fields: { accountId: string; clientId: string }): Grant; find(id: string): Promise<Grant | undefined> };
-}
-type ProviderClass = new (issuer: string, configuration: Record<string, unknown>) => ProviderInstance;
 
 /** A person with an account at the upstream provider, as OpenID Connect describes them. */
 export interface UpstreamAccount {
@@ -98,7 +69,7 @@ export interface OidcUpstreamOptions {
 }
 
 export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<OidcUpstream> {
-  const { default: Provider } = await importModule('oidc-provider');
+  const Provider = await providerClass();
   const signing = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const foreign = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const kid = randomUUID();
@@ -149,7 +120,7 @@ export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<O
       const account = upstream.accounts.get(sub);
       return account && { accountId: sub, claims: () => ({ ...account }) };
     },
-  });
+  }) as Peer;
 
   provider.use(async (ctx, next) => {
     if (ctx.path === '/auth' && ctx.method === 'GET') upstream.authorizations.push(new URL(ctx.req.url ?? '/', issuer).searchParams);
@@ -171,7 +142,8 @@ export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<O
     return jwt.sign(claims, foreign.privateKey, { algorithm: 'RS256', keyid: kid });
   };
 
-  server.on('request', provider.callback());
+  const handle = provider.callback();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => void handle(req, res));
   return upstream;
 }
 
@@ -180,25 +152,27 @@ export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<O
  * sign in as, which `signIn` submits), or for a consent prompt, consent given at once to every
  * scope and claim asked. POST /interaction/{uid}/login: signs that account in when it exists.
  */
-async function answerInteraction(provider: ProviderInstance, ctx: ProviderContext, submitted: boolean): Promise<void> {
+async function answerInteraction(provider: Peer, ctx: PeerContext, submitted: boolean): Promise<void> {
   const { req, res } = ctx;
   const details = await provider.interactionDetails(req, res);
+  let result: Record<string, unknown>;
   if (details.prompt.name === 'login') {
     if (!submitted) {
       res.writeHead(200, { 'content-type': 'text/html' }).end(`<form method="post" action="/interaction/${details.uid}/login"></form>`);
       return;
     }
-    const sub = new URLSearchParams(await bodyOf(req)).get('sub') ?? '';
-    await provider.interactionFinished(req, res, { login: { accountId: sub } }, { mergeWithLastSubmission: false });
-    return;
+    result = { login: { accountId: new URLSearchParams(await bodyOf(req)).get('sub') ?? '' } };
+  } else {
+    const grant =
+      (details.grantId && (await provider.Grant.find(details.grantId))) ||
+      new provider.Grant({ accountId: details.session!.accountId, clientId: String(details.params.client_id) });
+    const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+    result = { consent: { grantId: await grant.save() } };
   }
-  const grant = details.grantId
-    ? ((await provider.Grant.find(details.grantId)) as Grant)
-    : new provider.Grant({ accountId: details.session!.accountId!, clientId: details.params.client_id });
-  const missing = details.prompt.details;
-  if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
-  if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-  await provider.interactionFinished(req, res, { consent: { grantId: await grant.save() } }, { mergeWithLastSubmission: true });
+  const returnTo = await provider.interactionResult(req, res, result, { mergeWithLastSubmission: details.prompt.name !== 'login' });
+  res.writeHead(303, { location: returnTo }).end();
 }
 
 /**
