@@ -50,6 +50,7 @@ import { WebAuthnParty } from './services/webauthn';
 import { WebhookService } from './services/webhooks';
 import { WebhookDispatcher } from './infra/webhooks';
 import { createOidcProvider, type OidcProvider } from './oidc/provider';
+import { providerPages } from './oidc-pages/provider-pages';
 
 export interface App {
   koa: Koa;
@@ -146,6 +147,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           sessionDays: config.sessions.maxDays,
           trustProxy: config.server.trustProxy,
           logger,
+          pages: providerPages(config.oidc.brandName),
         })
       : undefined;
     // The JWK Set publishes the provider's key beside the API's (the same key when ALGORITHM is RS256 or ES256).

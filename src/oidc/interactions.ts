@@ -19,6 +19,8 @@ export interface InteractionView {
   userId?: string;
   /** Where the page's forms post (the interaction's own URL). */
   returnTo: string;
+  /** The application's redirect_uri, where the browser goes once the interaction is over. */
+  redirectUri?: string;
 }
 
 export interface OidcInteractions {
@@ -88,6 +90,7 @@ export function databaseInteractions(instance: () => Promise<Provider>, db: Kyse
         ...(typeof loginHint === 'string' && loginHint !== '' ? { loginHint } : {}),
         ...(interaction.session?.accountId ? { userId: interaction.session.accountId } : {}),
         returnTo: `/oauth2/interaction/${interaction.uid}`,
+        ...(typeof interaction.params.redirect_uri === 'string' ? { redirectUri: interaction.params.redirect_uri } : {}),
       };
     },
 
