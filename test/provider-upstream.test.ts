@@ -262,6 +262,15 @@ describe('an OpenID provider built on oidc-provider', () => {
     expect(session.provider).toBe('corp');
   });
 
+  it('sends the application access_denied when the person declines at the provider, and makes nothing', async () => {
+    const started = await start('corp');
+    const before = await footprint();
+    const landed = await land(await oidc.decline(started.location), started.verifier);
+    expect(errorOf(landed)).toEqual(refusedWith('access_denied'));
+    expect(landed.url.searchParams.get('error_description')).toBe('The sign-in was declined at the provider');
+    expect(await footprint()).toEqual(before);
+  });
+
   it('refuses a disabled account at the callback, and at the exchange a code issued before it was disabled', async () => {
     const person = oidcAccount();
     const id = (await exchange(await viaOidc(person.sub))).body.data.user.id;
@@ -348,6 +357,18 @@ describe('what an attacker tries against a sign-in by provider', () => {
     expect(errorOf(await land(injected, attacker.verifier))).toEqual(refusedWith('invalid_response'));
     expect(await footprint()).toEqual(before);
     expect(await usersWith(victim.email!)).toEqual([]);
+  });
+
+  it("refuses an answer that names another issuer than the provider's (RFC 9207), and makes nothing", async () => {
+    const person = oidcAccount();
+    const started = await start('corp');
+    const callback = await oidc.signIn(started.location, person.sub);
+    expect(callback.searchParams.get('iss')).toBe(oidc.issuer);
+    callback.searchParams.set('iss', 'http://localhost:1');
+    const before = await footprint();
+    expect(errorOf(await land(callback, started.verifier))).toEqual(refusedWith('invalid_response'));
+    expect(await footprint()).toEqual(before);
+    expect(await usersWith(person.email!)).toEqual([]);
   });
 
   it('spends a code on its first attempt: a wrong code_verifier, then the right one, are refused; so is a code used twice', async () => {

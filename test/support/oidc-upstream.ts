@@ -58,6 +58,8 @@ export interface OidcUpstream {
    * where the provider finally sends it (the service's callback with `code` and `state`, or `error`).
    */
   signIn(authorizationUrl: string, sub: string): Promise<URL>;
+  /** As `signIn`, but the person declines at the login page: the provider answers `access_denied`. */
+  decline(authorizationUrl: string): Promise<URL>;
   /** Stops listening and drops open connections: the provider is unreachable from now on. */
   close(): Promise<void>;
 }
@@ -87,7 +89,8 @@ export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<O
     accounts: new Map((options.accounts ?? []).map((account) => [account.sub, account])),
     tamper: 'none',
     authorizations: [],
-    signIn: (url, sub) => browse(issuer, url, sub),
+    signIn: (url, sub) => browse(issuer, url, { sub }),
+    decline: (url) => browse(issuer, url, { decline: 'true' }),
     close: async () => {
       const closed = once(server, 'close');
       server.close();
@@ -150,7 +153,8 @@ export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<O
 /**
  * The provider's two pages. GET /interaction/{uid}: the login page (a form naming the subject to
  * sign in as, which `signIn` submits), or for a consent prompt, consent given at once to every
- * scope and claim asked. POST /interaction/{uid}/login: signs that account in when it exists.
+ * scope and claim asked. POST /interaction/{uid}/login: signs in the account its `sub` names, or
+ * with `decline`, ends the authorization with access_denied.
  */
 async function answerInteraction(provider: Peer, ctx: PeerContext, submitted: boolean): Promise<void> {
   const { req, res } = ctx;
@@ -161,7 +165,10 @@ async function answerInteraction(provider: Peer, ctx: PeerContext, submitted: bo
       res.writeHead(200, { 'content-type': 'text/html' }).end(`<form method="post" action="/interaction/${details.uid}/login"></form>`);
       return;
     }
-    result = { login: { accountId: new URLSearchParams(await bodyOf(req)).get('sub') ?? '' } };
+    const form = new URLSearchParams(await bodyOf(req));
+    result = form.has('decline')
+      ? { error: 'access_denied', error_description: 'End-User aborted interaction' }
+      : { login: { accountId: form.get('sub') ?? '' } };
   } else {
     const grant =
       (details.grantId && (await provider.Grant.find(details.grantId))) ||
@@ -222,10 +229,10 @@ async function bodyOf(req: IncomingMessage): Promise<string> {
 }
 
 /**
- * A browser with an empty cookie jar: follows the provider's redirects, submits its login page for
- * `sub`, and stops at the first address outside the provider.
+ * A browser with an empty cookie jar: follows the provider's redirects, submits its login page with
+ * `answer` (`sub`, or `decline`), and stops at the first address outside the provider.
  */
-async function browse(issuer: string, start: string, sub: string): Promise<URL> {
+async function browse(issuer: string, start: string, answer: Record<string, string>): Promise<URL> {
   const jar = new Map<string, string>();
   let url = new URL(start);
   let method = 'GET';
@@ -258,7 +265,7 @@ async function browse(issuer: string, start: string, sub: string): Promise<URL> 
     if (response.status !== 200 || !form)
       throw new Error(`The provider answered ${response.status} at ${url.pathname}: ${page.slice(0, 300)}`);
     url = new URL(form[1], url);
-    [method, body] = ['POST', new URLSearchParams({ sub }).toString()];
+    [method, body] = ['POST', new URLSearchParams(answer).toString()];
   }
   throw new Error('The provider redirected too many times');
 }
