@@ -38,6 +38,7 @@ import { createTransport } from './infra/mail-transport';
 import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { IdentityProviderRegistry } from './providers/registry';
+import { LinkedIdentities } from './providers/identities';
 import { ProviderSignIn } from './providers/sign-in';
 import { Upstream } from './providers/upstream';
 import { PasswordHasher } from './services/passwords';
@@ -49,6 +50,8 @@ import { UserService } from './services/users';
 import { WebAuthnParty } from './services/webauthn';
 import { WebhookService } from './services/webhooks';
 import { WebhookDispatcher } from './infra/webhooks';
+import { createOidcProvider, type OidcProvider } from './oidc/provider';
+import { providerPages } from './oidc-pages/provider-pages';
 
 export interface App {
   koa: Koa;
@@ -59,6 +62,8 @@ export interface App {
   housekeeping: Housekeeping;
   /** Webhook delivery; `prune()` deletes finished deliveries past their retention now. */
   webhooks: WebhookDispatcher;
+  /** The OpenID Connect provider, when OIDC_ENABLED. */
+  oidc: OidcProvider | undefined;
   logger: Logger;
   /** Readiness turns 503 and responses ask clients to close their connections; requests are still served. */
   beginShutdown(): void;
@@ -132,9 +137,29 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         )
       : undefined;
     const providers = new IdentityProviderRegistry(db, transact, config.secret.key);
+    const oidc = config.oidc.enabled
+      ? createOidcProvider({
+          db,
+          config: config.oidc,
+          issuer: config.tokens.issuer,
+          secret: config.secret.key,
+          accessTokenMinutes: config.tokens.accessTokenExpireMinutes,
+          refreshTokenDays: config.tokens.refreshTokenExpireDays,
+          sessionDays: config.sessions.maxDays,
+          trustProxy: config.server.trustProxy,
+          logger,
+          pages: providerPages(config.oidc.brandName),
+        })
+      : undefined;
+    // The JWK Set publishes the provider's key beside the API's (the same key when ALGORITHM is RS256 or ES256).
+    const apiKeys = config.tokens.keys.jwks;
+    const jwks = async () => {
+      const jwk = await oidc?.publishedKey();
+      return jwk && !apiKeys.keys.some((key) => key.kid === jwk.kid) ? { keys: [...apiKeys.keys, jwk] } : apiKeys;
+    };
     const services: Services = {
       about: { version: config.server.appVersion, startedAt: Date.now() },
-      jwks: config.tokens.keys.jwks,
+      jwks,
       auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, mfa, breached),
       account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard, breached),
       users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword, breached),
@@ -153,6 +178,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         loginGuard,
         secondFactor: mfa,
       }),
+      identities: new LinkedIdentities(db, transact),
       emailCode: new EmailCodeSignIn(config.emailCode, config.account, config.redirects, {
         db,
         transact,
@@ -209,6 +235,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       const service = String(document.info.title ?? 'Account Service');
       koa.use(accountPagesRouter({ account: services.account, secret: config.secret.key, guard: limits?.guard, service }).routes());
     }
+    if (oidc) koa.use(oidc.middleware);
     koa.use(router.routes());
     koa.use(async (ctx) => {
       const layers = router.match(ctx.path, ctx.method).path;
@@ -236,6 +263,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       db,
       housekeeping,
       webhooks,
+      oidc,
       logger,
       beginShutdown() {
         lifecycle.draining = true;

@@ -4,8 +4,9 @@ export const escape = (value: string) => value.replace(/[&<>"']/g, (c) => `&#${c
 /**
  * The pages' look, in the colours and type of the API docs (Swagger UI): inline, which the service's
  * Content-Security-Policy allows for styles (`style-src 'self' 'unsafe-inline'`); the pages run no script.
+ * The hosted sign-in pages (src/oidc-pages) build on it.
  */
-const STYLE = `body { margin: 0; font-family: sans-serif; color: #3b4151; background: #fafafa; line-height: 1.5; }
+export const STYLE = `body { margin: 0; font-family: sans-serif; color: #3b4151; background: #fafafa; line-height: 1.5; }
 header { background: #1b1b1b; color: #fff; padding: 12px 24px; font-weight: bold; }
 main { max-width: 28rem; margin: 40px auto; padding: 24px; background: #fff; border: 1px solid #d9d9d9; border-radius: 4px; }
 h1 { font-size: 1.5rem; margin-top: 0; }

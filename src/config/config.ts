@@ -1,5 +1,6 @@
 import type { RedirectConfig } from '../redirects/allow-list';
-import type { Algorithm, KeyRing } from './keys';
+import type { KeyObject } from 'node:crypto';
+import type { Algorithm, AsymmetricAlgorithm, KeyRing } from './keys';
 
 export type { Algorithm } from './keys';
 export type { RedirectConfig } from '../redirects/allow-list';
@@ -32,6 +33,8 @@ export interface Config {
   readonly apiKeys: ApiKeyConfig;
   readonly webhooks: WebhookConfig;
   readonly emailCode: EmailCodeConfig;
+  /** The service as an OpenID Connect provider for other applications. */
+  readonly oidc: OidcConfig;
   /** Where browser flows may send a person back to (AUTH_REDIRECT_URLS). */
   readonly redirects: RedirectConfig;
   /** The admin account made at start-up when none has its e-mail (ADMIN_EMAIL and ADMIN_PASSWORD). */
@@ -154,6 +157,25 @@ export interface EmailCodeConfig {
   readonly signup: boolean;
   /** How long a code and its link work. */
   readonly expireMinutes: number;
+}
+
+export type OidcRegistration = 'off' | 'token' | 'open';
+
+export interface OidcConfig {
+  /** Whether discovery and the /oauth2/ endpoints exist (OIDC_ENABLED). */
+  readonly enabled: boolean;
+  /**
+   * The key ID tokens are signed with: JWT_PRIVATE_KEY's when ALGORITHM is RS256 or ES256, else
+   * OIDC_PRIVATE_KEY's; undefined in development without either, when a key made and kept, sealed,
+   * in the database is used.
+   */
+  readonly signingKey: { readonly key: KeyObject; readonly algorithm: AsymmetricAlgorithm } | undefined;
+  /** Dynamic client registration (RFC 7591): off, with an initial access token, or open to anyone. */
+  readonly registration: OidcRegistration;
+  /** The initial access token registration asks for when `registration` is `token`. */
+  readonly registrationToken: string | undefined;
+  /** The product's name on the hosted pages (BRAND_NAME). */
+  readonly brandName: string;
 }
 
 export interface MailConfig {

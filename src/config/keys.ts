@@ -47,6 +47,14 @@ export function algorithmOf(key: KeyObject): AsymmetricAlgorithm {
 
 /** The signing key for `algorithm`, parsed once from PEM; throws a KeyError that says what is wrong. */
 export function parsePrivateKey(text: string, algorithm: AsymmetricAlgorithm): KeyObject {
+  const key = parseSigningKey(text);
+  const keyAlgorithm = algorithmOf(key);
+  if (keyAlgorithm !== algorithm) throw new KeyError(`is ${describeKey(key)}, which signs ${keyAlgorithm}, but ALGORITHM is ${algorithm}`);
+  return key;
+}
+
+/** A private key that signs RS256 or ES256 (its own choice), parsed once from PEM; throws a KeyError that says what is wrong. */
+export function parseSigningKey(text: string): KeyObject {
   const pem = unescapePem(text);
   if (!pem.startsWith('-----BEGIN ') || !/PRIVATE KEY-----/.test(pem)) {
     throw new KeyError('is not a PEM private key (-----BEGIN PRIVATE KEY----- ...)');
@@ -61,8 +69,7 @@ export function parsePrivateKey(text: string, algorithm: AsymmetricAlgorithm): K
   } catch {
     throw new KeyError('could not be read as a PEM private key');
   }
-  const keyAlgorithm = algorithmOf(key);
-  if (keyAlgorithm !== algorithm) throw new KeyError(`is ${describeKey(key)}, which signs ${keyAlgorithm}, but ALGORITHM is ${algorithm}`);
+  algorithmOf(key);
   return key;
 }
 

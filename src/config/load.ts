@@ -19,6 +19,8 @@ import type {
   LogLevel,
   MailConfig,
   MfaConfig,
+  OidcConfig,
+  OidcRegistration,
   RedirectConfig,
   MetricsConfig,
   PaginationConfig,
@@ -30,7 +32,16 @@ import type {
   TokenConfig,
   WebhookConfig,
 } from './config';
-import { asymmetricKeyRing, KeyError, parsePrivateKey, parsePublicKeys, secretKeyRing, type AsymmetricAlgorithm } from './keys';
+import {
+  algorithmOf,
+  asymmetricKeyRing,
+  KeyError,
+  parsePrivateKey,
+  parsePublicKeys,
+  secretKeyRing,
+  parseSigningKey,
+  type AsymmetricAlgorithm,
+} from './keys';
 import { ConfigError, EnvReader, type Env } from './reader';
 
 const ALGORITHMS: readonly Algorithm[] = ['HS256', 'HS384', 'HS512', 'RS256', 'ES256'];
@@ -80,6 +91,8 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     expireMinutes: read.integer('EMAIL_CODE_EXPIRE_MINUTES', 10, 1, 60),
   });
 
+  const oidc = oidcPart(read, production, signing);
+
   // Settings that only make sense together.
   if (limits.store === 'postgres' && database.url === undefined) {
     read.problem('RATE_LIMIT_STORE=postgres needs DATABASE_URL (the embedded database serves one process only)');
@@ -95,6 +108,12 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
 
   if (read.problems.length > 0) throw new ConfigError(read.problems);
   const warnings = production ? productionWarnings(read, database, limits) : [];
+  if (production && !oidc.enabled && read.string('OIDC_ENABLED') === undefined) {
+    warnings.push(
+      'the OpenID Connect provider is off: in production it needs a signing key, JWT_PRIVATE_KEY with ALGORITHM=RS256 or ES256, ' +
+        'or OIDC_PRIVATE_KEY; set one, or OIDC_ENABLED=false to say so',
+    );
+  }
   const keys = signing ? asymmetricKeyRing(signing.algorithm, signing.privateKey, signing.retired) : secretKeyRing(algorithm, secret.key);
   return Object.freeze<Config>({
     server,
@@ -116,6 +135,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     apiKeys,
     webhooks,
     emailCode,
+    oidc,
     redirects,
     admin,
     warnings: Object.freeze(warnings),
@@ -317,6 +337,60 @@ function signingKeys(
   const privateKey = privatePem === undefined ? undefined : parse('JWT_PRIVATE_KEY', () => parsePrivateKey(privatePem, algorithm));
   const retired = previousPems === undefined ? [] : (parse('JWT_PREVIOUS_PUBLIC_KEYS', () => parsePublicKeys(previousPems)) ?? []);
   return privateKey && { algorithm, privateKey, retired: Object.freeze(retired) };
+}
+
+const REGISTRATION_MODES: readonly OidcRegistration[] = ['off', 'token', 'open'];
+
+/**
+ * The OpenID Connect provider. ID tokens are signed with the API's own key when it is asymmetric,
+ * else with OIDC_PRIVATE_KEY. Production never signs with a key it made itself: OIDC_ENABLED=true
+ * without a key is refused, and the provider left at its default stays off (with a warning).
+ */
+function oidcPart(
+  read: EnvReader,
+  production: boolean,
+  signing: { algorithm: AsymmetricAlgorithm; privateKey: KeyObject } | undefined,
+): OidcConfig {
+  const explicit = read.string('OIDC_ENABLED') !== undefined;
+  let enabled = read.boolean('OIDC_ENABLED', true);
+  const pem = read.string('OIDC_PRIVATE_KEY');
+  let signingKey: OidcConfig['signingKey'];
+  if (signing) {
+    if (pem !== undefined)
+      read.problem('OIDC_PRIVATE_KEY is set but ID tokens are signed with JWT_PRIVATE_KEY when ALGORITHM is RS256 or ES256; remove one');
+    signingKey = Object.freeze({ key: signing.privateKey, algorithm: signing.algorithm });
+  } else if (pem !== undefined) {
+    try {
+      const key = parseSigningKey(pem);
+      signingKey = Object.freeze({ key, algorithm: algorithmOf(key) });
+    } catch (error) {
+      if (!(error instanceof KeyError)) throw error;
+      read.problem(`OIDC_PRIVATE_KEY ${error.message}`);
+    }
+  }
+  if (production && enabled && signingKey === undefined && pem === undefined) {
+    if (explicit) {
+      read.problem(
+        'OIDC_ENABLED=true needs a signing key when NODE_ENV=production: JWT_PRIVATE_KEY with ALGORITHM=RS256 or ES256, or OIDC_PRIVATE_KEY (RSA or EC P-256)',
+      );
+    }
+    enabled = false;
+  }
+  const registration = read.oneOf('OIDC_REGISTRATION', REGISTRATION_MODES, 'off', (s) => s.toLowerCase());
+  const registrationToken = read.string('OIDC_REGISTRATION_TOKEN');
+  if (registration === 'token' && registrationToken === undefined) {
+    read.problem('OIDC_REGISTRATION=token needs OIDC_REGISTRATION_TOKEN, the initial access token registration asks for');
+  }
+  if (registrationToken !== undefined && Buffer.byteLength(registrationToken) < 16) {
+    read.problem('OIDC_REGISTRATION_TOKEN must be at least 16 bytes');
+  }
+  return Object.freeze({
+    enabled,
+    signingKey,
+    registration,
+    registrationToken,
+    brandName: read.string('BRAND_NAME') ?? 'Account Service',
+  });
 }
 
 function tokenSettings(read: EnvReader, appUrl: string): Omit<TokenConfig, 'algorithm' | 'keys'> {

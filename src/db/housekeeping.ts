@@ -3,18 +3,23 @@ import type { Database, Executor } from './types';
 
 /**
  * The tables the purge keeps small, each with the columns that say when a row stopped mattering:
- * a session once revoked or expired, a reset or verification token or an e-mailed code once used or expired, a mail
+ * a session once revoked or expired, a reset or verification token, an e-mailed code, a provider sign-in under
+ * way or its one-time code once used or expired, a mail
  * message once sent or given up, an audit event once it happened (kept only while the audit retention
  * is set). A row goes once any such moment is past the retention; a row with none (a live session, a
- * message still to send) is never touched. Second-factor challenges clear themselves as new ones are
+ * message still to send) is never touched. The OpenID Connect provider's records (its sessions,
+ * interactions, grants, codes and tokens) go once expired. Second-factor challenges clear themselves as new ones are
  * made (see insertChallenge).
  */
 export const PURGE_RULES = {
   sessions: ['revoked_at', 'expires_at'],
   account_tokens: ['used_at', 'expires_at'],
   email_codes: ['used_at', 'expires_at'],
+  provider_flows: ['used_at', 'expires_at'],
+  provider_codes: ['used_at', 'expires_at'],
   mail_outbox: ['sent_at', 'failed_at'],
   audit_events: ['occurred_at'],
+  oidc_records: ['expires_at'],
 } as const;
 
 export type PurgeTarget = keyof typeof PURGE_RULES;
@@ -46,10 +51,12 @@ export async function purgeBatch(db: Executor, target: PurgeTarget, retentionHou
     sql` or `,
   );
   const table = sql.table(target);
+  // The provider's records are keyed by their model and id together.
+  const [key, columns] = target === 'oidc_records' ? [sql`(model, id)`, sql`model, id`] : [sql`id`, sql`id`];
   const result = await sql`
     delete from ${table}
-    where id in (
-      select id from ${table}
+    where ${key} in (
+      select ${columns} from ${table}
       where ${past}
       limit ${limit}::int
       for update skip locked

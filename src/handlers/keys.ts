@@ -6,6 +6,6 @@ import type { Handler } from './types';
  */
 export const getJwks: Handler<'getJwks'> = async (_input, { jwks }) => ({
   status: 200,
-  body: jwks,
+  body: await jwks(),
   headers: { 'Cache-Control': 'public, max-age=300' },
 });

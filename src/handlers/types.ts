@@ -1,5 +1,6 @@
 import type { operations } from '../../generated/openapi';
 import type { KeyRing } from '../config/keys';
+import type { LinkedIdentities } from '../providers/identities';
 import type { IdentityProviderRegistry } from '../providers/registry';
 import type { ProviderSignIn } from '../providers/sign-in';
 import type { AuthService } from '../services/auth';
@@ -84,8 +85,11 @@ export interface Operations {
 export interface Services {
   /** What the health check reports of this process: the configured version and when it started. */
   about: { version: string; startedAt: number };
-  /** The public keys of the token signing keys, as `/.well-known/jwks.json` publishes them. */
-  jwks: KeyRing['jwks'];
+  /**
+   * The public keys of the token signing keys and of the OpenID Connect provider's ID tokens, as
+   * `/.well-known/jwks.json` publishes them.
+   */
+  jwks: () => Promise<KeyRing['jwks']>;
   auth: AuthService;
   account: AccountService;
   users: UserService;
@@ -99,6 +103,7 @@ export interface Services {
   emailCode: EmailCodeSignIn;
   providers: IdentityProviderRegistry;
   providerSignIn: ProviderSignIn;
+  identities: LinkedIdentities;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

@@ -5,7 +5,11 @@ import { transactions, type Transact } from '../db/transaction';
 import type { Database } from '../db/types';
 import type { Logger } from '../logger';
 
-/** Rows deleted per table; `audit_events` only while AUDIT_RETENTION_DAYS is set. */
+/**
+ * Rows deleted per table; `audit_events` only while AUDIT_RETENTION_DAYS is set; `oidc_records`
+ * (the OpenID Connect provider's expired sessions, grants, codes and tokens), `provider_flows` and
+ * `provider_codes` (upstream sign-ins under way and their one-time codes) only when it removed some.
+ */
 export type PurgeCounts = Partial<Record<PurgeTarget, number>>;
 
 export interface PurgeResult {
@@ -16,6 +20,9 @@ export interface PurgeResult {
    */
   status: 'done' | 'busy' | 'stopped';
 }
+
+/** Tables counted in a pass's result only when rows were removed from them. */
+const ONLY_WHEN_REMOVED: ReadonlySet<PurgeTarget> = new Set(['oidc_records', 'provider_flows', 'provider_codes']);
 
 /** The first pass comes this long after start-up at most, so that short-lived processes purge too. */
 const FIRST_PASS_MAX_DELAY_MS = 60_000;
@@ -60,7 +67,9 @@ export class Housekeeping {
   /** One pass over every table, batch by batch, until nothing is due (or another process is at it). */
   async purge(): Promise<PurgeResult> {
     const rules = this.rules();
-    const removed: PurgeCounts = Object.fromEntries(rules.map(([target]) => [target, 0]));
+    const removed: PurgeCounts = Object.fromEntries(
+      rules.filter(([target]) => !ONLY_WHEN_REMOVED.has(target)).map(([target]) => [target, 0]),
+    );
     const { batchSize } = this.config;
     for (const [target, retentionHours] of rules) {
       for (;;) {
@@ -69,7 +78,7 @@ export class Housekeeping {
           (await tryHousekeepingLock(trx)) ? purgeBatch(trx, target, retentionHours, batchSize) : undefined,
         );
         if (deleted === undefined) return { removed, status: 'busy' };
-        removed[target] = (removed[target] ?? 0) + deleted;
+        if (deleted > 0 || !ONLY_WHEN_REMOVED.has(target)) removed[target] = (removed[target] ?? 0) + deleted;
         if (deleted < batchSize) break;
       }
     }

@@ -81,6 +81,8 @@ export interface StartOptions {
   sameDatabaseAs?: TestContext;
   /** The clock the app reads TOTP codes and second-factor challenges against (milliseconds). */
   clock?: () => number;
+  /** The port to listen on (say it in APP_URL too, for an issuer that must be the app's own address); any free one otherwise. */
+  port?: number;
 }
 
 /**
@@ -133,10 +135,10 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     ...env,
   });
   const app = await createApp(config, { logger: createLogger({ level: 'silent' }), clock: options.clock });
-  // Both clients speak real HTTP to the app on an ephemeral local port: the typed client through the
-  // global fetch, `send` through supertest (given the URL, rather than the app, so that it does not
-  // start and stop a server of its own for every request).
-  const listener = app.koa.listen(0, '127.0.0.1');
+  // Both clients speak real HTTP to the app on a local port: the typed client through the global
+  // fetch, `send` through supertest (given the URL, rather than the app, so that it does not start and
+  // stop a server of its own for every request).
+  const listener = app.koa.listen(options.port ?? 0, '127.0.0.1');
   await once(listener, 'listening');
   const baseUrl = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
   const clientFor = (token?: TokenSource) => createAccountClient({ baseUrl, token, fetch: fetchCheckedAgainstContract });

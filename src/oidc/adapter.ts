@@ -1,0 +1,124 @@
+import type { Kysely } from 'kysely';
+import { findOauthClient, upsertRegisteredClient, deleteOauthClient } from '../db/oidc-clients';
+import {
+  consumeOidcRecord,
+  deleteOidcRecordsOfGrant,
+  deleteOidcRecord,
+  findOidcRecord,
+  findOidcRecordByUid,
+  findOidcRecordByUserCode,
+  upsertOidcRecord,
+} from '../db/oidc-records';
+import type { Database } from '../db/types';
+import { seal, unseal } from '../infra/sealed';
+import type { ProviderContext } from './library';
+
+type Payload = Record<string, unknown>;
+
+const USER_ID = /^[1-9][0-9]{0,9}$/;
+const MAX_INT = 2_147_483_647;
+
+/** The user id an accountId names, when it is one of this service's users' ids. */
+export function userIdOf(accountId: unknown): number | null {
+  if (typeof accountId !== 'string' || !USER_ID.test(accountId)) return null;
+  const id = Number(accountId);
+  return id <= MAX_INT ? id : null;
+}
+
+const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
+
+export interface AdapterOptions {
+  db: Kysely<Database>;
+  /** Seals client secrets at rest. */
+  secretKey: Buffer;
+  /** The request being answered, where the provider keeps the result of the hosted sign-in. */
+  currentContext: () => ProviderContext | undefined;
+}
+
+/** The metadata a client of `oauth_clients` is given to the provider with: its row's metadata, id and secret. */
+export function clientMetadata(
+  row: { client_id: string; metadata: Payload; client_secret_sealed: string | null },
+  secretKey: Buffer,
+): Payload {
+  const secret = row.client_secret_sealed === null ? undefined : unseal(secretKey, row.client_secret_sealed);
+  return { ...row.metadata, client_id: row.client_id, ...(secret === undefined ? {} : { client_secret: secret }) };
+}
+
+/**
+ * oidc-provider's storage (its Adapter interface) over the service's database: clients in
+ * `oauth_clients`, every other model in `oidc_records`. One instance per model name.
+ */
+export function adapterClass(options: AdapterOptions) {
+  const { db, secretKey } = options;
+  return class DatabaseAdapter {
+    constructor(private readonly model: string) {}
+
+    async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
+      if (this.model === 'Client') {
+        // A client registered (or updated) through dynamic registration; never first party.
+        const { client_secret: secret, ...metadata } = payload;
+        const confidential = payload.token_endpoint_auth_method !== 'none';
+        await upsertRegisteredClient(db, {
+          client_id: id,
+          name: text(payload.client_name) ?? id,
+          type: confidential ? 'confidential' : 'public',
+          client_secret_sealed: typeof secret === 'string' ? seal(secretKey, secret) : null,
+          metadata,
+          first_party: false,
+          registered: true,
+        });
+        return;
+      }
+      const login = this.model === 'Session' ? options.currentContext()?.oidc?.result?.login : undefined;
+      const serviceSessionId = typeof login?.serviceSessionId === 'string' ? login.serviceSessionId : undefined;
+      const params = payload.params as Payload | undefined;
+      await upsertOidcRecord(db, {
+        model: this.model,
+        id,
+        payload,
+        grantId: text(payload.grantId),
+        uid: text(payload.uid),
+        sessionUid: text(payload.sessionUid) ?? (this.model === 'Session' ? text(payload.uid) : null),
+        userCode: text(payload.userCode),
+        userId: userIdOf(payload.accountId),
+        clientId: text(payload.clientId) ?? text(params?.client_id),
+        serviceSessionId,
+        expiresAt: typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null,
+      });
+    }
+
+    async find(id: string): Promise<Payload | undefined> {
+      if (this.model === 'Client') {
+        const row = await findOauthClient(db, id);
+        return row && clientMetadata(row, secretKey);
+      }
+      return withConsumed(await findOidcRecord(db, this.model, id));
+    }
+
+    async findByUserCode(userCode: string): Promise<Payload | undefined> {
+      return withConsumed(await findOidcRecordByUserCode(db, this.model, userCode));
+    }
+
+    async findByUid(uid: string): Promise<Payload | undefined> {
+      return withConsumed(await findOidcRecordByUid(db, this.model, uid));
+    }
+
+    async consume(id: string): Promise<void> {
+      await consumeOidcRecord(db, this.model, id);
+    }
+
+    async destroy(id: string): Promise<void> {
+      if (this.model === 'Client') await deleteOauthClient(db, id);
+      else await deleteOidcRecord(db, this.model, id);
+    }
+
+    async revokeByGrantId(grantId: string): Promise<void> {
+      await deleteOidcRecordsOfGrant(db, this.model, grantId);
+    }
+  };
+}
+
+function withConsumed(row: { payload: Payload; consumed_at: Date | null } | undefined): Payload | undefined {
+  if (!row) return undefined;
+  return row.consumed_at === null ? row.payload : { ...row.payload, consumed: Math.floor(row.consumed_at.getTime() / 1000) };
+}

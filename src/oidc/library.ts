@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type Koa from 'koa';
+
+// oidc-provider is published as ES modules only, and this code is compiled to CommonJS, where
+// import() would become require(): a real import(), loaded when the app is made. The function's
+// text is new for each load of this module: where one process loads it in several sandboxes (a
+// test runner's), V8 reuses a function of the same text with the loader of the sandbox that
+// compiled it first, which may be gone.
+// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
+const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (
+  specifier: string,
+) => Promise<{ default: ProviderClass }>;
+
+/** The parts of oidc-provider's API this service uses (the package ships no types). */
+export interface ProviderClass {
+  new (issuer: string, configuration: Record<string, unknown>): Provider;
+  /** The request the provider is answering, in its own context. */
+  readonly ctx: ProviderContext | undefined;
+}
+
+export interface ProviderContext {
+  oidc?: {
+    result?: { login?: { serviceSessionId?: unknown } };
+    client?: { clientId: string };
+    session?: { accountId?: string };
+    params?: Record<string, unknown>;
+    requestParamScopes: Set<string>;
+    requestParamClaims: Set<string>;
+    provider: Provider;
+    account?: { accountId: string };
+  };
+}
+
+export interface Grant {
+  readonly jti: string;
+  accountId: string;
+  clientId: string;
+  addOIDCScope(scope: string): void;
+  addOIDCClaims(claims: string[]): void;
+  addResourceScope(resource: string, scope: string): void;
+  getOIDCScope(): string;
+  save(): Promise<string>;
+}
+
+export interface ClientModel {
+  clientId: string;
+  clientName?: string;
+  includeSid(): boolean;
+}
+
+export interface Interaction {
+  readonly uid: string;
+  readonly jti: string;
+  prompt: { name: string; reasons: string[]; details: Record<string, unknown> };
+  params: Record<string, unknown>;
+  session?: { accountId: string; uid?: string };
+  grantId?: string;
+  lastSubmission?: Record<string, unknown>;
+  returnTo: string;
+}
+
+export interface Provider {
+  proxy: boolean;
+  readonly app: Koa;
+  callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;
+  interactionResult(
+    req: IncomingMessage,
+    res: ServerResponse,
+    result: Record<string, unknown>,
+    options?: { mergeWithLastSubmission?: boolean },
+  ): Promise<string>;
+  on(event: string, listener: (...args: unknown[]) => void): void;
+  readonly Grant: { new (properties: { accountId: string; clientId: string }): Grant; find(id: string): Promise<Grant | undefined> };
+  readonly Client: { find(id: string): Promise<ClientModel | undefined>; prototype: ClientModel };
+}
+
+let library: Promise<ProviderClass> | undefined;
+
+/**
+ * oidc-provider's Provider class, loaded once per process. The library warns on any Node.js before
+ * 22 (its supported runtimes); that one line is left out of standard error here, and the app's log
+ * says it instead (see `runtimeSupported`).
+ */
+export function providerClass(): Promise<ProviderClass> {
+  library ??= (async () => {
+    const warn = console.warn;
+    console.warn = (...args: unknown[]) => {
+      if (typeof args[0] === 'string' && args[0].includes('oidc-provider WARNING: Unsupported runtime')) return;
+      warn(...args);
+    };
+    try {
+      return (await importModule('oidc-provider')).default;
+    } finally {
+      console.warn = warn;
+    }
+  })();
+  return library;
+}
+
+/** Whether this Node.js is one the library supports (22 and later). */
+export function runtimeSupported(): boolean {
+  return Number(process.versions.node.split('.')[0]) >= 22;
+}

@@ -1,0 +1,218 @@
+import { createPublicKey } from 'node:crypto';
+import type Koa from 'koa';
+import type { Kysely } from 'kysely';
+import type { OidcConfig, PublicJwk } from '../config';
+import { publicJwk } from '../config/keys';
+import { findOauthClient } from '../db/oidc-clients';
+import type { Database } from '../db/types';
+import { findUserById } from '../db/users';
+import { deriveKey } from '../infra/sealed';
+import type { Logger } from '../logger';
+import { adapterClass, userIdOf } from './adapter';
+import { plainPages, type ProviderPages } from './default-pages';
+import { databaseInteractions, type OidcInteractions } from './interactions';
+import { providerClass, runtimeSupported, type Grant, type Provider, type ProviderContext } from './library';
+import { SigningKeys } from './keys';
+
+/** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
+export const OIDC_PREFIX = '/oauth2/';
+/** The hosted pages' own paths under the prefix, which the provider does not answer. */
+export const INTERACTION_PREFIX = '/oauth2/interaction/';
+export const DISCOVERY_PATH = '/.well-known/openid-configuration';
+/** The service's JWK Set, which publishes the provider's key beside the API's. */
+export const JWKS_PATH = '/.well-known/jwks.json';
+
+export interface OidcProviderOptions {
+  db: Kysely<Database>;
+  config: OidcConfig;
+  /** JWT_ISSUER: the provider's issuer, as the API's tokens' `iss`. */
+  issuer: string;
+  /** SECRET_KEY: keys the provider's cookies and seals client secrets and the generated signing key. */
+  secret: string;
+  accessTokenMinutes: number;
+  refreshTokenDays: number;
+  sessionDays: number;
+  trustProxy: boolean;
+  logger: Logger;
+  /** The logout and error pages; plain ones of the provider's own when not given. */
+  pages?: ProviderPages;
+}
+
+export interface OidcProvider {
+  /** oidc-provider's instance, made on first use. */
+  instance(): Promise<Provider>;
+  interactions: OidcInteractions;
+  /** The public key ID tokens are verified with, for the JWK Set; undefined until there is one. */
+  publishedKey(): Promise<PublicJwk | undefined>;
+  /** Answers discovery and /oauth2/* (the hosted pages' paths aside); passes every other request on. */
+  middleware: Koa.Middleware;
+}
+
+const SCOPES = ['openid', 'offline_access', 'profile', 'email'];
+
+/** Whether oidc-provider answers this path. */
+export function isProviderPath(path: string): boolean {
+  return path === DISCOVERY_PATH || (path.startsWith(OIDC_PREFIX) && !path.startsWith(INTERACTION_PREFIX));
+}
+
+/**
+ * The service as an OpenID Connect provider: oidc-provider, configured for the OAuth 2.1 profile
+ * (authorization code with PKCE S256 for every client, refresh tokens rotated on every use, client
+ * credentials; no implicit, hybrid or password grant), with its storage in the service's database.
+ * The library is loaded, and the provider made, by the first request that needs it.
+ */
+export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
+  const keys = new SigningKeys(options.db, options.config, options.secret);
+  let made: Promise<Provider> | undefined;
+  let handle: ReturnType<Provider['callback']> | undefined;
+  const instance = (): Promise<Provider> => {
+    made ??= makeProvider(options, keys).catch((error: unknown) => {
+      made = undefined;
+      throw error;
+    });
+    return made;
+  };
+  const middleware: Koa.Middleware = async (ctx, next) => {
+    if (!isProviderPath(ctx.path)) {
+      await next();
+      return;
+    }
+    const provider = await instance();
+    // The provider answers the request itself, as the Koa application it is.
+    ctx.respond = false;
+    handle ??= provider.callback();
+    await handle(ctx.req, ctx.res);
+  };
+  return {
+    instance,
+    interactions: databaseInteractions(instance, options.db),
+    async publishedKey() {
+      const key = await keys.current();
+      return key && publicJwk(createPublicKey(key.key));
+    },
+    middleware,
+  };
+}
+
+async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Promise<Provider> {
+  const { db, config, logger } = options;
+  const Provider = await providerClass();
+  if (!runtimeSupported()) {
+    logger.warn(
+      { node: process.versions.node },
+      'the OpenID Connect provider runs on a Node.js its library (oidc-provider) does not support; use Node.js 22 or later',
+    );
+  }
+  const signing = await keys.ensure();
+  const jwk = publicJwk(createPublicKey(signing.key));
+  const privateJwk = { ...signing.key.export({ format: 'jwk' }), kid: jwk.kid, alg: signing.algorithm, use: 'sig' };
+  const pages = options.pages ?? plainPages(config.brandName);
+  const secretKey = deriveKey(options.secret, 'oauth-client-secret');
+  const firstParty = async (clientId: string) => (await findOauthClient(db, clientId))?.first_party === true;
+
+  const configuration: Record<string, unknown> = {
+    adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx }),
+    clients: [],
+    async findAccount(_ctx: unknown, sub: string) {
+      const id = userIdOf(sub);
+      const user = id === null ? undefined : await findUserById(db, id);
+      if (!user || !user.is_active || user.deleted_at !== null) return undefined;
+      return {
+        accountId: sub,
+        async claims() {
+          return {
+            sub,
+            name: user.name,
+            updated_at: Math.floor(user.updated_at.getTime() / 1000),
+            email: user.email,
+            email_verified: user.email_verified,
+          };
+        },
+      };
+    },
+    claims: { openid: ['sub', 'auth_time', 'amr'], profile: ['name', 'updated_at'], email: ['email', 'email_verified'] },
+    scopes: SCOPES,
+    responseTypes: ['code'],
+    clientDefaults: {
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      id_token_signed_response_alg: signing.algorithm,
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+    enabledJWA: { idTokenSigningAlgValues: [signing.algorithm] },
+    jwks: { keys: [privateJwk] },
+    cookies: { keys: [deriveKey(options.secret, 'oidc-cookies').toString('base64url')] },
+    // OAuth 2.1: PKCE for every client; the library knows S256 only.
+    pkce: { required: () => true },
+    allowOmittingSingleRegisteredRedirectUri: false,
+    rotateRefreshToken: true,
+    ttl: {
+      AccessToken: options.accessTokenMinutes * 60,
+      ClientCredentials: options.accessTokenMinutes * 60,
+      AuthorizationCode: 60,
+      IdToken: 3600,
+      Interaction: 3600,
+      RefreshToken: options.refreshTokenDays * 24 * 3600,
+      Session: options.sessionDays * 24 * 3600,
+      Grant: options.sessionDays * 24 * 3600,
+    },
+    features: {
+      devInteractions: { enabled: false },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      userinfo: { enabled: true },
+      clientCredentials: { enabled: true },
+      pushedAuthorizationRequests: { enabled: false },
+      registration: {
+        enabled: config.registration !== 'off',
+        initialAccessToken: config.registration === 'token' ? config.registrationToken : false,
+      },
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: (ctx: Koa.Context, form: string) => pages.logoutSource(ctx, form),
+        postLogoutSuccessSource: (ctx: Koa.Context) => pages.postLogoutSuccessSource(ctx),
+      },
+    },
+    renderError: (ctx: Koa.Context, out: Record<string, string>, error: unknown) => pages.renderError(ctx, out, error),
+    // First-party clients are given what they ask for without a consent page.
+    async loadExistingGrant(ctx: ProviderContext): Promise<Grant | undefined> {
+      const oidc = ctx.oidc!;
+      const clientId = oidc.client!.clientId;
+      const session = oidc.session as { accountId?: string; grantIdFor(clientId: string): string | undefined };
+      const grantId = (oidc.result as { consent?: { grantId?: string } } | undefined)?.consent?.grantId ?? session.grantIdFor(clientId);
+      let grant = grantId ? await oidc.provider.Grant.find(grantId) : undefined;
+      const accountId = oidc.account?.accountId ?? session.accountId;
+      if (accountId && (await firstParty(clientId))) {
+        if (!grant || grant.accountId !== accountId) grant = new oidc.provider.Grant({ accountId, clientId });
+        grant.addOIDCScope([...oidc.requestParamScopes].join(' '));
+        const claims = [...oidc.requestParamClaims];
+        if (claims.length > 0) grant.addOIDCClaims(claims);
+        await grant.save();
+      }
+      return grant;
+    },
+    interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `${INTERACTION_PREFIX}${interaction.uid}` },
+    routes: {
+      authorization: '/oauth2/authorize',
+      token: '/oauth2/token',
+      userinfo: '/oauth2/userinfo',
+      revocation: '/oauth2/revoke',
+      introspection: '/oauth2/introspect',
+      end_session: '/oauth2/end_session',
+      registration: '/oauth2/register',
+      jwks: JWKS_PATH,
+      // Routes the service does not offer, kept under the prefix all the same.
+      backchannel_authentication: '/oauth2/backchannel',
+      code_verification: '/oauth2/device',
+      device_authorization: '/oauth2/device/auth',
+      pushed_authorization_request: '/oauth2/par',
+      challenge: '/oauth2/challenge',
+    },
+  };
+  const provider = new Provider(options.issuer, configuration);
+  provider.proxy = options.trustProxy;
+  // ID tokens carry `sid` for every client, not only those that asked for back-channel logout.
+  Object.defineProperty(provider.Client.prototype, 'includeSid', { value: () => true });
+  provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'the OpenID Connect provider failed to answer'));
+  return provider;
+}
