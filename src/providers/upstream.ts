@@ -200,10 +200,20 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
 }
 
-/** A network failure or a timeout, rather than an answer. */
+/**
+ * A network failure or a timeout, rather than an answer, wherever it sits in the chain of causes:
+ * openid-client passes fetch's failure on as it is or wrapped, and wraps its timeouts (`OAUTH_TIMEOUT`).
+ * By name rather than `instanceof`, which another realm's TypeError fails, and which any other
+ * TypeError (a fault in reading an answer) would pass.
+ */
 function unreachable(error: unknown): boolean {
-  const name = (error as { name?: string } | null)?.name;
-  return error instanceof TypeError || name === 'TimeoutError' || name === 'AbortError';
+  let cause = error;
+  for (let depth = 0; depth < 5 && isObject(cause); depth++, cause = cause.cause) {
+    const { name, code, message } = cause;
+    if (name === 'TimeoutError' || name === 'AbortError' || code === 'OAUTH_TIMEOUT' || code === 'OAUTH_ABORT') return true;
+    if (name === 'TypeError' && message === 'fetch failed') return true;
+  }
+  return false;
 }
 
 function refused(error: unknown): ProviderAnswerRefused {
