@@ -38,6 +38,7 @@ import { createTransport } from './infra/mail-transport';
 import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { IdentityProviderRegistry } from './providers/registry';
+import { LinkedIdentities } from './providers/identities';
 import { ProviderSignIn } from './providers/sign-in';
 import { Upstream } from './providers/upstream';
 import { PasswordHasher } from './services/passwords';
@@ -178,6 +179,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         loginGuard,
         secondFactor: mfa,
       }),
+      identities: new LinkedIdentities(db, transact),
       emailCode: new EmailCodeSignIn(config.emailCode, config.account, config.redirects, {
         db,
         transact,

@@ -1,5 +1,6 @@
 import type { operations } from '../../generated/openapi';
 import type { KeyRing } from '../config/keys';
+import type { LinkedIdentities } from '../providers/identities';
 import type { IdentityProviderRegistry } from '../providers/registry';
 import type { ProviderSignIn } from '../providers/sign-in';
 import type { AuthService } from '../services/auth';
@@ -102,6 +103,7 @@ export interface Services {
   emailCode: EmailCodeSignIn;
   providers: IdentityProviderRegistry;
   providerSignIn: ProviderSignIn;
+  identities: LinkedIdentities;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

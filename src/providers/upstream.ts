@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IdentityProviderRow } from '../db/identity-providers';
+import { PRESETS } from './presets';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- the rule reads the import attribute of this type as a value
 type OpenIdClient = typeof import('openid-client', { with: { 'resolution-mode': 'import' } });
@@ -66,6 +67,8 @@ export class Upstream {
       code_challenge_method: 'S256',
     };
     if (request.nonce !== undefined) parameters.nonce = request.nonce;
+    const responseMode = PRESETS[provider.slug]?.responseMode;
+    if (responseMode) parameters.response_mode = responseMode;
     return client.buildAuthorizationUrl(config, parameters);
   }
 
