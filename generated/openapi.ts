@@ -998,7 +998,11 @@ export interface paths {
          *     (`details.client_id`), when a person takes back what they allowed an application.
          *
          *     Provider sign-ins: `identity.linked` (an upstream identity was linked to the subject;
-         *     `details.provider`, `details.identity_id`, `details.how`: `signup` or `verified_email`); a
+         *     `details.provider`, `details.identity_id`, `details.subject` (the provider's id of the
+         *     person), `details.how`: `signup`, `verified_email` or `manual`), `identity.unlinked`
+         *     (`details.provider`, `details.identity_id`, `details.subject`), `identity.link_failed` (a
+         *     link by hand refused at the callback; `details.provider`, `details.reason`:
+         *     `identity_in_use`, `account_disabled`, `invalid_response`…); a
          *     `login.succeeded`, `login.failed`, `mfa.challenged` or `user.registered` of a provider
          *     sign-in has `details.provider`, and a refused one `details.reason` (`account_exists`,
          *     `account_disabled`, `signup_disabled`, `invalid_response`, `wrong_code_verifier`…).
@@ -1608,7 +1612,17 @@ export interface paths {
          */
         get: operations["providerCallback"];
         put?: never;
-        post?: never;
+        /**
+         * Where the provider sends the browser back, by form post
+         * @description The same callback as `GET`, for a provider that answers with `response_mode=form_post`
+         *     (OAuth 2.0 Form Post Response Mode): the browser posts the provider's answer (`state`,
+         *     `code`, or `error`) as an `application/x-www-form-urlencoded` body instead of a query. Apple
+         *     answers so, and the `apple` preset asks for it, since Apple posts whenever the e-mail or
+         *     name is asked for. Everything else is as for `GET`: the `state` is taken once, and the
+         *     browser goes back to `redirect_to` with `?code=…` or `?error=…&error_description=…` (a 302;
+         *     a browser follows it with a GET). Fields of the body other than these are refused (422).
+         */
+        post: operations["providerCallbackForm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1639,6 +1653,110 @@ export interface paths {
          */
         post: operations["providerToken"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/identities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The current user's linked identities
+         * @description Every upstream identity linked to the user, oldest first: the provider's slug, the
+         *     provider's subject, the e-mail it last gave, when it was linked and when it last signed in.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
+         */
+        get: operations["listIdentities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/identities/{slug}/link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start linking a provider to the current user
+         * @description For a signed-in user who wants to sign in with a provider too (and the way on after a
+         *     provider sign-in answered `account_exists`). The application makes a PKCE pair as for
+         *     `GET /api/auth/providers/{slug}/authorize`, posts `redirect_to` (on the allow-list
+         *     `AUTH_REDIRECT_URLS`; 400 `INVALID_REDIRECT` otherwise) and `code_challenge`, and sends the
+         *     browser to the `authorization_url` of the answer. The provider sends it back to
+         *     `GET /api/auth/providers/{slug}/callback`, which links the identity to this user, whatever
+         *     e-mail address the provider gives, and comes back to `redirect_to`:
+         *
+         *     * with `?code=…`, as a sign-in does (GoTrue's `linkIdentity` ends the same way): the
+         *       identity is linked, and `POST /api/auth/providers/token` exchanges the code with the
+         *       `code_verifier` for a session of this user signed in with the provider (or
+         *       `MFA_REQUIRED` for a user with a second factor); an application that only wanted the
+         *       link may leave the code, which expires unused in 5 minutes;
+         *     * or with `?error=…&error_description=…`: `identity_in_use` (the identity is already linked
+         *       to another account; nothing changes), `account_disabled` (this user was disabled or
+         *       deleted meanwhile), `access_denied`, `provider_disabled`, `invalid_response` or
+         *       `temporarily_unavailable`, as for a sign-in.
+         *
+         *     An identity already linked to this user stays linked, and the answer is a code as above.
+         *     A user may link several identities of one provider. Recorded in the audit trail as
+         *     `identity.linked` (`details.how: manual`), and sent to webhooks as `user.identity_linked`;
+         *     a refused link is an `identity.link_failed` with `details.reason`. An unknown or disabled
+         *     provider is a 404. When the provider cannot be reached, `authorization_url` is `redirect_to`
+         *     with `error=temporarily_unavailable`, and nothing is kept.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
+         */
+        post: operations["linkIdentity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/identities/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Unlink one of the current user's identities
+         * @description The identity no longer signs in to this account (the provider's account is untouched;
+         *     signing in with it again makes or links an account as any new identity would). Sessions it
+         *     opened stay until they end or are revoked (`DELETE /api/auth/sessions/{id}`).
+         *
+         *     It cannot be the last way left to sign in: when the user has no password they know (an
+         *     account made by a provider or an e-mailed code has none until `forgot-password` sets one),
+         *     no other identity and no passkey (a passkey signs in on its own,
+         *     `POST /api/auth/passkeys/login`), the answer is 409 `CONFLICT` and nothing changes.
+         *     E-mailed codes do not count: they may be turned off, and they prove a mailbox, not a
+         *     credential the person holds here. An identity of another user, or an unknown one, is a 404.
+         *     Recorded in the audit trail as `identity.unlinked` and sent to webhooks as
+         *     `user.identity_unlinked`.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
+         */
+        delete: operations["unlinkIdentity"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1906,6 +2024,11 @@ export interface components {
             ip: string | null;
             /** @example Mozilla/5.0 */
             user_agent: string | null;
+            /**
+             * @description The upstream provider (its slug) the session was signed in with; only on sessions signed in with a provider (not on those of a password, a passkey or an e-mailed code).
+             * @example github
+             */
+            provider?: string;
             /** @description The session of the token making this request. */
             current: boolean;
         };
@@ -2076,7 +2199,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -2490,13 +2613,13 @@ export interface components {
          * @example user.created
          * @enum {string}
          */
-        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked";
+        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked";
         /**
          * @description An event type, or `*` for every type (those added later included).
          * @example user.created
          * @enum {string}
          */
-        WebhookSubscription: "*" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked";
+        WebhookSubscription: "*" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked";
         /**
          * @description Where events are POSTed: `https://` with a name that resolves to public addresses (plain
          *     `http://` and internal addresses only with `WEBHOOK_ALLOW_PRIVATE_URLS=true`); no user name
@@ -2693,6 +2816,32 @@ export interface components {
                 session_id: string | null;
                 /** @description session.revoked: every session of the user ended (a logout with `all`, an operator's revocation); false otherwise. */
                 all: boolean;
+                /**
+                 * @description session.created of a provider sign-in only: the upstream provider (its slug) the person signed in with; absent for the service's own credentials.
+                 * @example github
+                 */
+                provider?: string;
+                user: components["schemas"]["WebhookAdminUser"];
+            };
+        };
+        WebhookIdentityEvent: {
+            /** @enum {string} */
+            type: "user.identity_linked" | "user.identity_unlinked";
+            timestamp: components["schemas"]["Timestamp"];
+            data: {
+                identity: {
+                    /**
+                     * @description The identity's id (as `GET /api/auth/identities` lists it).
+                     * @example 3
+                     */
+                    id: number;
+                    provider: components["schemas"]["ProviderSlugValue"];
+                    /**
+                     * @description The provider's id of the person.
+                     * @example 583231
+                     */
+                    subject: string;
+                };
                 user: components["schemas"]["WebhookAdminUser"];
             };
         };
@@ -2961,6 +3110,79 @@ export interface components {
             success: true;
             data: components["schemas"]["SignInProvider"][];
         };
+        Identity: {
+            /**
+             * @description For `DELETE /api/auth/identities/{id}`.
+             * @example 3
+             */
+            id: number;
+            provider: components["schemas"]["ProviderSlugValue"];
+            /**
+             * @description The provider's id of the person (`sub`, or GitHub's `id`).
+             * @example 583231
+             */
+            subject: string;
+            /**
+             * @description The e-mail address the provider last gave; null when it gave none.
+             * @example ada@example.com
+             */
+            email: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: date-time
+             * @description When it last signed in or was linked.
+             * @example 2026-01-03T09:00:00.000Z
+             */
+            last_used_at: string | null;
+        };
+        IdentityListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Identity"][];
+        };
+        LinkIdentityRequest: {
+            /**
+             * @description Where the browser comes back; on the allow-list `AUTH_REDIRECT_URLS`.
+             * @example https://app.example.com/settings/sign-in
+             */
+            redirect_to: string;
+            /**
+             * @description BASE64URL(SHA-256(code_verifier)), 43 characters.
+             * @example E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM
+             */
+            code_challenge: string;
+            /**
+             * @description Only `S256`.
+             * @enum {string}
+             */
+            code_challenge_method: "S256";
+        };
+        AuthorizationUrlResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: {
+                /**
+                 * @description The provider's authorization URL (or `redirect_to` with an error when the provider cannot be reached).
+                 * @example https://github.com/login/oauth/authorize?client_id=Iv1.0123456789abcdef&state=Kx3m
+                 */
+                authorization_url: string;
+            };
+        };
+        /** @description The provider's answer, posted by the browser (`response_mode=form_post`); the fields of the callback's query. */
+        ProviderCallbackForm: {
+            state?: string;
+            code?: string;
+            error?: string;
+            error_description?: string;
+            error_uri?: string;
+            iss?: string;
+            scope?: string;
+            session_state?: string;
+            /** @description Apple's ID token beside the code; not used: the one of the code exchange is checked. */
+            id_token?: string;
+            /** @description Apple's JSON of the person's name, sent on the first sign-in only; not used. */
+            user?: string;
+        };
         ProviderTokenRequest: {
             /**
              * @description The one-time code from `redirect_to`.
@@ -3125,7 +3347,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The request came with an API key, and API keys cannot manage credentials (API keys, second factors and passkeys, passwords, e-mail, sessions and logout): sign in to do this. */
+        /** @description The request came with an API key, and API keys cannot manage credentials (API keys, second factors and passkeys, passwords, e-mail, linked identities, sessions and logout): sign in to do this. */
         ApiKeyRefused: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -4106,6 +4328,7 @@ export interface operations {
                      *           "expires_at": "2026-01-09T03:04:05.000Z",
                      *           "ip": null,
                      *           "user_agent": null,
+                     *           "provider": "github",
                      *           "current": false
                      *         }
                      *       ]
@@ -6917,6 +7140,59 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    providerCallbackForm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "state": "0aZ3fJ7q2Qk1m9Xc4VvT8bYw6NnR5sLpHhUuEeDdGgI",
+                 *       "code": "c1a2b3d4e5f6"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["ProviderCallbackForm"];
+            };
+        };
+        responses: {
+            /** @description Back to `redirect_to`, with `code` or with `error` and `error_description`. */
+            302: {
+                headers: {
+                    /** @description `redirect_to` with `code=…`, or with `error=…&error_description=…`. */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not a form (`BAD_REQUEST`), or the `state` is unknown, already used, expired or not this provider's (`INVALID_TOKEN`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     providerToken: {
         parameters: {
             query?: never;
@@ -6984,6 +7260,166 @@ export interface operations {
             };
             403: components["responses"]["LoginForbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listIdentities: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The identities, oldest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": 3,
+                     *           "provider": "github",
+                     *           "subject": "583231",
+                     *           "email": "ada@example.com",
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "last_used_at": "2026-01-03T09:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    linkIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's slug. */
+                slug: components["parameters"]["ProviderSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "redirect_to": "https://app.example.com/settings/sign-in",
+                 *       "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+                 *       "code_challenge_method": "S256"
+                 *     }
+                 */
+                "application/json": components["schemas"]["LinkIdentityRequest"];
+            };
+        };
+        responses: {
+            /** @description Where to send the browser. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "authorization_url": "https://github.com/login/oauth/authorize?client_id=Iv1.0123456789abcdef&redirect_uri=https%3A%2F%2Faccounts.example.com%2Fapi%2Fauth%2Fproviders%2Fgithub%2Fcallback&scope=read%3Auser+user%3Aemail&state=Kx3m&code_challenge=q1Zb&code_challenge_method=S256"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthorizationUrlResponse"];
+                };
+            };
+            /** @description The body is malformed (`BAD_REQUEST`), or `redirect_to` is not on the allow-list (`INVALID_REDIRECT`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    unlinkIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity's id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Unlinked. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
+            404: components["responses"]["NotFound"];
+            /** @description The identity is the last way left to sign in to the account (`CONFLICT`). */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "CONFLICT",
+                     *         "message": "This identity is the last way to sign in to the account: set a password (forgot-password) or link another provider first"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

@@ -14,6 +14,7 @@ import * as identityProviders from './20261203110000_identity_providers';
 import * as providerSignIns from './20261203110100_provider_sign_ins';
 import * as rateLimits from './20261203141700_rate_limits';
 import * as oidcProvider from './20261204090000_oidc_provider';
+import * as identityLinks from './20261204100000_identity_links';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '20261203110100_provider_sign_ins': providerSignIns,
   '20261203141700_rate_limits': rateLimits,
   '20261204090000_oidc_provider': oidcProvider,
+  '20261204100000_identity_links': identityLinks,
 };

@@ -38,6 +38,7 @@ import { createTransport } from './infra/mail-transport';
 import { Outbox } from './infra/outbox';
 import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { IdentityProviderRegistry } from './providers/registry';
+import { LinkedIdentities } from './providers/identities';
 import { ProviderSignIn } from './providers/sign-in';
 import { Upstream } from './providers/upstream';
 import { PasswordHasher } from './services/passwords';
@@ -65,6 +66,7 @@ const OIDC_OPERATIONS = [
   'listOauthGrants',
   'revokeOauthGrant',
 ];
+import { oidcPagesRouter, withProviderReturn } from './oidc-pages/router';
 
 export interface App {
   koa: Koa;
@@ -185,7 +187,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
       providers,
       providerSignIn: new ProviderSignIn(db, transact, providers, new Upstream(), tokens, passwords, {
-        redirects: config.redirects,
+        redirects: withProviderReturn(config.redirects, config.account.appUrl),
         sessions: config.sessions,
         secretKey: config.secret.key,
         loginGuard,
@@ -193,6 +195,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       }),
       oauthClients: new OauthClients(db, transact, config.secret.key),
       oauthGrants: new OauthGrants(db, transact),
+      identities: new LinkedIdentities(db, transact),
       emailCode: new EmailCodeSignIn(config.emailCode, config.account, config.redirects, {
         db,
         transact,
@@ -252,6 +255,19 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       const service = String(document.info.title ?? 'Account Service');
       koa.use(accountPagesRouter({ account: services.account, secret: config.secret.key, guard: limits?.guard, service }).routes());
     }
+    if (oidc)
+      koa.use(
+        oidcPagesRouter({
+          ...services,
+          mfa,
+          tokens,
+          interactions: oidc.interactions,
+          appUrl: config.account.appUrl,
+          secret: config.secret.key,
+          guard: limits?.guard,
+          service: config.oidc.brandName,
+        }).routes(),
+      );
     if (oidc) koa.use(oidc.middleware);
     koa.use(router.routes());
     koa.use(async (ctx) => {

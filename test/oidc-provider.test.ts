@@ -161,7 +161,7 @@ async function codeFlow(
   client: { client_id: string; client_secret?: string },
   who: Person,
   // offline_access is granted only with prompt=consent (OpenID Connect Core 1.0, section 11).
-  { scope = 'openid profile email offline_access', extra = { prompt: 'consent' } as Record<string, string>, browser = new Browser() } = {},
+  { scope = 'openid profile email offline_access', extra = { prompt: 'consent' }, browser = new Browser() } = {},
 ) {
   const config = await configFor(client);
   const verifier = oidc.randomPKCECodeVerifier();

@@ -32,6 +32,11 @@ const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?
     starts: 'curl -s -X POST "$BASE/api/auth/providers/token"',
     why: 'the code comes from a sign-in at the provider',
   },
+  {
+    page: 'docs/providers.md',
+    starts: 'curl -s -X POST "$BASE/api/auth/identities/github/link"',
+    why: 'needs a registered provider and a browser to sign in at it',
+  },
   { page: 'docs/deployment.md', starts: 'docker build', why: 'Docker' },
   { page: 'docs/deployment.md', starts: 'export SECRET_KEY', why: 'Docker Compose' },
   { page: 'docs/importing-users.md', starts: 'psql "$DJANGO_DATABASE_URL"', why: "another system's database" },

@@ -3,7 +3,8 @@ import type { Database, Executor } from './types';
 
 /**
  * The tables the purge keeps small, each with the columns that say when a row stopped mattering:
- * a session once revoked or expired, a reset or verification token or an e-mailed code once used or expired, a mail
+ * a session once revoked or expired, a reset or verification token, an e-mailed code, a provider sign-in under
+ * way or its one-time code once used or expired, a mail
  * message once sent or given up, an audit event once it happened (kept only while the audit retention
  * is set). A row goes once any such moment is past the retention; a row with none (a live session, a
  * message still to send) is never touched. The OpenID Connect provider's records (its sessions,
@@ -14,6 +15,8 @@ export const PURGE_RULES = {
   sessions: ['revoked_at', 'expires_at'],
   account_tokens: ['used_at', 'expires_at'],
   email_codes: ['used_at', 'expires_at'],
+  provider_flows: ['used_at', 'expires_at'],
+  provider_codes: ['used_at', 'expires_at'],
   mail_outbox: ['sent_at', 'failed_at'],
   audit_events: ['occurred_at'],
   oidc_records: ['expires_at'],

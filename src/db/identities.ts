@@ -1,4 +1,4 @@
-import { sql, type Generated, type Insertable, type Selectable } from 'kysely';
+import { sql, type ColumnType, type Generated, type Insertable, type Selectable } from 'kysely';
 import type { Executor, GivenTimestamp, NullableTimestamp, Timestamp } from './types';
 
 // Type aliases rather than interfaces: withTables wants types with an implicit index signature.
@@ -20,6 +20,8 @@ export type ProviderFlowTable = {
   code_verifier_sealed: string;
   redirect_to: string;
   code_challenge: string;
+  /** For a link by hand: the user the identity joins; null for a sign-in. */
+  link_user_id: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Timestamp;
   expires_at: GivenTimestamp;
   used_at: NullableTimestamp;
@@ -101,4 +103,60 @@ export function takeCode(db: Executor, codeHash: string): Promise<ProviderCodeRo
     .where('expires_at', '>', sql<Date>`now()`)
     .returningAll()
     .executeTakeFirst();
+}
+
+/** An identity as its user sees it: with the slug of its provider. */
+export type ListedIdentity = Pick<UserIdentityRow, 'id' | 'subject' | 'email' | 'created_at' | 'last_used_at'> & { provider: string };
+
+const withProvider = (db: Executor) =>
+  tables(db)
+    .withTables<{ identity_providers: { id: number; slug: string } }>()
+    .selectFrom('user_identities')
+    .innerJoin('identity_providers', 'identity_providers.id', 'user_identities.provider_id')
+    .select([
+      'user_identities.id',
+      'identity_providers.slug as provider',
+      'user_identities.subject',
+      'user_identities.email',
+      'user_identities.created_at',
+      'user_identities.last_used_at',
+    ]);
+
+/** The user's identities, oldest first. */
+export function listUserIdentities(db: Executor, userId: number): Promise<ListedIdentity[]> {
+  return withProvider(db).where('user_identities.user_id', '=', userId).orderBy('user_identities.id').execute();
+}
+
+/** One of the user's identities; undefined when it is unknown or another user's. */
+export function findUserIdentity(db: Executor, userId: number, id: number): Promise<ListedIdentity | undefined> {
+  return withProvider(db).where('user_identities.user_id', '=', userId).where('user_identities.id', '=', id).executeTakeFirst();
+}
+
+/** Removes one of the user's identities; false when there was none to remove. */
+export async function deleteUserIdentity(db: Executor, userId: number, id: number): Promise<boolean> {
+  const result = await tables(db).deleteFrom('user_identities').where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/**
+ * The ways the user has to sign in besides the identity `exceptIdentityId`: a password they know,
+ * other identities, passkeys (discoverable credentials, which sign in alone). The user's row is
+ * locked until the transaction ends, so that two removals cannot each leave the other as the last.
+ */
+export async function otherSignInWays(
+  db: Executor,
+  userId: number,
+  exceptIdentityId: number,
+): Promise<{ password: boolean; identities: number; passkeys: number }> {
+  // The lock first, on its own: a statement run after it reads what the removal that held it left
+  // (under READ COMMITTED, one statement that waited for the lock would count from before it).
+  await sql`select id from users where id = ${userId} for update`.execute(db);
+  const { rows } = await sql<{ password: boolean; identities: number; passkeys: number }>`
+    select
+      u.password_set as password,
+      (select count(*)::int from user_identities i where i.user_id = u.id and i.id <> ${exceptIdentityId}) as identities,
+      (select count(*)::int from mfa_factors f where f.user_id = u.id and f.type = 'webauthn' and f.confirmed_at is not null) as passkeys
+    from users u
+    where u.id = ${userId}`.execute(db);
+  return rows[0] ?? { password: false, identities: 0, passkeys: 0 };
 }

@@ -35,11 +35,30 @@ export function insertUser(db: Executor, row: NewUserRow): Promise<UserRow | und
     .executeTakeFirst();
 }
 
-/** Updates a user that is not deleted; undefined when there is none. */
+/**
+ * Whether the account has a password its owner knows (`users.password_set`): not the random one an
+ * account made by a provider or an e-mailed code holds. Kept out of UserRow, which the token checks
+ * fill from a query of their own; read it here.
+ */
+type PasswordMarker = { users: { id: number; password_set: boolean } };
+
+/** Marks a new account's password as one nobody knows. */
+export async function markPasswordUnknown(db: Executor, id: number): Promise<void> {
+  await db.withTables<PasswordMarker>().updateTable('users').set({ password_set: false }).where('id', '=', id).execute();
+}
+
+/** Whether the user has a password they know; false for an unknown user. */
+export async function hasKnownPassword(db: Executor, id: number): Promise<boolean> {
+  const row = await db.withTables<PasswordMarker>().selectFrom('users').select('password_set').where('id', '=', id).executeTakeFirst();
+  return row?.password_set === true;
+}
+
+/** Updates a user that is not deleted; undefined when there is none. A new password hash is one its owner knows. */
 export function updateLiveUser(db: Executor, id: number, patch: UserUpdate): Promise<UserRow | undefined> {
   return db
+    .withTables<PasswordMarker>()
     .updateTable('users')
-    .set({ ...patch, updated_at: sql`now()` })
+    .set({ ...patch, ...(patch.password_hash !== undefined ? { password_set: true } : {}), updated_at: sql`now()` })
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .returningAll()

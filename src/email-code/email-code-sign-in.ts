@@ -11,7 +11,7 @@ import {
 } from '../db/email-codes';
 import type { Transact } from '../db/transaction';
 import type { Database, EmailCodeRow, UserRow } from '../db/types';
-import { findUserByEmail, findUserById, insertUser, updateLiveUser } from '../db/users';
+import { findUserByEmail, findUserById, insertUser, markPasswordUnknown, updateLiveUser } from '../db/users';
 import { Forbidden, InvalidCode, InvalidRedirect, InvalidToken, MfaRequired } from '../errors';
 import { AfterAnswer } from '../infra/after-answer';
 import type { Outbox } from '../infra/outbox';
@@ -248,7 +248,7 @@ export class EmailCodeSignIn {
 
   /**
    * EMAIL_CODE_SIGNUP: the account of an address that proved itself, named after the address's
-   * local part, verified, with a random password nobody knows (forgot-password sets one). An
+   * local part, verified, with a random password nobody knows (forgot-password sets one; `password_set` says so). An
    * account made for the address meanwhile is the one signed in.
    */
   private async createAccount(email: string, client: ClientInfo): Promise<UserRow> {
@@ -266,6 +266,7 @@ export class EmailCodeSignIn {
         if (!existing || existing.deleted_at !== null || !existing.is_active) throw new InvalidCode();
         return existing;
       }
+      await markPasswordUnknown(trx, created.id);
       await recordEvent(trx, {
         type: 'user.registered',
         actor: created.id,

@@ -1,4 +1,5 @@
 import type { components } from '../../generated/openapi';
+import type { ListedIdentity } from '../db/identities';
 import type { IdentityProviderRow } from '../db/identity-providers';
 import { iso } from '../services/user-view';
 import { created, noContent, ok, redirect, signedIn } from './reply';
@@ -58,4 +59,33 @@ export const providerCallback: Handler<'providerCallback'> = async ({ path, quer
 export const providerToken: Handler<'providerToken'> = async ({ body, client }, { providerSignIn }) => {
   const { user, tokens } = await providerSignIn.exchange(body.code, body.code_verifier, client);
   return ok({ ...tokenPairView(tokens), user: userView(user, user.role === 'admin') });
+};
+
+type Identity = components['schemas']['Identity'];
+
+function identityView(row: ListedIdentity): Identity {
+  return {
+    id: row.id,
+    provider: row.provider,
+    subject: row.subject,
+    email: row.email,
+    created_at: iso(row.created_at),
+    last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
+  };
+}
+
+export const providerCallbackForm: Handler<'providerCallbackForm'> = async ({ path, body, client }, { providerSignIn }) =>
+  redirect(await providerSignIn.callback(path.slug, body, client));
+
+export const listIdentities: Handler<'listIdentities'> = async (input, { identities }) =>
+  ok((await identities.list(signedIn(input))).map(identityView));
+
+export const linkIdentity: Handler<'linkIdentity'> = async (input, { providerSignIn }) => {
+  const { redirect_to: redirectTo, code_challenge: codeChallenge } = input.body;
+  return ok({ authorization_url: await providerSignIn.startLink(signedIn(input), input.path.slug, { redirectTo, codeChallenge }) });
+};
+
+export const unlinkIdentity: Handler<'unlinkIdentity'> = async (input, { identities }) => {
+  await identities.unlink(signedIn(input), input.path.id);
+  return noContent();
 };

@@ -2,6 +2,7 @@ import type { OauthClients } from '../oidc/clients';
 import type { OauthGrants } from '../oidc/grants';
 import type { operations } from '../../generated/openapi';
 import type { KeyRing } from '../config/keys';
+import type { LinkedIdentities } from '../providers/identities';
 import type { IdentityProviderRegistry } from '../providers/registry';
 import type { ProviderSignIn } from '../providers/sign-in';
 import type { AuthService } from '../services/auth';
@@ -108,6 +109,7 @@ export interface Services {
   oauthClients: OauthClients;
   /** What people allowed the provider's clients. */
   oauthGrants: OauthGrants;
+  identities: LinkedIdentities;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

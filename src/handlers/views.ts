@@ -28,6 +28,8 @@ export function sessionView(row: SessionRow, currentSessionId: string): Session 
     expires_at: iso(row.expires_at),
     ip: row.ip,
     user_agent: row.user_agent,
+    // Only on sessions a provider signed in: the list's shape is otherwise as it always was.
+    ...(row.provider === null ? {} : { provider: row.provider }),
     current: row.id === currentSessionId,
   };
 }

@@ -11,6 +11,8 @@ export interface Preset {
   emails_url?: string;
   scopes: string[];
   claims?: Partial<ProviderClaims>;
+  /** How the provider answers: `form_post` has the browser post the answer to the callback. */
+  responseMode?: 'form_post';
 }
 
 /** The claims of an OpenID Connect ID token and user-info answer (OpenID Connect Core §5.1). */
@@ -31,7 +33,8 @@ export const OIDC_SCOPES = ['openid', 'email', 'profile'];
 export const PRESETS: Readonly<Record<string, Preset>> = Object.freeze({
   google: { kind: 'oidc', name: 'Google', issuer: 'https://accounts.google.com', scopes: OIDC_SCOPES },
   microsoft: { kind: 'oidc', name: 'Microsoft', scopes: OIDC_SCOPES },
-  apple: { kind: 'oidc', name: 'Apple', issuer: 'https://appleid.apple.com', scopes: ['openid', 'email'] },
+  // Apple posts its answer whenever the e-mail or name is asked for.
+  apple: { kind: 'oidc', name: 'Apple', issuer: 'https://appleid.apple.com', scopes: ['openid', 'email'], responseMode: 'form_post' },
   gitlab: { kind: 'oidc', name: 'GitLab', issuer: 'https://gitlab.com', scopes: OIDC_SCOPES },
   github: {
     kind: 'oauth2',

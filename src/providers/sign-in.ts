@@ -5,14 +5,14 @@ import { findProvider, findProviderById, type IdentityProviderRow } from '../db/
 import { findIdentity, insertCode, insertFlow, insertIdentity, recordIdentityUse, takeCode, takeFlow } from '../db/identities';
 import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, UserRow } from '../db/types';
-import { findUserByEmail, findUserById, insertUser } from '../db/users';
+import { findUserByEmail, findUserById, insertUser, markPasswordUnknown } from '../db/users';
 import { Forbidden, InvalidCode, InvalidRedirect, InvalidToken, MfaRequired, NotFound } from '../errors';
 import { seal, unseal } from '../infra/sealed';
 import { allowedRedirect } from '../redirects/allow-list';
 import { recordEvent } from '../services/audit-events';
 import { emailNotVerified, type SecondFactorGate } from '../services/auth';
 import { countedCheck, type LoginGuard } from '../services/login-guard';
-import type { ClientInfo } from '../services/principal';
+import type { ClientInfo, Principal } from '../services/principal';
 import type { PasswordHasher } from '../services/passwords';
 import { openSession, type TokenPair } from '../services/session-start';
 import { sha256, type Assurance, type TokenService } from '../services/tokens';
@@ -32,7 +32,8 @@ export type SignInError =
   | 'account_disabled'
   | 'provider_disabled'
   | 'invalid_response'
-  | 'temporarily_unavailable';
+  | 'temporarily_unavailable'
+  | 'identity_in_use';
 
 const DESCRIPTIONS: Record<SignInError, string> = {
   access_denied: 'The sign-in was declined at the provider',
@@ -42,7 +43,11 @@ const DESCRIPTIONS: Record<SignInError, string> = {
   provider_disabled: 'This provider is not enabled',
   invalid_response: 'The provider answer failed a check',
   temporarily_unavailable: 'The provider could not be reached; try again later',
+  identity_in_use: 'This identity is already linked to another account',
 };
+
+/** Fields of a provider's answer that are not the authorization response's own (Apple's form post sends them beside it). */
+const NOT_THE_ANSWER = new Set(['user', 'id_token']);
 
 /** A signed-in person by provider: no password was used, and none was shown (`fed`, as RFC 8176 lists for federated sign-ins). */
 const FEDERATED: Assurance = Object.freeze({ amr: Object.freeze(['fed']), aal: 'aal1' });
@@ -51,6 +56,12 @@ class Refusal extends Error {
   constructor(readonly code: SignInError) {
     super(DESCRIPTIONS[code]);
   }
+}
+
+/** The application's side of a sign-in or a link: where to come back, and its PKCE challenge. */
+export interface AuthorizeRequest {
+  redirectTo: string;
+  codeChallenge: string;
 }
 
 export interface SignInOptions {
@@ -82,7 +93,19 @@ export class ProviderSignIn {
   }
 
   /** Where to send the browser: the provider's authorization URL, or back with an error. */
-  async authorize(slug: string, request: { redirectTo: string; codeChallenge: string }, client: ClientInfo): Promise<string> {
+  authorize(slug: string, request: AuthorizeRequest, client: ClientInfo): Promise<string> {
+    return this.begin(slug, request, client, null);
+  }
+
+  /**
+   * Where to send the browser of a signed-in user linking a provider to their account: as a
+   * sign-in, but the callback links the identity to this user rather than signing anyone in by it.
+   */
+  startLink(principal: Principal, slug: string, request: AuthorizeRequest): Promise<string> {
+    return this.begin(slug, request, principal.client, principal.user.id);
+  }
+
+  private async begin(slug: string, request: AuthorizeRequest, client: ClientInfo, linkUserId: number | null): Promise<string> {
     const provider = await findProvider(this.db, slug);
     if (!provider || !provider.enabled) throw new NotFound('Identity provider not found');
     const back = allowedRedirect(this.options.redirects, request.redirectTo);
@@ -109,23 +132,30 @@ export class ProviderSignIn {
       code_verifier_sealed: seal(this.key, codeVerifier),
       redirect_to: back.href,
       code_challenge: request.codeChallenge,
+      link_user_id: linkUserId,
       expires_at: new Date(Date.now() + FLOW_TTL_MS),
     });
     return url.href;
   }
 
   /**
-   * The provider's redirect: takes the sign-in under way its `state` names (once), finds or makes
-   * the person's account, and sends the browser back with a one-time code, or with an error.
+   * The provider's redirect (its query, or the form it had the browser post): takes the sign-in
+   * under way its `state` names (once), finds or makes the person's account (or, for a link, links
+   * the identity to the user who asked), and sends the browser back with a one-time code, or with
+   * an error.
    */
   async callback(slug: string, query: Record<string, string | undefined>, client: ClientInfo): Promise<string> {
     const flow = query.state ? await takeFlow(this.db, sha256(query.state)) : undefined;
     const provider = flow && (await findProvider(this.db, slug));
     if (!flow || !provider || provider.id !== flow.provider_id) throw new InvalidToken();
     const back = new URL(flow.redirect_to);
+    const linkUserId = flow.link_user_id;
     const refuse = async (code: SignInError, subject: number | null = null) => {
+      const details = { reason: code, provider: slug };
       await this.transact((trx) =>
-        recordEvent(trx, { type: 'login.failed', actor: null, subject, details: { reason: code, provider: slug }, origin: client }),
+        linkUserId === null
+          ? recordEvent(trx, { type: 'login.failed', actor: null, subject, details, origin: client })
+          : recordEvent(trx, { type: 'identity.link_failed', actor: linkUserId, subject: linkUserId, details, origin: client }),
       );
       return withError(back, code);
     };
@@ -135,7 +165,8 @@ export class ProviderSignIn {
     let profile: UpstreamProfile;
     try {
       const answer = new URL(callbackUri(client, slug));
-      for (const [name, value] of Object.entries(query)) if (value !== undefined) answer.searchParams.set(name, value);
+      for (const [name, value] of Object.entries(query))
+        if (value !== undefined && !NOT_THE_ANSWER.has(name)) answer.searchParams.set(name, value);
       profile = await this.upstream.complete(provider, this.registry.clientSecret(provider), answer, {
         state: query.state!,
         nonce: flow.nonce ?? undefined,
@@ -148,7 +179,10 @@ export class ProviderSignIn {
     const code = randomToken();
     try {
       await this.transact(async (trx) => {
-        const user = await this.accountFor(trx, provider, profile, client);
+        const user =
+          linkUserId === null
+            ? await this.accountFor(trx, provider, profile, client)
+            : await this.linkTo(trx, linkUserId, provider, profile, client);
         await insertCode(trx, {
           code_hash: sha256(code),
           user_id: user.id,
@@ -238,7 +272,7 @@ export class ProviderSignIn {
       return existing;
     }
     if (!provider.allow_signup) throw refuse('signup_disabled');
-    // No password: nobody knows this one; forgot-password sets a real one.
+    // No password: nobody knows this one, and `password_set` says so; forgot-password sets a real one.
     const unusable = await this.passwords.hash(randomBytes(32).toString('base64url'));
     const user = await insertUser(trx, {
       email: profile.email,
@@ -248,6 +282,7 @@ export class ProviderSignIn {
       email_verified: profile.emailVerified,
     });
     if (!user) throw refuse('account_exists');
+    await markPasswordUnknown(trx, user.id);
     await recordEvent(trx, {
       type: 'user.registered',
       actor: user.id,
@@ -259,13 +294,38 @@ export class ProviderSignIn {
     return user;
   }
 
+  /**
+   * A link by hand: the identity joins the account of the user who asked, whatever e-mail the
+   * provider gives (they are signed in to both). An identity already theirs stays; another
+   * account's is refused (`identity_in_use`).
+   */
+  private async linkTo(
+    trx: UnitOfWork,
+    userId: number,
+    provider: IdentityProviderRow,
+    profile: UpstreamProfile,
+    client: ClientInfo,
+  ): Promise<UserRow> {
+    const refuse = (code: SignInError) => Object.assign(new Refusal(code), { subject: userId });
+    const user = await findUserById(trx, userId);
+    if (!user || user.deleted_at !== null || !user.is_active) throw refuse('account_disabled');
+    const identity = await findIdentity(trx, provider.id, profile.subject);
+    if (identity) {
+      if (identity.user_id !== user.id) throw refuse('identity_in_use');
+      await recordIdentityUse(trx, identity.id, profile.email ?? null);
+      return user;
+    }
+    await this.link(trx, user, provider, profile, client, 'manual');
+    return user;
+  }
+
   private async link(
     trx: UnitOfWork,
     user: UserRow,
     provider: IdentityProviderRow,
     profile: UpstreamProfile,
     client: ClientInfo,
-    how: 'signup' | 'verified_email',
+    how: 'signup' | 'verified_email' | 'manual',
   ): Promise<void> {
     const identity = await insertIdentity(trx, {
       user_id: user.id,
@@ -273,12 +333,13 @@ export class ProviderSignIn {
       subject: profile.subject,
       email: profile.email ?? null,
     });
-    if (!identity) throw new Refusal('account_exists');
+    // Linked meanwhile by another request.
+    if (!identity) throw Object.assign(new Refusal(how === 'manual' ? 'identity_in_use' : 'account_exists'), { subject: user.id });
     await recordEvent(trx, {
       type: 'identity.linked',
       actor: user.id,
       subject: user.id,
-      details: { provider: provider.slug, identity_id: identity.id, how },
+      details: { provider: provider.slug, identity_id: identity.id, subject: profile.subject, how },
       origin: client,
     });
   }

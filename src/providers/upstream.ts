@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IdentityProviderRow } from '../db/identity-providers';
+import { PRESETS } from './presets';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- the rule reads the import attribute of this type as a value
 type OpenIdClient = typeof import('openid-client', { with: { 'resolution-mode': 'import' } });
@@ -66,6 +67,8 @@ export class Upstream {
       code_challenge_method: 'S256',
     };
     if (request.nonce !== undefined) parameters.nonce = request.nonce;
+    const responseMode = PRESETS[provider.slug]?.responseMode;
+    if (responseMode) parameters.response_mode = responseMode;
     return client.buildAuthorizationUrl(config, parameters);
   }
 
@@ -200,10 +203,20 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
 }
 
-/** A network failure or a timeout, rather than an answer. */
+/**
+ * A network failure or a timeout, rather than an answer, wherever it sits in the chain of causes:
+ * openid-client passes fetch's failure on as it is or wrapped, and wraps its timeouts (`OAUTH_TIMEOUT`).
+ * By name rather than `instanceof`, which another realm's TypeError fails, and which any other
+ * TypeError (a fault in reading an answer) would pass.
+ */
 function unreachable(error: unknown): boolean {
-  const name = (error as { name?: string } | null)?.name;
-  return error instanceof TypeError || name === 'TimeoutError' || name === 'AbortError';
+  let cause = error;
+  for (let depth = 0; depth < 5 && isObject(cause); depth++, cause = cause.cause) {
+    const { name, code, message } = cause;
+    if (name === 'TimeoutError' || name === 'AbortError' || code === 'OAUTH_TIMEOUT' || code === 'OAUTH_ABORT') return true;
+    if (name === 'TypeError' && message === 'fetch failed') return true;
+  }
+  return false;
 }
 
 function refused(error: unknown): ProviderAnswerRefused {

@@ -45,6 +45,8 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'identity_provider.updated': true,
   'identity_provider.deleted': true,
   'identity.linked': true,
+  'identity.unlinked': true,
+  'identity.link_failed': true,
   'oauth_client.created': true,
   'oauth_client.updated': true,
   'oauth_client.deleted': true,
@@ -105,8 +107,16 @@ export function webhookEventsOf(event: AuditEvent): WebhookEvent[] {
   const session = (type: WebhookEventType, all = details.all === true): WebhookEvent => ({
     type,
     userId: subject,
-    session: { id: typeof details.session_id === 'string' ? details.session_id : null, all },
+    session: {
+      id: typeof details.session_id === 'string' ? details.session_id : null,
+      all,
+      provider: typeof details.provider === 'string' ? details.provider : null,
+    },
   });
+  const identity = (type: WebhookEventType): WebhookEvent[] =>
+    typeof details.identity_id === 'number' && typeof details.provider === 'string' && typeof details.subject === 'string'
+      ? [{ type, userId: subject, identity: { id: details.identity_id, provider: details.provider, subject: details.subject } }]
+      : [];
   switch (event.type) {
     case 'user.registered':
       return typeof details.session_id === 'string' ? [about('user.created'), session('session.created')] : [about('user.created')];
@@ -139,6 +149,10 @@ export function webhookEventsOf(event: AuditEvent): WebhookEvent[] {
       return [session('session.revoked')];
     case 'session.refresh_reuse_detected':
       return [session('session.revoked', false)];
+    case 'identity.linked':
+      return identity('user.identity_linked');
+    case 'identity.unlinked':
+      return identity('user.identity_unlinked');
     default:
       return [];
   }

@@ -7,11 +7,15 @@ import { userView } from './user-view';
 
 export type WebhookEventType = components['schemas']['WebhookEventType'];
 
-/** An event to report to the endpoints subscribed to it: about a user, and for session events one or all of their sessions. */
+/**
+ * An event to report to the endpoints subscribed to it: about a user; for session events one or all
+ * of their sessions (and the provider a new one was signed in with); for identity events the identity.
+ */
 export interface WebhookEvent {
   type: WebhookEventType;
   userId: number;
-  session?: { id: string | null; all: boolean };
+  session?: { id: string | null; all: boolean; provider?: string | null };
+  identity?: { id: number; provider: string; subject: string };
 }
 
 /**
@@ -33,11 +37,21 @@ export async function queueWebhookEvents(trx: UnitOfWork, events: readonly Webho
     const subscribers = endpoints.filter((endpoint) => endpoint.events.includes('*') || endpoint.events.includes(event.type));
     if (!user || subscribers.length === 0) continue;
     const shown = userView(user, true);
-    const data = event.session ? { session_id: event.session.id, all: event.session.all, user: shown } : shown;
+    const data = event.session
+      ? { session_id: event.session.id, all: event.session.all, ...sessionProvider(event), user: shown }
+      : event.identity
+        ? { identity: event.identity, user: shown }
+        : shown;
     const id = `msg_${randomUUID().replaceAll('-', '')}`;
     messages.push({ id, event_type: event.type, body: JSON.stringify({ type: event.type, timestamp, data }) });
     deliveries.push(...subscribers.map((endpoint) => ({ message_id: id, endpoint_id: endpoint.id })));
   }
   await insertMessages(trx, messages, deliveries);
   trx.queuedWebhooks.push(...messages.map((message) => message.id));
+}
+
+/** `session.created` of a provider sign-in names the provider; the service's own credentials leave it out. */
+function sessionProvider(event: WebhookEvent): { provider?: string } {
+  const provider = event.session?.provider;
+  return event.type === 'session.created' && provider ? { provider } : {};
 }

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
+import { startGithubUpstream } from './github-upstream';
 
 /** The person the issuer signs in next, as an OpenID Connect provider describes them. */
 export interface Person {
@@ -19,8 +20,8 @@ export type Misbehaviour = 'none' | 'wrong_key' | 'wrong_aud' | 'wrong_nonce' | 
  * An OpenID Connect provider the test runs on localhost: discovery, JWKS, an authorization
  * endpoint that signs in `person` at once (no login page), a token endpoint that checks the
  * client, the code, the redirect URI and the PKCE verifier, and user-info. Each code is good once.
- * With `shape: 'github'` it is a GitHub-shaped OAuth2 server instead: /login/oauth/authorize,
- * /login/oauth/access_token, /user and /user/emails, and no ID token.
+ * With `shape: 'github'` it is the GitHub-shaped OAuth2 server of ./github-upstream.ts, signing in
+ * `person` with `emails`. (./oidc-upstream.ts is an OpenID provider built on oidc-provider.)
  */
 export interface UpstreamIssuer {
   /** `http://localhost:PORT`. */
@@ -39,7 +40,34 @@ export interface UpstreamIssuer {
 }
 
 export async function startUpstreamIssuer(options: { shape?: 'oidc' | 'github' } = {}): Promise<UpstreamIssuer> {
-  const shape = options.shape ?? 'oidc';
+  return options.shape === 'github' ? githubShaped() : openIdShaped();
+}
+
+async function githubShaped(): Promise<UpstreamIssuer> {
+  const github = await startGithubUpstream({
+    signedIn: () => ({
+      id: Number(issuer.person.sub),
+      login: `user${issuer.person.sub}`,
+      name: issuer.person.name ?? null,
+      email: issuer.person.email ?? null,
+      emails: issuer.emails,
+    }),
+  });
+  const issuer: UpstreamIssuer = {
+    issuer: github.url,
+    clientId: github.clientId,
+    clientSecret: github.clientSecret,
+    person: { sub: 'someone' },
+    emails: [],
+    misbehave: 'none',
+    authorizations: github.authorizations,
+    refusals: github.refusals,
+    close: () => github.close(),
+  };
+  return issuer;
+}
+
+async function openIdShaped(): Promise<UpstreamIssuer> {
   const key = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const foreign = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const kid = randomUUID();
@@ -56,10 +84,7 @@ export async function startUpstreamIssuer(options: { shape?: 'oidc' | 'github' }
     refusals: [],
     close: async () => {},
   };
-  const paths =
-    shape === 'oidc'
-      ? { authorize: '/authorize', token: '/token', userinfo: '/userinfo' }
-      : { authorize: '/login/oauth/authorize', token: '/login/oauth/access_token', userinfo: '/user' };
+  const paths = { authorize: '/authorize', token: '/token', userinfo: '/userinfo' };
 
   const json = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -84,7 +109,7 @@ export async function startUpstreamIssuer(options: { shape?: 'oidc' | 'github' }
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-      if (url.pathname === '/.well-known/openid-configuration' && shape === 'oidc') {
+      if (url.pathname === '/.well-known/openid-configuration') {
         return json(res, 200, {
           issuer: issuer.issuer,
           authorization_endpoint: `${issuer.issuer}${paths.authorize}`,
@@ -129,24 +154,13 @@ export async function startUpstreamIssuer(options: { shape?: 'oidc' | 'github' }
           return refuse('code_verifier');
         const accessToken = randomBytes(16).toString('hex');
         accessTokens.set(accessToken, issued.person);
-        const answer: Record<string, unknown> = { access_token: accessToken, token_type: 'bearer', expires_in: 300 };
-        if (shape === 'oidc') answer.id_token = signIdToken(issued.person, issued.params.get('nonce'));
-        return json(res, 200, answer);
+        const idToken = signIdToken(issued.person, issued.params.get('nonce'));
+        return json(res, 200, { access_token: accessToken, token_type: 'bearer', expires_in: 300, id_token: idToken });
       }
       const person = accessTokens.get((req.headers.authorization ?? '').replace(/^Bearer /i, ''));
       if (url.pathname === paths.userinfo) {
-        if (!person) return json(res, 401, { message: 'Bad credentials' });
-        if (shape === 'oidc') return json(res, 200, person);
-        return json(res, 200, {
-          id: Number(person.sub),
-          login: `user${person.sub}`,
-          name: person.name ?? null,
-          email: person.email ?? null,
-        });
-      }
-      if (url.pathname === '/user/emails' && shape === 'github') {
-        if (!person) return json(res, 401, { message: 'Bad credentials' });
-        return json(res, 200, issuer.emails);
+        if (!person) return json(res, 401, { error: 'invalid_token' });
+        return json(res, 200, person);
       }
       json(res, 404, { error: 'not_found' });
     });
