@@ -52,6 +52,7 @@ import { WebhookService } from './services/webhooks';
 import { WebhookDispatcher } from './infra/webhooks';
 import { createOidcProvider, type OidcProvider } from './oidc/provider';
 import { providerPages } from './oidc-pages/provider-pages';
+import { oidcPagesRouter, withProviderReturn } from './oidc-pages/router';
 
 export interface App {
   koa: Koa;
@@ -172,7 +173,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
       providers,
       providerSignIn: new ProviderSignIn(db, transact, providers, new Upstream(), tokens, passwords, {
-        redirects: config.redirects,
+        redirects: withProviderReturn(config.redirects, config.account.appUrl),
         sessions: config.sessions,
         secretKey: config.secret.key,
         loginGuard,
@@ -235,6 +236,19 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       const service = String(document.info.title ?? 'Account Service');
       koa.use(accountPagesRouter({ account: services.account, secret: config.secret.key, guard: limits?.guard, service }).routes());
     }
+    if (oidc)
+      koa.use(
+        oidcPagesRouter({
+          ...services,
+          mfa,
+          tokens,
+          interactions: oidc.interactions,
+          appUrl: config.account.appUrl,
+          secret: config.secret.key,
+          guard: limits?.guard,
+          service: config.oidc.brandName,
+        }).routes(),
+      );
     if (oidc) koa.use(oidc.middleware);
     koa.use(router.routes());
     koa.use(async (ctx) => {

@@ -1,16 +1,14 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
-import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { main, type CliIo } from '../src/cli';
 import { migrations } from '../migrations';
 import type { AuditEventTable } from '../src/db/audit';
 import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
+import { builtSources } from './support/build';
 import { expectError } from './support/expect';
 
 interface Run {
@@ -409,21 +407,8 @@ const buildsOnce = process.env.TEST_DATABASE_KIND !== 'postgres';
 const builtOnce = buildsOnce ? describe : describe.skip;
 const root = join(__dirname, '..');
 
-/** The real build, into a folder of its own so it never races a build of dist/; resolves with that folder. */
-async function build(): Promise<string> {
-  const outDir = await mkdtemp(join(tmpdir(), 'account-cli-build-'));
-  await promisify(execFile)(
-    process.execPath,
-    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', outDir],
-    {
-      cwd: root,
-    },
-  ).catch(() => undefined); // type errors elsewhere still emit; the file check below is what counts
-  return outDir;
-}
-
 // Started as the file loads, so that the compiler runs in its own process while the tests above run.
-const building = buildsOnce ? build() : undefined;
+const building = buildsOnce ? builtSources() : undefined;
 building?.catch(() => undefined); // awaited, and so reported, by the suite below
 
 builtOnce('the built command, as its own process', () => {
@@ -437,7 +422,6 @@ builtOnce('the built command, as its own process', () => {
   }, 120_000);
   afterAll(async () => {
     await database?.drop();
-    if (outDir) await rm(outDir, { recursive: true, force: true });
   });
 
   /** Runs `node <build>/src/cli/index.js`, as `npm run cli` does, with stdin as given and a clean environment. */

@@ -197,8 +197,19 @@ function nest(depth: number): unknown {
   return value;
 }
 
-/** Values for a schema: mostly near its edges, often of the wrong type or shape. */
+/**
+ * Values for a schema: mostly near its edges, often of the wrong type or shape. Made once per schema:
+ * query strings ask for them case by case, and making a string arbitrary costs far more than drawing
+ * from it.
+ */
+const valueArbitraries = new WeakMap<Json, fc.Arbitrary<unknown>>();
 function valueFor(schema: Json): fc.Arbitrary<unknown> {
+  let arbitrary = valueArbitraries.get(schema);
+  if (!arbitrary) valueArbitraries.set(schema, (arbitrary = makeValueFor(schema)));
+  return arbitrary;
+}
+
+function makeValueFor(schema: Json): fc.Arbitrary<unknown> {
   const plausible: fc.Arbitrary<unknown>[] = [];
   if (schema.enum)
     plausible.push(

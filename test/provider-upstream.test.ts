@@ -474,6 +474,111 @@ describe('what an attacker tries against a sign-in by provider', () => {
   });
 });
 
+describe('linking by hand, from a signed-in session', () => {
+  /** A signed-in user's link: the service's answer, and the browser through the provider and back. */
+  async function link(token: string, slug: string, through: (authorizationUrl: string) => Promise<URL>): Promise<Landed> {
+    const verifier = randomBytes(32).toString('base64url');
+    const res = await t.post(
+      `/api/auth/identities/${slug}/link`,
+      { redirect_to: APP, code_challenge: s256(verifier), code_challenge_method: 'S256' },
+      { token, headers: HOST },
+    );
+    expect(res.status).toBe(200);
+    return land(await through(res.body.data.authorization_url as string), verifier);
+  }
+  const listed = async (token: string) => {
+    const res = await t.get('/api/auth/identities', { token });
+    expect(res.status).toBe(200);
+    return res.body.data as { id: number; provider: string; subject: string; email: string | null }[];
+  };
+
+  it('links the identity that met account_exists once the person signs in, after which it signs in to that account', async () => {
+    const user = await t.register();
+    const person = oidcAccount({ email: user.email, email_verified: false });
+    expect(errorOf(await viaOidc(person.sub))).toEqual(refusedWith('account_exists'));
+
+    const linked = await link(user.access, 'corp', (url) => oidc.signIn(url, person.sub));
+    const res = await exchange(linked);
+    expect(res.status).toBe(200);
+    expect(res.body.data.user.id).toBe(user.id);
+    expect(await listed(user.access)).toEqual([expect.objectContaining({ provider: 'corp', subject: person.sub, email: user.email })]);
+    expect((await auditRows(t, user.id, 'identity.linked'))[0].details).toMatchObject({ provider: 'corp', how: 'manual' });
+
+    const again = await exchange(await viaOidc(person.sub));
+    expect(again.status).toBe(200);
+    expect(again.body.data.user.id).toBe(user.id);
+  });
+
+  it('links an identity whatever its e-mail, and one of another provider beside it', async () => {
+    const user = await t.register();
+    const person = oidcAccount({ email: uniqueEmail('elsewhere'), email_verified: false });
+    const octo = githubAccount(uniqueEmail('gh-elsewhere'), false);
+    expect((await link(user.access, 'corp', (url) => oidc.signIn(url, person.sub))).url.searchParams.get('code')).toEqual(
+      expect.any(String),
+    );
+    expect((await link(user.access, 'github', (url) => github.signIn(url, octo.login))).url.searchParams.get('code')).toEqual(
+      expect.any(String),
+    );
+    expect((await listed(user.access)).map((identity) => [identity.provider, identity.subject])).toEqual([
+      ['corp', person.sub],
+      ['github', String(octo.id)],
+    ]);
+    expect(await usersWith(person.email!)).toEqual([]);
+    expect((await exchange(await viaGithub(octo.login))).body.data.user.id).toBe(user.id);
+  });
+
+  it('refuses to link an identity that signs in to another account (identity_in_use), and changes nothing', async () => {
+    const person = oidcAccount();
+    const owner = (await exchange(await viaOidc(person.sub))).body.data.user.id;
+    const other = await t.register();
+    const before = await footprint();
+    expect(errorOf(await link(other.access, 'corp', (url) => oidc.signIn(url, person.sub)))).toEqual(refusedWith('identity_in_use'));
+    expect(await footprint()).toEqual(before);
+    expect(await listed(other.access)).toEqual([]);
+    expect((await identitiesWith(person.sub)).map((identity) => identity.user_id)).toEqual([owner]);
+    expect((await auditRows(t, other.id, 'identity.link_failed')).map((e) => e.details)).toEqual([
+      { reason: 'identity_in_use', provider: 'corp' },
+    ]);
+  });
+
+  it('keeps the last way to sign in: an account made by a provider cannot unlink its only identity until it links another', async () => {
+    const person = oidcAccount();
+    const signedUp = (await exchange(await viaOidc(person.sub))).body.data;
+    const token = signedUp.access_token as string;
+    const [only] = await listed(token);
+    expectError(await t.delete(`/api/auth/identities/${only.id}`, { token }), 409, 'CONFLICT');
+    expect(await identitiesWith(person.sub)).toHaveLength(1);
+
+    const octo = githubAccount(uniqueEmail('gh-second'), false);
+    await link(token, 'github', (url) => github.signIn(url, octo.login));
+    expect(await t.delete(`/api/auth/identities/${only.id}`, { token })).toMatchObject({ status: 204 });
+    expect(await identitiesWith(person.sub)).toEqual([]);
+    expect((await auditRows(t, signedUp.user.id, 'identity.unlinked'))[0].details).toMatchObject({ provider: 'corp', subject: person.sub });
+    const [left] = await listed(token);
+    expect(left).toMatchObject({ provider: 'github', subject: String(octo.id) });
+    expectError(await t.delete(`/api/auth/identities/${left.id}`, { token }), 409, 'CONFLICT');
+
+    // The unlinked identity no longer signs in to the account: its verified address now meets the account.
+    const landed = await viaOidc(person.sub);
+    expect(signedUp.user.email_verified).toBe(true);
+    const res = await exchange(landed);
+    expect(res.body.data.user.id).toBe(signedUp.user.id);
+    expect((await auditRows(t, signedUp.user.id, 'identity.linked')).at(-1)!.details).toMatchObject({ how: 'verified_email' });
+  });
+
+  it("lets a user with a password unlink their only identity, and nobody unlink another user's", async () => {
+    const user = await t.register();
+    const person = oidcAccount({ email: uniqueEmail('mine'), email_verified: false });
+    await link(user.access, 'corp', (url) => oidc.signIn(url, person.sub));
+    const [mine] = await listed(user.access);
+    const stranger = await t.register();
+    expectError(await t.delete(`/api/auth/identities/${mine.id}`, { token: stranger.access }), 404, 'NOT_FOUND');
+    expect(await identitiesWith(person.sub)).toHaveLength(1);
+    expect((await t.delete(`/api/auth/identities/${mine.id}`, { token: user.access })).status).toBe(204);
+    expect(await listed(user.access)).toEqual([]);
+  });
+});
+
 describe('a GitHub-shaped OAuth2 provider', () => {
   it('signs up with the primary address of /user/emails, then signs the same identity in again', async () => {
     const email = uniqueEmail('gh');

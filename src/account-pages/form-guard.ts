@@ -15,15 +15,19 @@ const MAX_FORM_BYTES = 8 * 1024;
  *   outright.
  */
 export class FormGuard {
+  /** The cookie each response sets, so that every form of one page is signed for the same one. */
+  private readonly issued = new WeakMap<Context, string>();
+
   constructor(private readonly secret: string) {}
 
   /** The hidden field's value for a form posted to `path`, setting the browser's cookie if it has none. */
   issue(ctx: Context, path: string): string {
-    let cookie = ctx.cookies.get(COOKIE);
+    let cookie = this.issued.get(ctx) ?? ctx.cookies.get(COOKIE);
     if (!cookie || !/^[A-Za-z0-9_-]{43}$/.test(cookie)) {
       cookie = randomBytes(32).toString('base64url');
       ctx.cookies.set(COOKIE, cookie, { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: '/', overwrite: true });
     }
+    this.issued.set(ctx, cookie);
     return this.sign(cookie, path);
   }
 
@@ -46,7 +50,9 @@ export class FormGuard {
 function sameOrigin(ctx: Context): boolean {
   const origin = ctx.get('origin');
   // Koa 3's `ctx.origin` is this very header: the service's own origin is built from the request's host.
-  if (origin) return origin === `${ctx.protocol}://${ctx.host}`;
+  // Under the pages' `Referrer-Policy: no-referrer` a browser sends `Origin: null` even from the page
+  // itself: then Sec-Fetch-Site decides.
+  if (origin && origin !== 'null') return origin === `${ctx.protocol}://${ctx.host}`;
   const site = ctx.get('sec-fetch-site');
   return site === '' || site === 'same-origin' || site === 'none';
 }

@@ -135,8 +135,9 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
     ...env,
   });
   const app = await createApp(config, { logger: createLogger({ level: 'silent' }), clock: options.clock });
-  const server = app.koa.callback();
-  // The typed client speaks real HTTP (the global fetch) to the app on an ephemeral local port.
+  // Both clients speak real HTTP to the app on a local port: the typed client through the global
+  // fetch, `send` through supertest (given the URL, rather than the app, so that it does not start and
+  // stop a server of its own for every request).
   const listener = app.koa.listen(options.port ?? 0, '127.0.0.1');
   await once(listener, 'listening');
   const baseUrl = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
@@ -144,7 +145,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: St
   const client = clientFor();
 
   const send = async (method: string, path: string, body?: unknown, options: Options = {}): Promise<Response> => {
-    let req = request(server)[method.toLowerCase() as 'get'](path);
+    let req = request(baseUrl)[method.toLowerCase() as 'get'](path);
     if (options.token) req = req.set('Authorization', `Bearer ${options.token}`);
     for (const [name, value] of Object.entries(options.headers ?? {})) req = req.set(name, value);
     if (options.raw !== undefined) req = req.send(options.raw);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, statfsSync } from 'node:fs';
-import { cp, mkdtemp, rename, rm, stat } from 'node:fs/promises';
+import { appendFile, cp, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config';
@@ -26,7 +26,16 @@ function inMemoryFolder(): string | undefined {
   }
 }
 const BASE = inMemoryFolder() ?? tmpdir();
-const TEMPLATE = join(BASE, `account-test-pglite-${PGLITE_VERSION}`);
+
+/**
+ * Appended to each test cluster's postgresql.conf. PostgreSQL zeroes its shared memory as it starts,
+ * and PGlite starts at every open: with initdb's 128 MB of shared buffers, that memset was the largest
+ * single cost of opening a database, and each open database held the memory. A test database is a few
+ * megabytes; 16 MB of buffers holds it whole. What the SQL does is the same.
+ */
+const TEST_SETTINGS = ['shared_buffers = 16MB'];
+const SETTINGS_HASH = createHash('sha256').update(TEST_SETTINGS.join('\n')).digest('hex').slice(0, 8);
+const TEMPLATE = join(BASE, `account-test-pglite-${PGLITE_VERSION}-${SETTINGS_HASH}`);
 const MIGRATIONS_DIR = join(__dirname, '..', '..', 'migrations');
 /** The migrations' sources, hashed: a migrated template is only reused by the code that made it. */
 const MIGRATIONS_HASH = createHash('sha256')
@@ -58,6 +67,10 @@ function pgliteTemplate(): Promise<string> {
     const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create({ dataDir: staging });
     await pglite.close();
+    await appendFile(
+      join(staging, 'postgresql.conf'),
+      `\n# The test suite's (test/support/pglite-template.ts)\n${TEST_SETTINGS.join('\n')}\n`,
+    );
     // Another process may have finished first; either copy is as good.
     await rename(staging, TEMPLATE).catch(() => rm(staging, { recursive: true, force: true }));
     return TEMPLATE;

@@ -1,0 +1,166 @@
+import type { InteractionView } from '../oidc/interactions';
+import { escape, field, hidden, paragraph } from './layout';
+
+/** The CSRF value of a form posted to this path under the interaction. */
+type Csrf = (path: string) => string;
+
+interface Parts {
+  view: InteractionView;
+  base: string;
+  csrf: Csrf;
+}
+
+/** What each scope lets the application do, in plain words. */
+const SCOPE_WORDS: Record<string, (service: string) => string> = {
+  openid: (service) => `Know that you are the same person each time you sign in with ${service}`,
+  profile: () => 'See your name',
+  email: () => 'See your e-mail address, and whether it is confirmed',
+  offline_access: () => 'Stay connected when you are not using it, until you sign out of it or remove its access',
+};
+
+/** A form that posts to `base + path` with its CSRF value; `inner` is markup. */
+const formTo = (base: string, csrf: Csrf, path: string, inner: string, attributes = '') =>
+  `<form method="post" action="${escape(base + path)}"${attributes}>
+${hidden({ csrf: csrf(path) })}
+${inner}</form>
+`;
+
+/** The way back to the application, refusing the sign-in. */
+const cancel = ({ view, base, csrf }: Parts) =>
+  formTo(
+    base,
+    csrf,
+    '/abort',
+    `<button type="submit" class="secondary">Cancel and go back to ${escape(view.client.name)}</button>\n`,
+    ' class="divider"',
+  );
+
+/**
+ * The passkey's form: hidden until the script finds WebAuthn in the browser; the script fetches the
+ * options from `optionsPath`, and posts the browser's answer in `credential`.
+ */
+function passkeyForm(base: string, csrf: Csrf, path: string, optionsPath: string, label: string, extra: Record<string, string>): string {
+  return `<form method="post" action="${escape(base + path)}" data-passkey-options="${escape(base + optionsPath)}" class="divider" hidden>
+${hidden({ csrf: csrf(path), options_csrf: csrf(optionsPath), credential: '', ...extra })}
+<button type="submit" class="secondary">${escape(label)}</button>
+<p class="hint" role="alert" data-passkey-problem></p>
+</form>
+`;
+}
+
+export function signIn(parts: Parts & { providers: Array<{ slug: string; name: string }>; email?: string }): string {
+  const { view, base, csrf, providers, email } = parts;
+  const password = formTo(
+    base,
+    csrf,
+    '/login',
+    field(
+      'email',
+      'E-mail address',
+      `type="email" autocomplete="username webauthn" required maxlength="254" value="${escape(email ?? '')}"`,
+    ) +
+      field('password', 'Password', 'type="password" autocomplete="current-password" required') +
+      '<button type="submit">Sign in</button>\n',
+  );
+  const others =
+    providers.length === 0
+      ? ''
+      : `<nav class="divider" aria-label="Other ways to sign in">
+<p>Or sign in with:</p>
+<ul>
+${providers.map((p) => `<li><a href="${escape(`${base}/provider/${encodeURIComponent(p.slug)}`)}">${escape(p.name)}</a></li>`).join('\n')}
+</ul>
+</nav>
+`;
+  return (
+    `<p>Sign in to continue to <strong>${escape(view.client.name)}</strong>.</p>\n` +
+    password +
+    `<p><a href="${escape(`${base}/forgot-password`)}">Forgot your password?</a></p>\n` +
+    passkeyForm(base, csrf, '/passkey', '/passkey/options', 'Sign in with a passkey', { challenge_id: '' }) +
+    others +
+    cancel(parts)
+  );
+}
+
+const METHOD_NAMES: Record<string, string> = { totp: 'authenticator app', recovery_code: 'recovery code', webauthn: 'passkey' };
+
+export function secondFactor(parts: Parts & { methods: readonly string[] }): string {
+  const { base, csrf, methods } = parts;
+  const known = methods.filter((m) => Object.hasOwn(METHOD_NAMES, m));
+  const listed = known.join(',');
+  const codeForm = (method: string, label: string, attributes: string, hint: string, button: string) =>
+    formTo(
+      base,
+      csrf,
+      '/second-step',
+      hidden({ method, methods: listed }) +
+        '\n' +
+        field(`${method}_code`, label, attributes, hint, 'code') +
+        `<button type="submit">${button}</button>\n`,
+    );
+  let body = paragraph('Your account has a second step. Prove it is you with one of these.');
+  if (known.includes('totp'))
+    body += codeForm(
+      'totp',
+      'Code from your authenticator app',
+      'type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]*" maxlength="8" required',
+      'The six digits the app shows for this account now.',
+      'Continue',
+    );
+  if (known.includes('webauthn'))
+    body += passkeyForm(base, csrf, '/second-step', '/second-step/passkey-options', 'Use your passkey', {
+      method: 'webauthn',
+      methods: listed,
+    });
+  if (known.includes('recovery_code'))
+    body += `<div class="divider">\n${codeForm(
+      'recovery_code',
+      'Recovery code',
+      'type="text" autocomplete="off" autocapitalize="off" spellcheck="false" maxlength="64" required',
+      'One of the codes you saved when you set up the second step; each works once.',
+      'Use the recovery code',
+    )}</div>\n`;
+  return body + cancel(parts);
+}
+
+export function consent(parts: Parts & { service: string }): string {
+  const { view, base, csrf, service } = parts;
+  const words = view.scopes.map((scope) => escape(Object.hasOwn(SCOPE_WORDS, scope) ? SCOPE_WORDS[scope](service) : `Use "${scope}"`));
+  return (
+    `<p><strong>${escape(view.client.name)}</strong> asks to:</p>
+<ul class="scopes">
+${words.map((w) => `<li>${w}</li>`).join('\n')}
+</ul>
+` +
+    paragraph(`You can remove its access at any time from your ${service} account.`) +
+    formTo(
+      base,
+      csrf,
+      '/consent',
+      `<div class="actions">
+<button type="submit" name="decision" value="allow">Allow</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+</div>
+`,
+    )
+  );
+}
+
+export function forgotPassword({ base, csrf }: { base: string; csrf: Csrf }): string {
+  return (
+    paragraph('Enter the e-mail address of your account, and we will send it a link to choose a new password.') +
+    formTo(
+      base,
+      csrf,
+      '/forgot-password',
+      field('email', 'E-mail address', 'type="email" autocomplete="username" required maxlength="254"') +
+        '<button type="submit">Send the link</button>\n',
+    ) +
+    back(base)
+  );
+}
+
+/** A link back to the sign-in page of this interaction. */
+export const back = (base: string) => `<p><a href="${escape(base)}">Back to signing in</a></p>\n`;
+
+export const gone = () => paragraph('Go back to the application you came from and sign in again from there.');

@@ -1,0 +1,97 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
+
+// The real build (`tsc -p tsconfig.build.json`), which the tests of the built command line and of the
+// package export run. The compiler takes some 12 s of CPU, so it runs once per version of what it
+// compiles: the first test process to ask builds into the temporary folder, the others wait for that
+// build and read it. Nothing writes into a build once it is made.
+
+const ROOT = join(__dirname, '..', '..');
+const INPUTS = ['src', 'migrations', 'generated', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+
+function filesUnder(path: string): string[] {
+  if (!statSync(path).isDirectory()) return [path];
+  return readdirSync(path)
+    .sort()
+    .flatMap((name) => filesUnder(join(path, name)));
+}
+
+/** What the build depends on, hashed: a build is only reused by the sources that made it. */
+function sourcesHash(): string {
+  const hash = createHash('sha256');
+  for (const file of INPUTS.flatMap((input) => filesUnder(join(ROOT, input)))) {
+    hash
+      .update(`${relative(ROOT, file)}\0`)
+      .update(readFileSync(file))
+      .update('\0');
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function compile(outDir: string): Promise<void> {
+  await promisify(execFile)(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', outDir],
+    { cwd: ROOT },
+  ).catch(() => undefined); // type errors elsewhere still emit; the callers check the files they need
+}
+
+let built: Promise<string> | undefined;
+
+/**
+ * The folder holding the compiled sources (`src/…`, `migrations/…`, `generated/…`), built once for
+ * these sources. Read it, never write into it: copy it where a test needs to add files.
+ */
+export function builtSources(): Promise<string> {
+  built ??= (async () => {
+    const dir = join(tmpdir(), `account-test-build-${sourcesHash()}`);
+    const lock = `${dir}.lock`;
+    const deadline = Date.now() + 300_000;
+    for (;;) {
+      if (await exists(join(dir, '.complete'))) return dir;
+      // The lock is a folder: making it is atomic, so exactly one process builds.
+      const mine = await mkdir(lock).then(
+        () => true,
+        () => false,
+      );
+      if (mine) {
+        try {
+          await writeFile(join(lock, 'pid'), String(process.pid));
+          const staging = await mkdtemp(join(tmpdir(), 'account-test-build-staging-'));
+          await compile(staging);
+          await writeFile(join(staging, '.complete'), '');
+          await rename(staging, dir).catch(() => rm(staging, { recursive: true, force: true }));
+        } finally {
+          await rm(lock, { recursive: true, force: true });
+        }
+        continue;
+      }
+      // Another process is building; a lock whose process is gone is taken over.
+      const holder = Number(await readFile(join(lock, 'pid'), 'utf8').catch(() => ''));
+      if (holder && !alive(holder)) await rm(lock, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`no build of the sources appeared in ${dir} within 5 minutes`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  return built;
+}

@@ -1,0 +1,40 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { insertOauthClient } from '../../src/db/oidc-clients';
+import { deriveKey, seal } from '../../src/infra/sealed';
+import { TEST_SECRET, type TestContext } from './app';
+
+export interface ClientInput {
+  name: string;
+  type: 'confidential' | 'public';
+  redirect_uris: string[];
+  post_logout_redirect_uris?: string[];
+  scopes?: string[];
+  first_party?: boolean;
+}
+
+/**
+ * A client of the service's OpenID Connect provider, written as an admin's would be (its secret sealed
+ * as the provider reads it), for the suites that need an application before they test anything else.
+ */
+export async function seedOauthClient(t: TestContext, input: ClientInput): Promise<{ id: string; secret?: string }> {
+  const id = randomUUID();
+  const secret = input.type === 'confidential' ? randomBytes(32).toString('base64url') : undefined;
+  await insertOauthClient(t.db, {
+    client_id: id,
+    name: input.name,
+    type: input.type,
+    client_secret_sealed: secret === undefined ? null : seal(deriveKey(TEST_SECRET, 'oauth-client-secret'), secret),
+    metadata: {
+      client_name: input.name,
+      redirect_uris: input.redirect_uris,
+      post_logout_redirect_uris: input.post_logout_redirect_uris ?? [],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      scope: (input.scopes ?? ['openid', 'profile', 'email', 'offline_access']).join(' '),
+      token_endpoint_auth_method: secret === undefined ? 'none' : 'client_secret_basic',
+    },
+    first_party: input.first_party ?? false,
+    registered: false,
+  });
+  return { id, secret };
+}
