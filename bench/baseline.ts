@@ -77,8 +77,19 @@ interface TokenUser {
 function tokenResponse(clientId: string, user: TokenUser, refreshToken?: string) {
   const now = Math.floor(Date.now() / 1000);
   const sub = String(user.id);
-  const accessToken = jwt.sign({ sub, client_id: clientId, scope: user.scope, type: 'access' }, key, { algorithm: 'HS256', expiresIn: 1800 });
-  const claims = { iss: ISSUER, sub, aud: clientId, iat: now, exp: now + 3600, auth_time: now, ...(user.nonce ? { nonce: user.nonce } : {}) };
+  const accessToken = jwt.sign({ sub, client_id: clientId, scope: user.scope, type: 'access' }, key, {
+    algorithm: 'HS256',
+    expiresIn: 1800,
+  });
+  const claims = {
+    iss: ISSUER,
+    sub,
+    aud: clientId,
+    iat: now,
+    exp: now + 3600,
+    auth_time: now,
+    ...(user.nonce ? { nonce: user.nonce } : {}),
+  };
   const idToken = jwt.sign(claims, idTokenKey!, { algorithm: 'ES256' });
   return {
     access_token: accessToken,

@@ -439,7 +439,15 @@ async function main(): Promise<void> {
   const results = {
     date: new Date().toISOString(),
     machine: { cores: availableParallelism(), node: process.version },
-    settings: { only: ONLY ?? null, connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, loginSeconds: LOGIN_SECONDS, users: USERS, bcryptCost: COST },
+    settings: {
+      only: ONLY ?? null,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      rounds: ROUNDS,
+      loginSeconds: LOGIN_SECONDS,
+      users: USERS,
+      bcryptCost: COST,
+    },
     rows,
     embeddedStart: start,
   };
@@ -486,7 +494,7 @@ function authorizeUrl(url: string, offline = false): string {
     nonce: randomBytes(8).toString('base64url'),
     ...(offline ? { prompt: 'consent' } : {}),
   });
-  return `${url}/oauth2/authorize?${params}`;
+  return `${url}/oauth2/authorize?${params.toString()}`;
 }
 
 /** The code the browser was sent back to the application with. */
@@ -527,7 +535,12 @@ async function signedInBrowsers(url: string): Promise<FormBrowser[]> {
 }
 
 /** `count` codes from the service, the browsers asking at once; and how many a second it made. */
-async function serviceCodes(url: string, browsers: FormBrowser[], count: number, offline = false): Promise<{ codes: string[]; perSecond: number }> {
+async function serviceCodes(
+  url: string,
+  browsers: FormBrowser[],
+  count: number,
+  offline = false,
+): Promise<{ codes: string[]; perSecond: number }> {
   const codes: string[] = [];
   const started = performance.now();
   await Promise.all(
@@ -689,7 +702,8 @@ async function oidcRows(): Promise<Row[]> {
   const pools = [ourPool, theirPool];
   const servers = [service, baseline];
   const amounts: number[] = [];
-  for (let i = 0; i < servers.length; i++) amounts.push(Math.max(100, Math.round((await refreshTurn(servers[i], pools[i], 200)).rps * SECONDS)));
+  for (let i = 0; i < servers.length; i++)
+    amounts.push(Math.max(100, Math.round((await refreshTurn(servers[i], pools[i], 200)).rps * SECONDS)));
   const refreshed: Figures[][] = [[], []];
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < servers.length; i++) {
@@ -710,7 +724,10 @@ async function oidcRows(): Promise<Row[]> {
   // The user info, with an access token of each server's own.
   const ourToken = (await exchange(service.url, (await serviceCodes(service.url, browsers, 1)).codes[0])).access_token;
   const theirToken = (await exchange(baseline.url, (await baselineCodes(db, userIds, 1))[0])).access_token;
-  const info = await takeTurns([on(service, 'service', '/oauth2/userinfo', ourToken), on(baseline, 'baseline', '/oauth2/userinfo', theirToken)]);
+  const info = await takeTurns([
+    on(service, 'service', '/oauth2/userinfo', ourToken),
+    on(baseline, 'baseline', '/oauth2/userinfo', theirToken),
+  ]);
   rows.push(against('GET /oauth2/userinfo', 1, info[0], info[1]));
   await baseline.stop();
 
