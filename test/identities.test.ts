@@ -7,6 +7,8 @@ import { auditRows } from './support/audit';
 import { expectError } from './support/expect';
 import { outboxDrained } from './support/outbox';
 import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
+import { startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream';
+import { startOidcUpstream, type OidcUpstream, type UpstreamAccount } from './support/oidc-upstream';
 import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer';
 import { until } from './support/wait';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
@@ -14,8 +16,10 @@ import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-re
 // A signed-in person's identities at upstream providers: listed, linked by hand through the
 // provider, unlinked unless it is the last way left to sign in; the webhooks and sessions that
 // name them; the callback a provider posts to (form_post); and the purge of spent provider flows.
-// The providers are real HTTP peers the test runs (test/support/upstream-issuer.ts), the webhook
-// endpoint a real receiver that checks every signature, and mail goes through a real SMTP server.
+// The providers are real peers the test runs: an OpenID provider built on oidc-provider
+// (test/support/oidc-upstream.ts) and a GitHub-shaped server (test/support/github-upstream.ts);
+// the webhook endpoint is a real receiver that checks every signature, and mail goes through a
+// real SMTP server.
 
 const APP = 'http://app.test/settings';
 /** The service's own origin, as the browser reaches it: the callback the providers send people back to. */
@@ -26,8 +30,16 @@ const SIGNUP_SUBJECT = 'Your code to create your account';
 let t: TestContext;
 let smtp: TestSmtpServer;
 let hooks: WebhookReceiver;
-let oidc: UpstreamIssuer;
-let github: UpstreamIssuer;
+let oidc: OidcUpstream;
+let github: GithubUpstream;
+/**
+ * Apple's stand-in. oidc-provider answers form_post with a page that a browser submits; this
+ * simpler peer answers with a redirect, and the test posts its fields as that page would.
+ */
+let posting: UpstreamIssuer;
+/** Who signs in at each provider next. */
+let corpAccount: UpstreamAccount;
+let githubAccount: GithubAccount;
 
 const rows = () =>
   t.db.withTables<{
@@ -39,9 +51,10 @@ const rows = () =>
 const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
 
 beforeAll(async () => {
-  [oidc, github, smtp, hooks] = await Promise.all([
+  [oidc, github, posting, smtp, hooks] = await Promise.all([
+    startOidcUpstream({ redirectUris: ['http://accounts.test/api/auth/providers/corp/callback'] }),
+    startGithubUpstream(),
     startUpstreamIssuer(),
-    startUpstreamIssuer({ shape: 'github' }),
     startSmtpServer(),
     startWebhookReceiver(),
   ]);
@@ -68,17 +81,17 @@ beforeAll(async () => {
         slug: 'github',
         client_id: github.clientId,
         client_secret: github.clientSecret,
-        authorization_url: `${github.issuer}/login/oauth/authorize`,
-        token_url: `${github.issuer}/login/oauth/access_token`,
-        userinfo_url: `${github.issuer}/user`,
-        emails_url: `${github.issuer}/user/emails`,
+        authorization_url: `${github.url}/login/oauth/authorize`,
+        token_url: `${github.url}/login/oauth/access_token`,
+        userinfo_url: `${github.url}/user`,
+        emails_url: `${github.url}/user/emails`,
       },
       { token: admin },
     ),
     // The apple preset on a local issuer: the preset's way of answering (form_post), the issuer's keys.
     t.post(
       '/api/identity-providers',
-      { slug: 'apple', client_id: oidc.clientId, client_secret: oidc.clientSecret, issuer: oidc.issuer },
+      { slug: 'apple', client_id: posting.clientId, client_secret: posting.clientSecret, issuer: posting.issuer },
       { token: admin },
     ),
     t.post(
@@ -92,7 +105,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await t?.close();
-  await Promise.all([oidc?.close(), github?.close(), smtp?.close(), hooks?.close()]);
+  await Promise.all([oidc?.close(), github?.close(), posting?.close(), smtp?.close(), hooks?.close()]);
 });
 
 interface Pkce {
@@ -105,11 +118,29 @@ const pkce = (): Pkce => {
   return { verifier, challenge: s256(verifier) };
 };
 
-/** The browser at the provider: its redirect to the service's callback (path and query). */
+/** The person who signs in at `corp` next: an account at the OpenID provider. */
+function asCorp(account: UpstreamAccount): UpstreamAccount {
+  oidc.accounts.set(account.sub, account);
+  corpAccount = account;
+  return account;
+}
+
+/** The person who signs in at `github` next. */
+function asGithub(id: number, email: string): void {
+  githubAccount = { id, login: `user${id}`, name: null, email: null, emails: [{ email, primary: true, verified: true }] };
+  github.accounts.set(githubAccount.login, githubAccount);
+}
+
+/** The browser at the provider, signed in there as its next person: the provider's redirect to the service's callback (path and query). */
 async function atProvider(authorizationUrl: string): Promise<string> {
-  const answer = await fetch(authorizationUrl, { redirect: 'manual' });
-  expect(answer.status).toBe(302);
-  const callback = new URL(answer.headers.get('location')!);
+  let callback: URL;
+  if (authorizationUrl.startsWith(`${oidc.issuer}/`)) callback = await oidc.signIn(authorizationUrl, corpAccount.sub);
+  else if (authorizationUrl.startsWith(`${github.url}/`)) callback = await github.signIn(authorizationUrl, githubAccount.login);
+  else {
+    const answer = await fetch(authorizationUrl, { redirect: 'manual' });
+    expect(answer.status).toBe(302);
+    callback = new URL(answer.headers.get('location')!);
+  }
   expect(callback.origin).toBe('http://accounts.test');
   return callback.pathname + callback.search;
 }
@@ -163,7 +194,7 @@ const person = (prefix: string, verified = true) => {
 };
 /** A new account made by a sign-in with `corp`: its identity is its only way in. */
 async function providerAccount(prefix: string) {
-  oidc.person = person(prefix);
+  asCorp(person(prefix));
   const signedIn = await exchange(await signIn('corp'));
   const [identity] = await listed(signedIn.access_token);
   return { ...signedIn, identity };
@@ -175,7 +206,7 @@ describe('listing and linking by hand', () => {
     expect(await listed(user.access)).toEqual([]);
 
     // Another address, not verified: a link by hand needs neither, the person is signed in to both.
-    oidc.person = { sub: `sub-link-${user.email}`, email: uniqueEmail('elsewhere'), email_verified: false, name: 'Someone Else' };
+    asCorp({ sub: `sub-link-${user.email}`, email: uniqueEmail('elsewhere'), email_verified: false, name: 'Someone Else' });
     const linked = await link(user.access, 'corp');
     expect([...linked.landed.searchParams.keys()]).toEqual(['code']);
     expect(linked.landed.origin + linked.landed.pathname).toBe(APP);
@@ -190,7 +221,7 @@ describe('listing and linking by hand', () => {
       id: expect.any(Number),
       provider: 'corp',
       subject: `sub-link-${user.email}`,
-      email: oidc.person.email,
+      email: corpAccount.email,
       created_at: expect.any(String),
       last_used_at: expect.any(String),
     });
@@ -230,7 +261,7 @@ describe('listing and linking by hand', () => {
 
   it('signs the linked identity in to the account it was linked to, and a second link of it changes nothing', async () => {
     const user = await t.register();
-    oidc.person = { sub: `sub-again-${user.email}`, email: uniqueEmail('again'), email_verified: true };
+    asCorp({ sub: `sub-again-${user.email}`, email: uniqueEmail('again'), email_verified: true });
     await link(user.access, 'corp');
     const signedIn = await exchange(await signIn('corp'));
     expect(signedIn.user.id).toBe(user.id);
@@ -244,7 +275,7 @@ describe('listing and linking by hand', () => {
     const owner = await providerAccount('owner');
     const attacker = await t.register();
     // The attacker's own session starts a link, and the provider answers with the owner's identity.
-    oidc.person = { sub: owner.identity.subject, email: attacker.email, email_verified: true };
+    asCorp({ sub: owner.identity.subject, email: attacker.email, email_verified: true });
     const { landed } = await link(attacker.access, 'corp');
     expect(errorOf(landed)).toEqual({ error: 'identity_in_use', at: APP });
     expect(landed.searchParams.get('code')).toBeNull();
@@ -266,7 +297,7 @@ describe('listing and linking by hand', () => {
       { token: user.access, headers: HOST },
     );
     expect(started.status).toBe(200);
-    oidc.person = person('disabled');
+    asCorp(person('disabled'));
     const callback = await atProvider(started.body.data.authorization_url);
     await t.db.updateTable('users').set({ is_active: false }).where('id', '=', user.id).execute();
     expect(errorOf(await backAtCallback(callback))).toEqual({ error: 'account_disabled', at: APP });
@@ -307,8 +338,7 @@ describe('unlinking', () => {
     expect(last.body.error.message).toMatch(/last way to sign in/);
     expect(await identitiesOf(id)).toHaveLength(1);
 
-    github.person = { sub: String(100_000 + id), name: 'Grace' };
-    github.emails = [{ email: uniqueEmail('gh'), primary: true, verified: true }];
+    asGithub(100_000 + id, uniqueEmail('gh'));
     await link(account.access_token, 'github');
     const both = await listed(account.access_token);
     expect(both.map((identity) => identity.provider)).toEqual(['corp', 'github']);
@@ -324,7 +354,7 @@ describe('unlinking', () => {
     expect(unlinked.payload.data.identity).toEqual({ id: account.identity.id, provider: 'corp', subject: account.identity.subject });
 
     // The identity no longer signs in to the account: its address is not verified there, so it is account_exists now.
-    oidc.person = { sub: account.identity.subject, email: account.user.email, email_verified: false };
+    asCorp({ sub: account.identity.subject, email: account.user.email, email_verified: false });
     expect(errorOf((await signIn('corp')).landed)).toEqual({ error: 'account_exists', at: APP });
 
     expectError(await t.delete(`/api/auth/identities/${both[1].id}`, { token: account.access_token }), 409, 'CONFLICT');
@@ -371,7 +401,7 @@ describe('unlinking', () => {
     const signedIn = await t.post('/api/auth/email-code/verify', { email, code });
     expect(signedIn.status).toBe(200);
     expect(await passwordSet(signedIn.body.data.user.id)).toBe(false);
-    oidc.person = person('mailed-link');
+    asCorp(person('mailed-link'));
     await link(signedIn.body.data.access_token, 'corp');
     const [identity] = await listed(signedIn.body.data.access_token);
     expectError(await t.delete(`/api/auth/identities/${identity.id}`, { token: signedIn.body.data.access_token }), 409, 'CONFLICT');
@@ -379,8 +409,7 @@ describe('unlinking', () => {
 
   it('of two removals at once that would leave nothing, lets one through', async () => {
     const account = await providerAccount('race');
-    github.person = { sub: String(200_000 + account.user.id) };
-    github.emails = [{ email: uniqueEmail('race-gh'), primary: true, verified: true }];
+    asGithub(200_000 + account.user.id, uniqueEmail('race-gh'));
     await link(account.access_token, 'github');
     const ids = (await listed(account.access_token)).map((identity) => identity.id);
     const answers = await Promise.all(ids.map((id) => t.delete(`/api/auth/identities/${id}`, { token: account.access_token })));
@@ -401,7 +430,7 @@ describe('unlinking', () => {
 
 describe('the callback by form post', () => {
   it('asks Apple for form_post, and takes the answer the browser posts', async () => {
-    oidc.person = person('apple');
+    posting.person = person('apple');
     const code = pkce();
     const query = new URLSearchParams({ redirect_to: APP, code_challenge: code.challenge, code_challenge_method: 'S256' });
     const start = await t.get(`/api/auth/providers/apple/authorize?${query.toString()}`, { headers: HOST });
@@ -416,7 +445,7 @@ describe('the callback by form post', () => {
     const landed = new URL(posted.headers.location);
     expect(landed.origin + landed.pathname).toBe(APP);
     const session = await exchange({ landed, pkce: code });
-    expect(session.user.email).toBe(oidc.person.email);
+    expect(session.user.email).toBe(posting.person.email);
     expect((await listed(session.access_token)).map((identity) => identity.provider)).toEqual(['apple']);
 
     // The same post again: the state is spent.
@@ -442,7 +471,7 @@ describe('the callback by form post', () => {
 
 describe('housekeeping', () => {
   it('purges provider sign-ins under way and their codes once used or expired, and keeps live ones', async () => {
-    oidc.person = person('purge');
+    asCorp(person('purge'));
     const spentCode = await signIn('corp');
     const liveCode = await signIn('corp');
     await exchange(spentCode);

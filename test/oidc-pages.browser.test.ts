@@ -147,9 +147,17 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
     });
     return {
       url: url.href,
+      endSession: (idToken: string) => oidc.buildEndSessionUrl(config, { id_token_hint: idToken }).href,
       exchange: (callback: string) =>
         oidc.authorizationCodeGrant(config, new URL(callback), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce }),
     };
+  }
+
+  /** Allows access on the consent page, and has the relying party exchange the code the browser comes back with. */
+  async function allow(page: Page, rp: Awaited<ReturnType<typeof relyingParty>>) {
+    await page.waitForSelector('h1:text("Allow access")');
+    await Promise.all([page.waitForURL(`${appOrigin}/callback?**`), page.getByRole('button', { name: 'Allow' }).click()]);
+    return rp.exchange(page.url());
   }
 
   /**
@@ -194,13 +202,16 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
         await page.getByRole('button', { name: 'Sign in', exact: true }).click();
         await page.waitForSelector('h1:text("Allow access")');
         await checkAccessibility(page, 'consent');
-        const [landed] = await Promise.all([
-          page.waitForURL(`${appOrigin}/callback?**`),
-          page.getByRole('button', { name: 'Allow' }).click(),
-        ]);
-        void landed;
-        const tokens = await rp.exchange(page.url());
+        const tokens = await allow(page, rp);
         expect(tokens.claims()).toMatchObject({ sub: String(user.id), amr: ['pwd'] });
+
+        // Signing out at the provider: a question, then the page that says it is done.
+        await page.goto(rp.endSession(tokens.id_token!));
+        await page.waitForSelector('h1:text("Sign out")');
+        await checkAccessibility(page, 'sign-out');
+        await page.getByRole('button', { name: 'Yes, sign me out' }).click();
+        await page.waitForSelector('h1:text("Signed out")');
+        await checkAccessibility(page, 'signed out');
         expect(problems).toEqual([]);
       } finally {
         await context.close();
@@ -236,9 +247,7 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
         await page.goto(rp.url);
         await page.waitForSelector('h1:text("Sign in")');
         await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
-        await page.waitForSelector('h1:text("Allow access")');
-        await Promise.all([page.waitForURL(`${appOrigin}/callback?**`), page.getByRole('button', { name: 'Allow' }).click()]);
-        expect((await rp.exchange(page.url())).claims()).toMatchObject({ sub: String(user.id), amr: ['hwk', 'mfa'] });
+        expect((await allow(page, rp)).claims()).toMatchObject({ sub: String(user.id), amr: ['hwk', 'mfa'] });
 
         // After a password: the second step, in a browser with no provider session yet.
         await context.clearCookies();
@@ -250,9 +259,7 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
         await page.waitForSelector('h1:text("Second step")');
         await checkAccessibility(page, 'second step');
         await page.getByRole('button', { name: 'Use your passkey' }).click();
-        await page.waitForSelector('h1:text("Allow access")');
-        await Promise.all([page.waitForURL(`${appOrigin}/callback?**`), page.getByRole('button', { name: 'Allow' }).click()]);
-        expect((await rp.exchange(page.url())).claims()).toMatchObject({ sub: String(user.id), amr: ['pwd', 'hwk', 'mfa'] });
+        expect((await allow(page, rp)).claims()).toMatchObject({ sub: String(user.id), amr: ['pwd', 'hwk', 'mfa'] });
         expect(problems).toEqual([]);
       } finally {
         await context.close();

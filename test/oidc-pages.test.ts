@@ -248,12 +248,16 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     expect(back.get('state')).toBe(cancelled.state);
   });
 
-  it('passes a user with TOTP through the second step on the page', async () => {
+  it('passes a user with TOTP through the second step on the page, by code and by recovery code', async () => {
     const user = await t.register();
     const api = t.clientFor(user.access);
     const started = await api.POST('/api/auth/mfa/totp', { body: { name: 'Phone' } });
     const { factor_id: factorId, secret } = started.data!.data;
-    await api.POST('/api/auth/mfa/totp/{id}/confirm', { params: { path: { id: factorId } }, body: { code: codeFor(secret) } });
+    const confirmed = await api.POST('/api/auth/mfa/totp/{id}/confirm', {
+      params: { path: { id: factorId } },
+      body: { code: codeFor(secret) },
+    });
+    const recoveryCode = confirmed.data!.data.recovery_codes![0];
     // The confirmation spent this time step's code: the sign-in happens in the next one.
     clock += STEP_MS;
 
@@ -271,6 +275,14 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     const claims = (await exchange(await browser.submit(totpForm(wrong), { code: codeFor(secret) }))).claims()!;
     expect(claims).toMatchObject({ sub: String(user.id), amr: expect.arrayContaining(['pwd', 'otp', 'mfa']) });
     expect((await auditRows(t, user.id, 'mfa.verified')).length).toBe(1);
+
+    // Signing in again (prompt=login) with a recovery code instead.
+    const again = await authorize(browser, firstPartyPublic, { prompt: 'login' });
+    const step = await signInWith(browser, again.page, user.email, user.password);
+    const recovery = formsOf(step).find((f) => f.fields.method === 'recovery_code')!;
+    const recovered = (await again.exchange(await browser.submit(recovery, { code: recoveryCode }))).claims()!;
+    expect(recovered).toMatchObject({ sub: String(user.id), amr: expect.arrayContaining(['pwd', 'otp', 'mfa']) });
+    expect((await auditRows(t, user.id, 'mfa.recovery_code_used')).length).toBe(1);
   });
 
   it('refuses a form posted from another site or without its CSRF value, and opens no session', async () => {

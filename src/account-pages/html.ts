@@ -24,8 +24,17 @@ export interface Notice {
   text: string;
 }
 
-/** A whole page: `title` and `notice` are plain text, `body` is markup already escaped. */
-export function page(service: string, title: string, body: string, notice?: Notice): string {
+/**
+ * A whole page: `title` and `notice` are plain text, `body` is markup already escaped; `look` may
+ * replace the style and add a script at the end of the body (its text, unescaped).
+ */
+export function page(
+  service: string,
+  title: string,
+  body: string,
+  notice?: Notice,
+  look: { style?: string; script?: string } = {},
+): string {
   const shown = notice
     ? `<p class="notice ${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${escape(notice.text)}</p>\n`
     : '';
@@ -37,7 +46,7 @@ export function page(service: string, title: string, body: string, notice?: Noti
 <meta name="robots" content="noindex">
 <title>${escape(title)} – ${escape(service)}</title>
 <style>
-${STYLE}
+${look.style ?? STYLE}
 </style>
 </head>
 <body>
@@ -46,7 +55,7 @@ ${STYLE}
 <h1>${escape(title)}</h1>
 ${shown}${body}
 </main>
-</body>
+${look.script === undefined ? '' : `<script>\n${look.script}\n</script>\n`}</body>
 </html>
 `;
 }

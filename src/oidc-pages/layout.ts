@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
-import { escape, STYLE, type Notice } from '../account-pages/html';
+import { escape, page as basePage, STYLE, type Notice } from '../account-pages/html';
 
 export { escape, type Notice } from '../account-pages/html';
 
@@ -105,33 +105,12 @@ export function show(ctx: Context, service: string, shown: Shown): void {
   ctx.body = page(service, shown.title, shown.body, shown.notice);
 }
 
-/** A whole page: `title` and `notice` are plain text, `body` is markup already escaped. */
+/** A whole page in the pages' look, with the passkey script when the body has a passkey form. */
 export function page(service: string, title: string, body: string, notice?: Notice): string {
-  const shown = notice
-    ? `<p class="notice ${notice.kind}" role="${notice.kind === 'error' ? 'alert' : 'status'}">${escape(notice.text)}</p>\n`
-    : '';
-  const script = body.includes('data-passkey-options') ? `<script>\n${PASSKEY_SCRIPT}\n</script>\n` : '';
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<meta name="referrer" content="no-referrer">
-<title>${escape(title)} – ${escape(service)}</title>
-<style>
-${PAGE_STYLE}
-</style>
-</head>
-<body>
-<header>${escape(service)}</header>
-<main>
-<h1>${escape(title)}</h1>
-${shown}${body}
-</main>
-${script}</body>
-</html>
-`;
+  return basePage(service, title, body, notice, {
+    style: PAGE_STYLE,
+    script: body.includes('data-passkey-options') ? PASSKEY_SCRIPT : undefined,
+  });
 }
 
 /** Hidden inputs, values escaped here. */
