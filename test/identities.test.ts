@@ -346,6 +346,12 @@ describe('unlinking', () => {
     const removed = await t.delete(`/api/auth/identities/${account.identity.id}`, { token: account.access_token });
     expect(removed.status).toBe(204);
     expect((await listed(account.access_token)).map((identity) => identity.provider)).toEqual(['github']);
+    // Both links were news: the one the sign-in made with the account, and the one by hand.
+    const linkedHooks = await until(
+      () => hooks.about('user.identity_linked', id).length === 2 && hooks.about('user.identity_linked', id),
+      'both user.identity_linked messages',
+    );
+    expect(linkedHooks.map((m) => m.payload.data.identity.provider).sort()).toEqual(['corp', 'github']);
     expect(await auditRows(t, id, 'identity.unlinked')).toEqual([
       expect.objectContaining({ details: { provider: 'corp', identity_id: account.identity.id, subject: account.identity.subject } }),
     ]);
@@ -437,10 +443,12 @@ describe('the callback by form post', () => {
     expect(start.status).toBe(302);
     expect(new URL(start.headers.location).searchParams.get('response_mode')).toBe('form_post');
     expect(new URL(start.headers.location).searchParams.get('scope')).toBe('openid email');
-    // The browser posts what the provider answered, with the name Apple sends on a first sign-in.
+    // The browser posts what the provider answered, with the name Apple sends on a first sign-in,
+    // from the provider's page: a cross-site post, which the callback takes as its GET takes a redirect.
     const answer = new URL(await atProvider(start.headers.location), 'http://accounts.test');
     const form = { ...Object.fromEntries(answer.searchParams), user: '{"name":{"firstName":"Ada","lastName":"Lovelace"}}' };
-    const posted = await t.post(answer.pathname, form, { form: true, headers: HOST });
+    const crossSite = { ...HOST, origin: 'https://appleid.apple.com', 'sec-fetch-site': 'cross-site' };
+    const posted = await t.post(answer.pathname, form, { form: true, headers: crossSite });
     expect(posted.status).toBe(302);
     const landed = new URL(posted.headers.location);
     expect(landed.origin + landed.pathname).toBe(APP);

@@ -10,6 +10,8 @@ export interface ClientInput {
   post_logout_redirect_uris?: string[];
   scopes?: string[];
   first_party?: boolean;
+  /** How a confidential client sends its secret to the token endpoint; client_secret_basic unless said. */
+  token_endpoint_auth_method?: 'client_secret_basic' | 'client_secret_post';
 }
 
 /**
@@ -31,7 +33,7 @@ export async function seedOauthClient(t: TestContext, input: ClientInput): Promi
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       scope: (input.scopes ?? ['openid', 'profile', 'email', 'offline_access']).join(' '),
-      token_endpoint_auth_method: secret === undefined ? 'none' : 'client_secret_basic',
+      token_endpoint_auth_method: secret === undefined ? 'none' : (input.token_endpoint_auth_method ?? 'client_secret_basic'),
     },
     first_party: input.first_party ?? false,
     registered: false,
