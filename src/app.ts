@@ -262,6 +262,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           mfa,
           tokens,
           interactions: oidc.interactions,
+          emailCodes: config.emailCode.enabled,
           appUrl: config.account.appUrl,
           secret: config.secret.key,
           guard: limits?.guard,
