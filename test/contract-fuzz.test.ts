@@ -54,27 +54,31 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 
 const operations: Operation[] = Object.entries<Json>(document.paths).flatMap(([template, item]) => {
   const shared = (item.parameters ?? []) as Json[];
-  return Object.entries<Json>(item)
-    .filter(([method]) => METHODS.includes(method))
-    .map(([method, op]): Operation => {
-      const parameters = [...shared, ...((op.parameters ?? []) as Json[])].map((p) => {
-        const param = resolve(p);
-        return { name: param.name, in: param.in, required: Boolean(param.required), schema: deref(param.schema) };
-      });
-      const content = op.requestBody ? resolve(op.requestBody) : undefined;
-      const mediaType = content ? Object.keys(content.content)[0] : undefined;
-      return {
-        id: op.operationId,
-        method: method.toUpperCase(),
-        template,
-        parameters,
-        body:
-          content && mediaType
-            ? { mediaType, schema: deref(content.content[mediaType].schema), required: Boolean(content.required) }
-            : undefined,
-        secured: Array.isArray(op.security) && op.security.length > 0,
-      };
-    });
+  return (
+    Object.entries<Json>(item)
+      .filter(([method]) => METHODS.includes(method))
+      // The OpenID Connect provider's endpoints speak OAuth 2.0, not the API's envelope; its tests drive them.
+      .filter(([, op]) => op['x-served-by'] === undefined)
+      .map(([method, op]): Operation => {
+        const parameters = [...shared, ...((op.parameters ?? []) as Json[])].map((p) => {
+          const param = resolve(p);
+          return { name: param.name, in: param.in, required: Boolean(param.required), schema: deref(param.schema) };
+        });
+        const content = op.requestBody ? resolve(op.requestBody) : undefined;
+        const mediaType = content ? Object.keys(content.content)[0] : undefined;
+        return {
+          id: op.operationId,
+          method: method.toUpperCase(),
+          template,
+          parameters,
+          body:
+            content && mediaType
+              ? { mediaType, schema: deref(content.content[mediaType].schema), required: Boolean(content.required) }
+              : undefined,
+          secured: Array.isArray(op.security) && op.security.length > 0,
+        };
+      })
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
