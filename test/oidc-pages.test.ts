@@ -304,6 +304,7 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     const claims = (await exchange(await browser.submit(totpForm(wrong), { code: codeFor(secret) }))).claims()!;
     expect(claims).toMatchObject({ sub: String(user.id), amr: expect.arrayContaining(['pwd', 'otp', 'mfa']) });
     expect((await auditRows(t, user.id, 'mfa.verified')).length).toBe(1);
+    expect(browser.has('oidc_second_step')).toBe(false);
 
     // Signing in again (prompt=login) with a recovery code instead.
     const again = await authorize(browser, firstPartyPublic, { prompt: 'login' });
