@@ -84,7 +84,7 @@ checks: node_modules
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint-contract check-generated typecheck lint check-imports
 
 ## bench: the service against a baseline server on the local PostgreSQL (or BENCH_DATABASE_URL, recreated);
-## prints a table and writes bench/results/<time>.json
+## prints a table and writes bench/results/<time>.json; BENCH_ONLY=oidc runs only the OpenID Connect provider's rows
 bench: build
 	node -r ./test/support/ts-register.js bench/run.ts
 

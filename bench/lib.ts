@@ -154,12 +154,63 @@ export async function load(options: LoadOptions, pid?: number): Promise<Figures>
 }
 
 /**
+ * Runs autocannon with a body made for each request by `next` (undefined when nothing is left), and
+ * `answered` told each response's status and body. With `amount`, the run ends after that many requests
+ * instead of after `seconds`; the rate is then the requests over the time they took.
+ */
+export async function loadEach(
+  options: Omit<LoadOptions, 'body'> & { amount?: number; next(): string | undefined; answered?(status: number, body: string): void },
+  pid?: number,
+): Promise<Figures> {
+  let peak = 0;
+  let last = 0;
+  const sampler = pid
+    ? setInterval(() => {
+        last = rssMb(pid);
+        peak = Math.max(peak, last);
+      }, 200)
+    : undefined;
+  try {
+    const result = await autocannon({
+      url: options.url,
+      method: options.method ?? 'POST',
+      headers: options.headers,
+      connections: options.connections,
+      duration: options.seconds,
+      amount: options.amount,
+      requests: [
+        {
+          setupRequest: (request) => {
+            const body = options.next();
+            return body === undefined ? (undefined as never) : { ...request, body };
+          },
+          onResponse: options.answered ? (status: number, body: string) => options.answered!(status, body) : undefined,
+        },
+      ],
+    });
+    const total = result['1xx'] + result['2xx'] + result['3xx'] + result['4xx'] + result['5xx'];
+    return {
+      rps: total / result.duration,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      errors: result.non2xx + result.errors + result.timeouts,
+      statuses: { '2xx': result['2xx'], '3xx': result['3xx'], '4xx': result['4xx'], '5xx': result['5xx'] },
+      rssMb: Math.round(last),
+      rssPeakMb: Math.round(peak),
+    };
+  } finally {
+    if (sampler) clearInterval(sampler);
+  }
+}
+
+/**
  * Runs autocannon in a process of its own: a latency probe that must not share an event loop with the
  * load it measures under.
  */
 export function probe(options: LoadOptions): Promise<Figures> {
   const args = [require.resolve('autocannon/autocannon.js'), '-j', '-c', String(options.connections), '-d', String(options.seconds)];
   if (options.rate) args.push('-R', String(options.rate));
+  for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}=${value}`);
   args.push(options.url);
   return new Promise((resolve, reject) => {
     execFile(process.execPath, args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {

@@ -11,9 +11,16 @@
  * against the argon2id ceiling, then again with /health/live probed meanwhile; a login overload past
  * PASSWORD_HASH_QUEUE_MAX; embedded start, cold and warm. Writes bench/results/<time>.json.
  *
+ * The OpenID Connect provider's rows, against the same baseline's minimal OAuth endpoints: the token
+ * endpoint exchanging codes (each request a fresh code, made beforehand by a browser signed in through
+ * the hosted page) and rotating refresh tokens (a pool of grants, each refreshed in turn), and
+ * /oauth2/userinfo; then whole logins through the hosted page (authorize, the sign-in form, the code's
+ * exchange) against the bcrypt ceiling, and /oauth2/userinfo probed meanwhile.
+ *
  * BENCH_SECONDS sets the length of each measured run (5 by default; a comparison's runs add up to
- * rounds × servers × seconds).
+ * rounds × servers × seconds). BENCH_ONLY=oidc runs only the OpenID Connect rows.
  */
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +29,22 @@ import { promisify } from 'node:util';
 import { verify as argon2Verify, hash as argon2Hash } from '@node-rs/argon2';
 import { hash, verify } from '@node-rs/bcrypt';
 import { Client } from 'pg';
-import { freePort, freshDatabase, load, login, probe, ROOT, SECRET_KEY, startProcess, table, type Figures, type Proc } from './lib';
+import { deriveKey, seal } from '../src/infra/sealed';
+import { FormBrowser, formTo } from '../test/support/hosted-pages';
+import {
+  freePort,
+  freshDatabase,
+  load,
+  loadEach,
+  login,
+  probe,
+  ROOT,
+  SECRET_KEY,
+  startProcess,
+  table,
+  type Figures,
+  type Proc,
+} from './lib';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/account_bench';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -36,6 +58,8 @@ const PREPARED_NOTE = 'against the baseline with prepared statements';
 const USERS = 1000;
 const PASSWORD = 'bench-password-1';
 const COST = 12;
+const ONLY = process.env.BENCH_ONLY;
+if (ONLY !== undefined && ONLY !== 'oidc') throw new Error(`BENCH_ONLY=${ONLY}: the only part that runs alone is oidc`);
 
 interface Row {
   route: string;
@@ -73,8 +97,8 @@ async function startService(workers: number, extra: Record<string, string> = {})
   return startProcess(['dist/src/server.js'], serviceEnv(workers, extra), await freePort(), '/health/ready');
 }
 
-async function startBaseline(workers: number, prepared = false): Promise<Proc> {
-  const env = { DATABASE_URL, SECRET_KEY, WORKERS: String(workers), PREPARED: prepared ? '1' : '0' };
+async function startBaseline(workers: number, prepared = false, extra: Record<string, string> = {}): Promise<Proc> {
+  const env = { DATABASE_URL, SECRET_KEY, WORKERS: String(workers), PREPARED: prepared ? '1' : '0', ...extra };
   return startProcess(['-r', './test/support/ts-register.js', 'bench/baseline.ts'], env, await freePort());
 }
 
@@ -270,13 +294,9 @@ async function embeddedStart(): Promise<{ coldMs: number; warmMs: number }> {
   }
 }
 
-async function main(): Promise<void> {
-  await freshDatabase(DATABASE_URL);
-  const rows: Row[] = [];
-
-  // The service creates the schema on its first start; the users go in after.
+/** The API's routes, one and two processes, the embedded database and the logins. */
+async function apiRows(rows: Row[]): Promise<void> {
   let service = await startService(1);
-  await seed();
   const adminToken = await login(service.url, 'bench1@example.com', PASSWORD);
   const userToken = await login(service.url, 'bench2@example.com', PASSWORD);
 
@@ -377,8 +397,20 @@ async function main(): Promise<void> {
     await baseline.stop();
     await service.stop();
   }
+}
 
-  const start = await embeddedStart();
+async function main(): Promise<void> {
+  await freshDatabase(DATABASE_URL);
+  const rows: Row[] = [];
+
+  // The service creates the schema on its first start; the users go in after.
+  const first = await startService(1);
+  await seed();
+  await first.stop();
+
+  if (ONLY === undefined) await apiRows(rows);
+  rows.push(...(await oidcRows()));
+  const start = ONLY === undefined ? await embeddedStart() : undefined;
 
   const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '' : n.toFixed(digits));
   console.log(
@@ -402,12 +434,20 @@ async function main(): Promise<void> {
       ]),
     ),
   );
-  console.log(`\nembedded start: cold ${start.coldMs} ms, warm ${start.warmMs} ms (spawn to /health/ready 200)`);
+  if (start) console.log(`\nembedded start: cold ${start.coldMs} ms, warm ${start.warmMs} ms (spawn to /health/ready 200)`);
 
   const results = {
     date: new Date().toISOString(),
     machine: { cores: availableParallelism(), node: process.version },
-    settings: { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, loginSeconds: LOGIN_SECONDS, users: USERS, bcryptCost: COST },
+    settings: {
+      only: ONLY ?? null,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      rounds: ROUNDS,
+      loginSeconds: LOGIN_SECONDS,
+      users: USERS,
+      bcryptCost: COST,
+    },
     rows,
     embeddedStart: start,
   };
@@ -415,6 +455,344 @@ async function main(): Promise<void> {
   const file = join(ROOT, 'bench/results', `${results.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`figures written to ${file}`);
+}
+
+// The OpenID Connect provider's rows.
+
+/** The application of the OpenID Connect rows: a confidential, first-party web application. */
+const CLIENT = { id: 'bench-app', secret: 'bench-client-secret-that-is-long-enough', redirect: 'http://127.0.0.1:9/callback' };
+/** One PKCE verifier for every request: the server checks it against each code's challenge all the same. */
+const VERIFIER = 'bench-pkce-code-verifier-of-forty-three-characters-at-least';
+const CHALLENGE = createHash('sha256').update(VERIFIER).digest('base64url');
+/** The users who sign in through the hosted page, one per concurrent browser. */
+const BROWSERS = 8;
+const browserUser = (i: number) => `bench${20 + i}@example.com`;
+/** Grants in each refresh pool: each connection refreshes one at a time, and a failed refresh loses one. */
+const GRANTS = 2 * CONNECTIONS;
+/** The provider's codes live 60 s: a turn's codes are made at most this long before it. */
+const CODE_MAKING_SECONDS = 35;
+
+const FORM = 'application/x-www-form-urlencoded';
+const clientAuth = {
+  'content-type': FORM,
+  authorization: `Basic ${Buffer.from(`${encodeURIComponent(CLIENT.id)}:${encodeURIComponent(CLIENT.secret)}`).toString('base64')}`,
+};
+const exchangeBody = (code: string) =>
+  new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: CLIENT.redirect, code_verifier: VERIFIER }).toString();
+const refreshBody = (token: string) => new URLSearchParams({ grant_type: 'refresh_token', refresh_token: token }).toString();
+
+/** An authorization request of the client; with offline_access, the consent prompt it needs for a refresh token. */
+function authorizeUrl(url: string, offline = false): string {
+  const params = new URLSearchParams({
+    client_id: CLIENT.id,
+    response_type: 'code',
+    redirect_uri: CLIENT.redirect,
+    scope: offline ? 'openid profile email offline_access' : 'openid profile email',
+    code_challenge: CHALLENGE,
+    code_challenge_method: 'S256',
+    state: randomBytes(8).toString('base64url'),
+    nonce: randomBytes(8).toString('base64url'),
+    ...(offline ? { prompt: 'consent' } : {}),
+  });
+  return `${url}/oauth2/authorize?${params.toString()}`;
+}
+
+/** The code the browser was sent back to the application with. */
+function codeOf(page: { status: number; url: string }): string {
+  const url = new URL(page.url);
+  const code = url.searchParams.get('code');
+  if (page.status !== 0 || `${url.origin}${url.pathname}` !== CLIENT.redirect || !code) {
+    throw new Error(`expected the application's redirect URI with a code, got ${page.status} ${page.url}`);
+  }
+  return code;
+}
+
+/** A whole login through the hosted page: authorize, the sign-in page, its form posted, the code exchanged. */
+async function hostedLogin(url: string, email: string): Promise<{ access_token: string; refresh_token?: string }> {
+  const browser = new FormBrowser(url);
+  const page = await browser.open(authorizeUrl(url));
+  if (page.status !== 200) throw new Error(`the sign-in page answered ${page.status}`);
+  const code = codeOf(await browser.submit(formTo(page, '/login'), { email, password: PASSWORD }));
+  return exchange(url, code);
+}
+
+async function exchange(url: string, code: string): Promise<{ access_token: string; refresh_token?: string }> {
+  const res = await fetch(`${url}/oauth2/token`, { method: 'POST', headers: clientAuth, body: exchangeBody(code) });
+  if (res.status !== 200) throw new Error(`the code's exchange answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as { access_token: string; refresh_token?: string };
+}
+
+/** Browsers signed in through the hosted page once each; later authorizations need no password. */
+async function signedInBrowsers(url: string): Promise<FormBrowser[]> {
+  return Promise.all(
+    Array.from({ length: BROWSERS }, async (_, i) => {
+      const browser = new FormBrowser(url);
+      const page = await browser.open(authorizeUrl(url));
+      codeOf(await browser.submit(formTo(page, '/login'), { email: browserUser(i), password: PASSWORD }));
+      return browser;
+    }),
+  );
+}
+
+/** `count` codes from the service, the browsers asking at once; and how many a second it made. */
+async function serviceCodes(
+  url: string,
+  browsers: FormBrowser[],
+  count: number,
+  offline = false,
+): Promise<{ codes: string[]; perSecond: number }> {
+  const codes: string[] = [];
+  const started = performance.now();
+  await Promise.all(
+    browsers.map(async (browser) => {
+      while (codes.length < count) codes.push(codeOf(await browser.open(authorizeUrl(url, offline))));
+    }),
+  );
+  return { codes: codes.slice(0, count), perSecond: codes.length / ((performance.now() - started) / 1000) };
+}
+
+/** The baseline's tables, and its copy of the client. */
+async function baselineTables(client: Client): Promise<void> {
+  await client.query(`create table bench_oauth_clients (client_id text primary key, secret_sha256 bytea not null)`);
+  await client.query(
+    `create table bench_codes (code text primary key, client_id text not null, user_id bigint not null, code_challenge text not null,
+       redirect_uri text not null, scope text not null, nonce text, expires_at timestamptz not null)`,
+  );
+  await client.query(
+    `create table bench_refresh_tokens (token_sha256 bytea primary key, client_id text not null, user_id bigint not null,
+       scope text not null, expires_at timestamptz not null)`,
+  );
+  await client.query('insert into bench_oauth_clients values ($1, $2)', [CLIENT.id, createHash('sha256').update(CLIENT.secret).digest()]);
+}
+
+/** `count` codes stored for the baseline, as its authorization endpoint would have stored them. */
+async function baselineCodes(client: Client, userIds: number[], count: number): Promise<string[]> {
+  const codes = Array.from({ length: count }, () => randomBytes(32).toString('base64url'));
+  await client.query(
+    `insert into bench_codes (code, client_id, user_id, code_challenge, redirect_uri, scope, nonce, expires_at)
+     select code, $2, ($3::bigint[])[1 + (n - 1) % cardinality($3::bigint[])], $4, $5, 'openid profile email', 'n', now() + interval '60 seconds'
+     from unnest($1::text[]) with ordinality as c(code, n)`,
+    [codes, CLIENT.id, userIds, CHALLENGE, CLIENT.redirect],
+  );
+  return codes;
+}
+
+/** `count` refresh tokens stored for the baseline. */
+async function baselineRefreshTokens(client: Client, userIds: number[], count: number): Promise<string[]> {
+  const tokens = Array.from({ length: count }, () => randomBytes(32).toString('base64url'));
+  await client.query(
+    `insert into bench_refresh_tokens (token_sha256, client_id, user_id, scope, expires_at)
+     select sha256(convert_to(token, 'UTF8')), $2, ($3::bigint[])[1 + (n - 1) % cardinality($3::bigint[])], 'openid profile email offline_access',
+            now() + interval '14 days'
+     from unnest($1::text[]) with ordinality as t(token, n)`,
+    [tokens, CLIENT.id, userIds],
+  );
+  return tokens;
+}
+
+/** The service's copy of the client, its secret sealed as the provider reads it. */
+async function serviceClient(client: Client): Promise<void> {
+  await client.query(
+    `insert into oauth_clients (client_id, name, type, client_secret_sealed, metadata, first_party, registered, created_at, updated_at)
+     values ($1, 'Bench', 'confidential', $2, $3, true, false, now(), now())`,
+    [
+      CLIENT.id,
+      seal(deriveKey(SECRET_KEY, 'oauth-client-secret'), CLIENT.secret),
+      JSON.stringify({
+        client_name: 'Bench',
+        redirect_uris: [CLIENT.redirect],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        scope: 'openid profile email offline_access',
+        token_endpoint_auth_method: 'client_secret_basic',
+      }),
+    ],
+  );
+}
+
+/** A turn of the token endpoint: every request a code from `codes`, all of them sent. */
+const codeTurn = (proc: Proc, codes: string[]) =>
+  loadEach(
+    {
+      url: `${proc.url}/oauth2/token`,
+      headers: clientAuth,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      amount: codes.length,
+      // Past the end (never, with `amount`), a code nobody has: an error in the figures, not a stall.
+      next: () => exchangeBody(codes.shift() ?? 'none'),
+    },
+    proc.child.pid,
+  );
+
+/**
+ * A turn of `amount` refreshes: each request takes a grant's token from the pool, and its answer puts the
+ * grant's new one back. (A turn cut off by time would lose the grants whose answers were still on the way.)
+ */
+const refreshTurn = (proc: Proc, pool: string[], amount: number) =>
+  loadEach(
+    {
+      url: `${proc.url}/oauth2/token`,
+      headers: clientAuth,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      amount,
+      next: () => refreshBody(pool.shift() ?? 'none'),
+      answered(status, body) {
+        if (status === 200) pool.push((JSON.parse(body) as { refresh_token: string }).refresh_token);
+      },
+    },
+    proc.child.pid,
+  );
+
+async function oidcRows(): Promise<Row[]> {
+  const rows: Row[] = [];
+  const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const oidcEnv = { OIDC_PRIVATE_KEY: pem };
+  const db = new Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  await serviceClient(db);
+  await baselineTables(db);
+  const { rows: users } = await db.query<{ id: number }>('select id from users where email = any($1) order by id', [
+    Array.from({ length: BROWSERS }, (_, i) => browserUser(i)),
+  ]);
+  const userIds = users.map((u) => Number(u.id));
+
+  let service = await startService(1, oidcEnv);
+  const baseline = await startBaseline(1, false, oidcEnv);
+  const browsers = await signedInBrowsers(service.url);
+
+  // The code's exchange. Each turn's codes are made just before it: the service's by the signed-in
+  // browsers' authorization requests, the baseline's stored directly. A warm-up turn of each sizes the
+  // turns: about SECONDS of requests, no more codes than the browsers make in CODE_MAKING_SECONDS.
+  const warm = await serviceCodes(service.url, browsers, 200);
+  const ourRate = (await codeTurn(service, warm.codes)).rps;
+  const theirRate = (await codeTurn(baseline, await baselineCodes(db, userIds, 400))).rps;
+  const ourCount = Math.max(100, Math.min(Math.round(ourRate * SECONDS), Math.round(warm.perSecond * CODE_MAKING_SECONDS)));
+  const theirCount = Math.max(100, Math.round(theirRate * SECONDS));
+  const ours: Figures[] = [];
+  const theirs: Figures[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const turns = [
+      async () => ours.push(await codeTurn(service, (await serviceCodes(service.url, browsers, ourCount)).codes)),
+      async () => theirs.push(await codeTurn(baseline, await baselineCodes(db, userIds, theirCount))),
+    ];
+    for (let i = 0; i < turns.length; i++) await turns[(round + i) % turns.length]();
+  }
+  rows.push(
+    against(
+      'POST /oauth2/token (authorization_code, PKCE)',
+      1,
+      ours,
+      theirs,
+      `${ourCount} and ${theirCount} codes a turn; the service's made beforehand by ${BROWSERS} browsers signed in through the hosted page (${warm.perSecond.toFixed(0)}/s)`,
+    ),
+  );
+
+  // Refresh token rotation: pools of grants, each connection refreshing one grant at a time.
+  const refreshCodes = (await serviceCodes(service.url, browsers, GRANTS, true)).codes;
+  const ourPool: string[] = [];
+  for (const code of refreshCodes) {
+    const tokens = await exchange(service.url, code);
+    if (!tokens.refresh_token) throw new Error('a code asked for with offline_access gave no refresh token');
+    ourPool.push(tokens.refresh_token);
+  }
+  const theirPool = await baselineRefreshTokens(db, userIds, GRANTS);
+  // A warm-up turn of each sizes the turns: about SECONDS of requests.
+  const pools = [ourPool, theirPool];
+  const servers = [service, baseline];
+  const amounts: number[] = [];
+  for (let i = 0; i < servers.length; i++)
+    amounts.push(Math.max(100, Math.round((await refreshTurn(servers[i], pools[i], 200)).rps * SECONDS)));
+  const refreshed: Figures[][] = [[], []];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < servers.length; i++) {
+      const at = (round + i) % servers.length;
+      refreshed[at].push(await refreshTurn(servers[at], pools[at], amounts[at]));
+    }
+  }
+  rows.push(
+    against(
+      'POST /oauth2/token (refresh_token, rotated)',
+      1,
+      refreshed[0],
+      refreshed[1],
+      `${amounts[0]} and ${amounts[1]} refreshes a turn over ${GRANTS} grants each; ${ourPool.length} and ${theirPool.length} grants left at the end`,
+    ),
+  );
+
+  // The user info, with an access token of each server's own.
+  const ourToken = (await exchange(service.url, (await serviceCodes(service.url, browsers, 1)).codes[0])).access_token;
+  const theirToken = (await exchange(baseline.url, (await baselineCodes(db, userIds, 1))[0])).access_token;
+  const info = await takeTurns([
+    on(service, 'service', '/oauth2/userinfo', ourToken),
+    on(baseline, 'baseline', '/oauth2/userinfo', theirToken),
+  ]);
+  rows.push(against('GET /oauth2/userinfo', 1, info[0], info[1]));
+  await baseline.stop();
+
+  // Whole logins through the hosted page, in a fresh process, against the bcrypt ceiling measured here.
+  await service.stop();
+  service = await startService(1, oidcEnv);
+  const ceiling = await bcryptCeiling(5);
+  const logins = await hostedLogins(service.url, LOGIN_SECONDS);
+  const cores = availableParallelism();
+  rows.push({
+    route: `logins through the hosted page (${BROWSERS} browsers)`,
+    processes: 1,
+    service: logins,
+    ratio: logins.rps / ceiling,
+    notes: `${(logins.rps / cores).toFixed(2)} logins/s per core; bcrypt ceiling ${ceiling.toFixed(2)}/s; a login is GET /oauth2/authorize, the sign-in page, its form posted, the resumed authorization, the code exchanged`,
+  });
+  // The same logins again, /oauth2/userinfo probed at a fixed rate meanwhile, from a process of its own.
+  const [during, userinfo] = await Promise.all([
+    hostedLogins(service.url, LOGIN_SECONDS),
+    new Promise((resolve) => setTimeout(resolve, 2000)).then(() =>
+      probe({ url: `${service.url}/oauth2/userinfo`, headers: bearer(ourToken), connections: 2, seconds: SECONDS, rate: 50 }),
+    ),
+  ]);
+  rows.push({
+    route: 'GET /oauth2/userinfo during hosted-page logins',
+    processes: 1,
+    service: userinfo,
+    notes: `probe at 50 req/s; ${during.rps.toFixed(1)} logins/s meanwhile`,
+  });
+  await service.stop();
+  await db.end();
+  return rows;
+}
+
+/** Logins through the hosted page for `seconds`, one browser per user at a time; each login's time. */
+async function hostedLogins(url: string, seconds: number): Promise<Figures> {
+  const until = Date.now() + seconds * 1000;
+  const times: number[] = [];
+  let errors = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: BROWSERS }, async (_, i) => {
+      while (Date.now() < until) {
+        const at = performance.now();
+        try {
+          await hostedLogin(url, browserUser(i));
+          times.push(performance.now() - at);
+        } catch (error) {
+          if (errors++ === 0) console.error(error);
+        }
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  times.sort((a, b) => a - b);
+  const at = (q: number) => Math.round(times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0);
+  return {
+    rps: times.length / elapsed,
+    p50: at(0.5),
+    p99: at(0.99),
+    errors,
+    statuses: { '2xx': times.length },
+    rssMb: 0,
+    rssPeakMb: 0,
+  };
 }
 
 main().catch((error: unknown) => {

@@ -992,6 +992,11 @@ export interface paths {
          *     `identity_provider.deleted`, with `details.provider` (the slug) in each; their
          *     `subject_user_id` is null.
          *
+         *     OpenID Connect clients: `oauth_client.created` (`details.type`), `oauth_client.updated`
+         *     (`details.fields`), `oauth_client.deleted` and `oauth_client.secret_rotated`, with
+         *     `details.client_id` in each and a null `subject_user_id`; `oauth_grant.revoked`
+         *     (`details.client_id`), when a person takes back what they allowed an application.
+         *
          *     Provider sign-ins: `identity.linked` (an upstream identity was linked to the subject;
          *     `details.provider`, `details.identity_id`, `details.subject` (the provider's id of the
          *     person), `details.how`: `signup`, `verified_email` or `manual`), `identity.unlinked`
@@ -1363,6 +1368,155 @@ export interface paths {
          *     `identity_provider.deleted`. An unknown slug is a 404.
          */
         delete: operations["deleteIdentityProvider"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/oauth/clients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the applications that sign people in through the service (admin)
+         * @description Every client of the service's OpenID Connect provider, made by an admin or registered by
+         *     the application itself (`registered: true`). Secrets are never shown: `has_client_secret`
+         *     says whether the client has one (confidential clients do).
+         */
+        get: operations["listOauthClients"];
+        put?: never;
+        /**
+         * Add an application that signs people in through the service (admin)
+         * @description Makes a client of the OpenID Connect provider. A `confidential` client (a server-side
+         *     application) gets a `client_secret`, shown in this answer only and kept sealed; it
+         *     authenticates at the token endpoint with HTTP Basic (`client_secret_basic`). A `public`
+         *     client (a single-page or native application) has no secret and proves itself with PKCE
+         *     alone. Every client uses PKCE (S256) in the authorization code flow.
+         *
+         *     `redirect_uris` must be matched exactly by the application's `redirect_uri`; each is an
+         *     absolute `https` URL without a fragment, `http` on a loopback host (`localhost`,
+         *     `127.0.0.1`, `[::1]`) for development, or a private-use scheme (`com.example.app:/callback`)
+         *     for a native application. `grant_types` default to `authorization_code` and
+         *     `refresh_token`; `client_credentials` (a program acting as itself, with no user) is for
+         *     confidential clients only, and a client with only that grant needs no redirect URI.
+         *     `scopes` (default all four) are the scopes the client may ask for. A `first_party` client
+         *     is one of your own: people are not asked to allow it. Recorded in the audit trail as
+         *     `oauth_client.created`.
+         */
+        post: operations["createOauthClient"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/oauth/clients/{client_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client's id. */
+                client_id: components["parameters"]["OauthClientId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read an application (admin)
+         * @description One client, without its secret. An unknown `client_id` is a 404.
+         */
+        get: operations["getOauthClient"];
+        /**
+         * Change an application (admin)
+         * @description Changes any field but `type`; what is not sent stays, and the result is checked as at
+         *     creation (422). A client that registered itself cannot be made `first_party`. Sign-ins
+         *     under way finish with the client as it is when they come back; tokens already issued stay
+         *     valid (delete the client, or rotate its secret, to end them). Recorded in the audit trail
+         *     as `oauth_client.updated` with the names of the fields changed.
+         */
+        put: operations["updateOauthClient"];
+        post?: never;
+        /**
+         * Delete an application (admin)
+         * @description Removes the client with every grant, code and token issued to it: its access and refresh
+         *     tokens stop working at once. Recorded in the audit trail as `oauth_client.deleted`. An
+         *     unknown `client_id` is a 404.
+         */
+        delete: operations["deleteOauthClient"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/oauth/clients/{client_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client's id. */
+                client_id: components["parameters"]["OauthClientId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give an application a new secret (admin)
+         * @description Replaces a confidential client's secret; the new one is in this answer only, and the old
+         *     one stops working at once. A public client has no secret (422). Recorded in the audit
+         *     trail as `oauth_client.secret_rotated`.
+         */
+        post: operations["rotateOauthClientSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/oauth-grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The applications you allowed
+         * @description The applications that sign you in through the service's OpenID Connect provider, each with
+         *     the scopes you allowed it (first-party applications are allowed without asking, and are
+         *     listed too), newest first.
+         */
+        get: operations["listOauthGrants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/oauth-grants/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The grant's id, from `GET /api/auth/oauth-grants`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Take back what you allowed an application
+         * @description Revokes the grant: every code, access token and refresh token the application holds through
+         *     it stops working at once, and the next time it asks, you are asked again. Someone else's
+         *     grant, or an unknown id, is a 404. Recorded in the audit trail as `oauth_grant.revoked`.
+         */
+        delete: operations["revokeOauthGrant"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2045,7 +2199,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -2839,6 +2993,112 @@ export interface components {
             success: true;
             data: components["schemas"]["IdentityProvider"][];
         };
+        OauthClient: {
+            /** @example 3q2-7wE1Hk9sUu6TgZl1xA */
+            client_id: string;
+            /** @example Team wiki */
+            name: string;
+            /** @enum {string} */
+            type: "confidential" | "public";
+            /** @description Whether the client has a secret (confidential clients do). */
+            has_client_secret: boolean;
+            redirect_uris: string[];
+            post_logout_redirect_uris: string[];
+            grant_types: components["schemas"]["OauthGrantType"][];
+            scopes: components["schemas"]["OauthScope"][];
+            /** @description One of your own applications; people are not asked to allow it. */
+            first_party: boolean;
+            /** @description Registered by the application itself (dynamic client registration). */
+            registered: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        OauthClientWithSecret: {
+            /** @example 3q2-7wE1Hk9sUu6TgZl1xA */
+            client_id: string;
+            /** @description The secret of a confidential client, shown this once; absent for a public client. */
+            client_secret?: string;
+            /** @example Team wiki */
+            name: string;
+            /** @enum {string} */
+            type: "confidential" | "public";
+            /** @description Whether the client has a secret (confidential clients do). */
+            has_client_secret: boolean;
+            redirect_uris: string[];
+            post_logout_redirect_uris: string[];
+            grant_types: components["schemas"]["OauthGrantType"][];
+            scopes: components["schemas"]["OauthScope"][];
+            /** @description One of your own applications; people are not asked to allow it. */
+            first_party: boolean;
+            /** @description Registered by the application itself (dynamic client registration). */
+            registered: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @enum {string} */
+        OauthGrantType: "authorization_code" | "refresh_token" | "client_credentials";
+        /** @enum {string} */
+        OauthScope: "openid" | "profile" | "email" | "offline_access";
+        OauthRedirectUris: string[];
+        CreateOauthClientRequest: {
+            name: string;
+            /** @enum {string} */
+            type: "confidential" | "public";
+            redirect_uris?: components["schemas"]["OauthRedirectUris"];
+            post_logout_redirect_uris?: components["schemas"]["OauthRedirectUris"];
+            grant_types?: components["schemas"]["OauthGrantType"][];
+            scopes?: components["schemas"]["OauthScope"][];
+            first_party?: boolean;
+        };
+        UpdateOauthClientRequest: {
+            name?: string;
+            redirect_uris?: components["schemas"]["OauthRedirectUris"];
+            post_logout_redirect_uris?: components["schemas"]["OauthRedirectUris"];
+            grant_types?: components["schemas"]["OauthGrantType"][];
+            scopes?: components["schemas"]["OauthScope"][];
+            first_party?: boolean;
+        };
+        OauthClientResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OauthClient"];
+        };
+        OauthClientCreatedResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OauthClientWithSecret"];
+        };
+        OauthClientListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OauthClient"][];
+        };
+        OauthClientSecretResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: {
+                client_id: string;
+                /** @description The new secret, shown this once. */
+                client_secret: string;
+            };
+        };
+        OauthGrant: {
+            id: string;
+            client_id: string;
+            client_name: string;
+            scopes: string[];
+            /** Format: date-time */
+            created_at: string;
+        };
+        OauthGrantListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OauthGrant"][];
+        };
         SignInProvider: {
             /** @example google */
             slug: string;
@@ -3317,6 +3577,8 @@ export interface components {
         UserId: number;
         /** @description The webhook endpoint id. */
         WebhookId: number;
+        /** @description The client's id. */
+        OauthClientId: string;
         /** @description The provider's slug. */
         ProviderSlug: string;
         /** @description The message id, the same on every attempt; use it to drop a message you have already handled. */
@@ -6253,6 +6515,439 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOauthClients: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The clients, oldest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "client_id": "3q2-7wE1Hk9sUu6TgZl1xA",
+                     *           "name": "Team wiki",
+                     *           "type": "confidential",
+                     *           "has_client_secret": true,
+                     *           "redirect_uris": [
+                     *             "https://wiki.example.com/oidc/callback"
+                     *           ],
+                     *           "post_logout_redirect_uris": [
+                     *             "https://wiki.example.com/"
+                     *           ],
+                     *           "grant_types": [
+                     *             "authorization_code",
+                     *             "refresh_token"
+                     *           ],
+                     *           "scopes": [
+                     *             "openid",
+                     *             "profile",
+                     *             "email",
+                     *             "offline_access"
+                     *           ],
+                     *           "first_party": true,
+                     *           "registered": false,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthClientListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOauthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Team wiki",
+                 *       "type": "confidential",
+                 *       "redirect_uris": [
+                 *         "https://wiki.example.com/oidc/callback"
+                 *       ],
+                 *       "post_logout_redirect_uris": [
+                 *         "https://wiki.example.com/"
+                 *       ],
+                 *       "first_party": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateOauthClientRequest"];
+            };
+        };
+        responses: {
+            /** @description The client, with its secret (confidential clients), shown this once. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "client_id": "3q2-7wE1Hk9sUu6TgZl1xA",
+                     *         "client_secret": "Wm9vLXNlY3JldC1vbmx5LXNob3duLW9uY2UtaGVyZS1hYmM",
+                     *         "name": "Team wiki",
+                     *         "type": "confidential",
+                     *         "has_client_secret": true,
+                     *         "redirect_uris": [
+                     *           "https://wiki.example.com/oidc/callback"
+                     *         ],
+                     *         "post_logout_redirect_uris": [
+                     *           "https://wiki.example.com/"
+                     *         ],
+                     *         "grant_types": [
+                     *           "authorization_code",
+                     *           "refresh_token"
+                     *         ],
+                     *         "scopes": [
+                     *           "openid",
+                     *           "profile",
+                     *           "email",
+                     *           "offline_access"
+                     *         ],
+                     *         "first_party": true,
+                     *         "registered": false,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthClientCreatedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOauthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client's id. */
+                client_id: components["parameters"]["OauthClientId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The client. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "client_id": "Xk1vV2l5c3BhLWNsaWVudA",
+                     *         "name": "Dashboard",
+                     *         "type": "public",
+                     *         "has_client_secret": false,
+                     *         "redirect_uris": [
+                     *           "https://dashboard.example.com/callback"
+                     *         ],
+                     *         "post_logout_redirect_uris": [],
+                     *         "grant_types": [
+                     *           "authorization_code",
+                     *           "refresh_token"
+                     *         ],
+                     *         "scopes": [
+                     *           "openid",
+                     *           "profile",
+                     *           "email"
+                     *         ],
+                     *         "first_party": false,
+                     *         "registered": false,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthClientResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOauthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client's id. */
+                client_id: components["parameters"]["OauthClientId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "redirect_uris": [
+                 *         "https://wiki.example.com/oidc/callback",
+                 *         "https://wiki2.example.com/oidc/callback"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateOauthClientRequest"];
+            };
+        };
+        responses: {
+            /** @description The client as changed. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "client_id": "3q2-7wE1Hk9sUu6TgZl1xA",
+                     *         "name": "Team wiki",
+                     *         "type": "confidential",
+                     *         "has_client_secret": true,
+                     *         "redirect_uris": [
+                     *           "https://wiki.example.com/oidc/callback",
+                     *           "https://wiki2.example.com/oidc/callback"
+                     *         ],
+                     *         "post_logout_redirect_uris": [
+                     *           "https://wiki.example.com/"
+                     *         ],
+                     *         "grant_types": [
+                     *           "authorization_code",
+                     *           "refresh_token"
+                     *         ],
+                     *         "scopes": [
+                     *           "openid",
+                     *           "profile",
+                     *           "email",
+                     *           "offline_access"
+                     *         ],
+                     *         "first_party": true,
+                     *         "registered": false,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-04T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthClientResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOauthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client's id. */
+                client_id: components["parameters"]["OauthClientId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateOauthClientSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client's id. */
+                client_id: components["parameters"]["OauthClientId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "client_id": "3q2-7wE1Hk9sUu6TgZl1xA",
+                     *         "client_secret": "TmV3LXNlY3JldC1zaG93bi1vbmNlLWhlcmUtYWJjZGVmZ2g"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthClientSecretResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOauthGrants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The grants. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "Gk3cQ0u9pZyq0Yw0p8uJx2Vb7mN1sT4rE6aH5dL9fK2",
+                     *           "client_id": "3q2-7wE1Hk9sUu6TgZl1xA",
+                     *           "client_name": "Team wiki",
+                     *           "scopes": [
+                     *             "openid",
+                     *             "profile",
+                     *             "email"
+                     *           ],
+                     *           "created_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthGrantListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeOauthGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The grant's id, from `GET /api/auth/oauth-grants`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
             204: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

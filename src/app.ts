@@ -52,6 +52,20 @@ import { WebhookService } from './services/webhooks';
 import { WebhookDispatcher } from './infra/webhooks';
 import { createOidcProvider, type OidcProvider } from './oidc/provider';
 import { providerPages } from './oidc-pages/provider-pages';
+import { OauthClients } from './oidc/clients';
+import { OauthGrants } from './oidc/grants';
+
+/** The operations of the OpenID Connect provider's clients and grants, off with OIDC_ENABLED=false. */
+const OIDC_OPERATIONS = [
+  'listOauthClients',
+  'createOauthClient',
+  'getOauthClient',
+  'updateOauthClient',
+  'deleteOauthClient',
+  'rotateOauthClientSecret',
+  'listOauthGrants',
+  'revokeOauthGrant',
+];
 import { oidcPagesRouter, withProviderReturn } from './oidc-pages/router';
 
 export interface App {
@@ -179,6 +193,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         loginGuard,
         secondFactor: mfa,
       }),
+      oauthClients: new OauthClients(db, transact, config.secret.key),
+      oauthGrants: new OauthGrants(db, transact),
       identities: new LinkedIdentities(db, transact),
       emailCode: new EmailCodeSignIn(config.emailCode, config.account, config.redirects, {
         db,
@@ -198,7 +214,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
 
     // Operations a setting turned off are left out of the contract: they answer 404 as unknown routes do.
-    const switchedOff = config.emailCode.enabled ? [] : ['requestEmailCode', 'verifyEmailCode'];
+    const switchedOff = [
+      ...(config.emailCode.enabled ? [] : ['requestEmailCode', 'verifyEmailCode']),
+      ...(config.oidc.enabled ? [] : OIDC_OPERATIONS),
+    ];
     const document = contractFor(config.server, switchedOff);
     const limits = limiter && (await rateLimitGuard(config.limits, limiter));
     // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
@@ -243,6 +262,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           mfa,
           tokens,
           interactions: oidc.interactions,
+          emailCodes: config.emailCode.enabled,
           appUrl: config.account.appUrl,
           secret: config.secret.key,
           guard: limits?.guard,

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { Secret, TOTP } from 'otpauth';
 import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/db/identities';
 import { Housekeeping } from '../src/infra/housekeeping';
 import { createLogger } from '../src/logger';
@@ -302,6 +303,42 @@ describe('listing and linking by hand', () => {
     await t.db.updateTable('users').set({ is_active: false }).where('id', '=', user.id).execute();
     expect(errorOf(await backAtCallback(callback))).toEqual({ error: 'account_disabled', at: APP });
     expect(await identitiesOf(user.id)).toEqual([]);
+  });
+
+  it("asks a user with a second factor for it before the link's code signs them in, and the session names the provider", async () => {
+    const user = await t.register();
+    const enrolled = await t.post('/api/auth/mfa/totp', {}, { token: user.access });
+    const secret = Secret.fromBase32(enrolled.body.data.secret as string);
+    const totp = new TOTP({ secret, algorithm: 'SHA1', digits: 6, period: 30 }).generate();
+    const confirmed = await t.post(`/api/auth/mfa/totp/${enrolled.body.data.factor_id}/confirm`, { code: totp }, { token: user.access });
+    expect(confirmed.status).toBe(200);
+    const recoveryCodes = confirmed.body.data.recovery_codes as string[];
+    // A first factor ends the user's other sessions: they sign in again, with it.
+    const login = await t.post('/api/auth/login/json', { email: user.email, password: user.password });
+    expectError(login, 403, 'MFA_REQUIRED');
+    const verify = (mfaToken: string, code: string) =>
+      t.post('/api/auth/mfa/verify', { mfa_token: mfaToken, method: 'recovery_code', code });
+    const signedIn = await verify(login.body.error.mfa_token, recoveryCodes[0]);
+    expect(signedIn.status).toBe(200);
+
+    asCorp({ sub: `sub-mfa-${user.email}`, email: user.email, email_verified: true });
+    const linked = await link(signedIn.body.data.access_token, 'corp');
+    expect(await identitiesOf(user.id)).toHaveLength(1);
+    const exchanged = await t.post('/api/auth/providers/token', {
+      code: linked.landed.searchParams.get('code'),
+      code_verifier: linked.pkce.verifier,
+    });
+    expectError(exchanged, 403, 'MFA_REQUIRED');
+    const session = await verify(exchanged.body.error.mfa_token, recoveryCodes[1]);
+    expect(session.status).toBe(200);
+    expect(session.body.data.user.id).toBe(user.id);
+    const sessions = await t.get('/api/auth/sessions', { token: session.body.data.access_token });
+    expect(sessions.body.data.find((s: { current: boolean }) => s.current)).toMatchObject({ provider: 'corp' });
+    const created = await until(
+      () => hooks.about('session.created', user.id).find((m) => m.payload.data.provider === 'corp'),
+      'the session.created message of the provider session',
+    );
+    expect(created.payload.data.session_id).toBe(sessions.body.data.find((s: { current: boolean }) => s.current).id);
   });
 
   it('answers a link request with the errors of the contract', async () => {

@@ -269,7 +269,7 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
   );
 
   it(
-    'passes the accessibility check on the password reset and error pages, and is photographed at phone and desktop width',
+    'passes the accessibility check on the password reset, e-mailed code and error pages, and is photographed at phone and desktop width',
     async () => {
       const rp = await relyingParty();
       const { context, page, problems } = await open();
@@ -278,6 +278,14 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
         await page.getByRole('link', { name: 'Forgot your password?' }).click();
         await page.waitForSelector('h1:text("Reset your password")');
         await checkAccessibility(page, 'reset');
+        await page.getByRole('link', { name: 'Back to signing in' }).click();
+        await page.getByRole('link', { name: 'Sign in with a code sent by e-mail' }).click();
+        await page.waitForSelector('h1:text("Sign in with a code")');
+        await checkAccessibility(page, 'e-mail code');
+        await page.getByLabel('E-mail address').fill('someone@example.com');
+        await page.getByRole('button', { name: 'Send the code' }).click();
+        await page.waitForSelector('h1:text("Enter the code")');
+        await checkAccessibility(page, 'e-mail code entry');
         await page.goto(`${origin}/oauth2/interaction/unknown`);
         await checkAccessibility(page, 'expired');
         expect(problems).toEqual([]);

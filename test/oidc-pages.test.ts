@@ -6,6 +6,7 @@ import { auditRows } from './support/audit';
 import { FormBrowser, formTo, formsOf, type Page } from './support/hosted-pages';
 import { freePort } from './support/net';
 import { seedOauthClient, type ClientInput } from './support/oauth-clients';
+import { startSmtpServer, type TestSmtpServer } from './support/smtp';
 import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer';
 
 // The hosted sign-in pages of the service's OpenID Connect provider, over HTTP: openid-client is the
@@ -45,17 +46,26 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
   let confidential: RegisteredClient;
   let firstPartyPublic: RegisteredClient;
   let upstream: UpstreamIssuer;
+  let smtp: TestSmtpServer;
 
   beforeAll(async () => {
     oidc = await importModule<OpenIdClient>('openid-client');
     upstream = await startUpstreamIssuer();
+    smtp = await startSmtpServer();
     jose = await importModule<Jose>('jose');
     // The issuer is APP_URL: the app listens where APP_URL says, so that discovery's issuer is where it was read.
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
     const limits = { RATE_LIMIT_ENABLED: 'true', AUTH_RATE_LIMIT_PER_MINUTE: '100000', RATE_LIMIT_PER_MINUTE: '100000' };
     t = await startTestApp(
-      { APP_URL: origin, BRAND_NAME: BRAND, LOGIN_MAX_FAILURES: String(MAX_FAILURES), ...limits },
+      {
+        APP_URL: origin,
+        BRAND_NAME: BRAND,
+        LOGIN_MAX_FAILURES: String(MAX_FAILURES),
+        SMTP_URL: smtp.url,
+        MAIL_POLL_INTERVAL_MS: '100',
+        ...limits,
+      },
       { clock: () => clock },
     );
     const handle = t.app.koa.callback();
@@ -94,6 +104,7 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     }
     await t?.close();
     await upstream?.close();
+    await smtp?.close();
   });
 
   beforeEach(() => {
@@ -232,6 +243,24 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     expect(browser.has('oidc_provider_flow')).toBe(false);
   });
 
+  it('signs a person in with a code sent by e-mail', async () => {
+    const user = await t.register();
+    const browser = new FormBrowser(origin);
+    const { page, exchange } = await authorize(browser, firstPartyPublic);
+    const ask = await browser.open(new URL(/<a href="([^"]*\/email-code)">/.exec(page.html)![1], page.url).href);
+    const enter = await browser.submit(formTo(ask, '/email-code'), { email: user.email });
+    expect(enter.status).toBe(200);
+    expect(enter.html).toContain('If this address can sign in, a six-digit code is on its way to it.');
+    const mail = await smtp.waitFor((m) => m.to.includes(user.email) && m.subject === 'Your sign-in code');
+    const code = /^ {4}(\d{6})$/m.exec(mail.text)![1];
+
+    const wrong = await browser.submit(formTo(enter, '/email-code/verify'), { code: code === '000000' ? '111111' : '000000' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.html).toContain('That code is not right, or it has expired.');
+    const claims = (await exchange(await browser.submit(formTo(wrong, '/email-code/verify'), { code }))).claims()!;
+    expect(claims).toMatchObject({ sub: String(user.id), amr: ['otp'] });
+  });
+
   it('sends access_denied back when the person denies consent or cancels', async () => {
     const user = await t.register();
     const browser = new FormBrowser(origin);
@@ -275,6 +304,7 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     const claims = (await exchange(await browser.submit(totpForm(wrong), { code: codeFor(secret) }))).claims()!;
     expect(claims).toMatchObject({ sub: String(user.id), amr: expect.arrayContaining(['pwd', 'otp', 'mfa']) });
     expect((await auditRows(t, user.id, 'mfa.verified')).length).toBe(1);
+    expect(browser.has('oidc_second_step')).toBe(false);
 
     // Signing in again (prompt=login) with a recovery code instead.
     const again = await authorize(browser, firstPartyPublic, { prompt: 'login' });

@@ -10,7 +10,17 @@ export interface CliIo {
   env: Record<string, string | undefined>;
 }
 
-export type Options = { email?: string; name?: string; user?: string; help?: boolean };
+export type Options = {
+  email?: string;
+  name?: string;
+  user?: string;
+  help?: boolean;
+  type?: string;
+  'redirect-uri'?: string[];
+  'post-logout-redirect-uri'?: string[];
+  grant?: string[];
+  'first-party'?: boolean;
+};
 
 /** A command as typed: its name, the words after it, its options, and the environment. */
 export interface Invocation {

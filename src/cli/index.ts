@@ -7,6 +7,7 @@ import { CommandError, UsageError, type CliIo, type Command, type Context, type 
 import { createAdminCommand } from './create-admin';
 import { importUsersCommand } from './import-users';
 import { migrateCommand } from './migrate';
+import { oauthClientsCommand } from './oauth-clients';
 import { purgeCommand } from './purge';
 import { revokeSessionsCommand } from './revoke-sessions';
 
@@ -28,6 +29,14 @@ Commands:
   import-users FILE.jsonl    import users with their password hashes, one JSON object per line
                              ({"email", "name", "password_hash", "role"?, "email_verified"?});
                              lists the rows not created, and exits 1 if any was invalid
+  oauth-clients list         the OpenID Connect provider's clients, one a line
+  oauth-clients create --name <name> --type confidential|public [--redirect-uri <uri>]...
+                [--post-logout-redirect-uri <uri>]... [--grant <grant type>]... [--first-party]
+                             add a client; prints its client_id, and its secret once
+  oauth-clients rotate-secret <client_id>
+                             a new secret for a confidential client, printed once
+  oauth-clients delete <client_id>
+                             remove a client with its grants and tokens
   help                       show this text
 
 The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR. The embedded
@@ -42,6 +51,7 @@ const COMMANDS: Record<string, (invocation: Invocation) => Command> = {
   'revoke-sessions': revokeSessionsCommand,
   purge: purgeCommand,
   'import-users': importUsersCommand,
+  'oauth-clients': oauthClientsCommand,
 };
 
 /** Runs one command and returns the exit code: 0 done, 1 failed, 2 bad usage. */
@@ -52,7 +62,17 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: { email: { type: 'string' }, name: { type: 'string' }, user: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        email: { type: 'string' },
+        name: { type: 'string' },
+        user: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        type: { type: 'string' },
+        'redirect-uri': { type: 'string', multiple: true },
+        'post-logout-redirect-uri': { type: 'string', multiple: true },
+        grant: { type: 'string', multiple: true },
+        'first-party': { type: 'boolean' },
+      },
     });
   } catch (error) {
     return usageError(io, (error as Error).message);

@@ -1,6 +1,7 @@
 import type { Context } from './command';
 import { transactions } from '../db/transaction';
 import { Housekeeping } from '../infra/housekeeping';
+import { OauthClients } from '../oidc/clients';
 import { createTransport } from '../infra/mail-transport';
 import { Outbox } from '../infra/outbox';
 import { createLogger } from '../logger';
@@ -18,6 +19,7 @@ export function commandServices({ db, config }: Pick<Context, 'db' | 'config'>):
   users: UserService;
   imports: UserImport;
   housekeeping: Housekeeping;
+  oauthClients: OauthClients;
 } {
   const transact = transactions(db);
   // A command hashes one password at a time, with nothing queued behind it.
@@ -28,5 +30,6 @@ export function commandServices({ db, config }: Pick<Context, 'db' | 'config'>):
     users: new UserService(db, config.pagination, mail, passwords, transact, new CurrentPassword(passwords, transact)),
     imports: new UserImport(transact),
     housekeeping: new Housekeeping(db, config.housekeeping, config.audit, QUIET),
+    oauthClients: new OauthClients(db, transact, config.secret.key),
   };
 }

@@ -158,18 +158,18 @@ export function listUserGrants(db: Executor, userId: number): Promise<UserGrantR
     .execute();
 }
 
-/** Removes a user's grant and everything issued under it; false when the user has no such grant. */
-export async function deleteUserGrant(db: Executor, userId: number, grantId: string): Promise<boolean> {
+/** Removes a user's grant and everything issued under it; its client, or undefined when the user has no such grant. */
+export async function deleteUserGrant(db: Executor, userId: number, grantId: string): Promise<string | undefined> {
   const grant = await records(db)
     .deleteFrom('oidc_records')
     .where('model', '=', 'Grant')
     .where('id', '=', grantId)
     .where('user_id', '=', userId)
-    .returning('id')
+    .returning('client_id')
     .executeTakeFirst();
-  if (!grant) return false;
+  if (!grant) return undefined;
   await records(db).deleteFrom('oidc_records').where('grant_id', '=', grantId).execute();
-  return true;
+  return grant.client_id ?? '';
 }
 
 /** Removes every record of a client: its grants, codes, tokens and registration access token. */

@@ -6,6 +6,7 @@ import * as factors from './factors';
 import * as health from './health';
 import * as identityProviders from './identity-providers';
 import * as keys from './keys';
+import * as oauth from './oauth';
 import * as users from './users';
 import * as webhooks from './webhooks';
 import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types';
@@ -22,6 +23,7 @@ export const handlers = {
   ...apiKeys,
   ...webhooks,
   ...identityProviders,
+  ...oauth,
 } satisfies HandlerMap;
 
 /** The handlers as the HTTP layer runs them, bound to the app's services. */

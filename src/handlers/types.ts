@@ -1,3 +1,5 @@
+import type { OauthClients } from '../oidc/clients';
+import type { OauthGrants } from '../oidc/grants';
 import type { operations } from '../../generated/openapi';
 import type { KeyRing } from '../config/keys';
 import type { LinkedIdentities } from '../providers/identities';
@@ -103,6 +105,10 @@ export interface Services {
   emailCode: EmailCodeSignIn;
   providers: IdentityProviderRegistry;
   providerSignIn: ProviderSignIn;
+  /** The OpenID Connect provider's clients, for admins. */
+  oauthClients: OauthClients;
+  /** What people allowed the provider's clients. */
+  oauthGrants: OauthGrants;
   identities: LinkedIdentities;
 }
 

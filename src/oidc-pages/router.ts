@@ -6,12 +6,14 @@ import {
   InvalidCode,
   InvalidCredentials,
   InvalidPasskey,
+  InvalidToken,
   MfaRequired,
   NotFound,
   RateLimited,
   Unauthorized,
   Unavailable,
 } from '../errors';
+import type { EmailCodeSignIn } from '../email-code/email-code-sign-in';
 import type { OperationId } from '../handlers/types';
 import { ApiError } from '../http/errors';
 import { clientOf } from '../http/request';
@@ -38,6 +40,9 @@ export interface OidcPagesOptions {
   /** The sign-in providers that are on, as `GET /api/auth/providers` lists them. */
   providers: Pick<IdentityProviderRegistry, 'enabled'>;
   providerSignIn: Pick<ProviderSignIn, 'authorize' | 'exchange'>;
+  emailCode: Pick<EmailCodeSignIn, 'request' | 'verify'>;
+  /** EMAIL_CODE_ENABLED: the page offers a code by e-mail. */
+  emailCodes: boolean;
   /** APP_URL: a provider sends the person back to PROVIDER_RETURN at its origin. */
   appUrl: string;
   /** SECRET_KEY, which signs the forms' CSRF values. */
@@ -100,7 +105,14 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
         status,
         title: 'Sign in',
         notice: notice ?? reasonNotice(view),
-        body: views.signIn({ view, base: base(view), csrf: csrfFor(ctx, view), providers, email: email ?? view.loginHint }),
+        body: views.signIn({
+          view,
+          base: base(view),
+          csrf: csrfFor(ctx, view),
+          providers,
+          emailCodes: options.emailCodes,
+          email: email ?? view.loginHint,
+        }),
       },
       view,
     );
@@ -170,8 +182,8 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
   };
 
   /** A person proved who they are: the service session opened, the provider takes it from here. */
-  const signedIn = async (ctx: Context, userId: number, tokens: TokenPair) => {
-    ctx.cookies.set(SECOND_STEP_COOKIE, null, { path: INTERACTION_PREFIX });
+  const signedIn = async (ctx: Context, view: InteractionView, userId: number, tokens: TokenPair) => {
+    ctx.cookies.set(SECOND_STEP_COOKIE, null, { path: base(view) });
     const verified = options.tokens.verify(tokens.accessToken, 'access');
     if (!verified.ok) throw new Error('a session just opened has no valid access token');
     const { sid, amr, aal } = verified.claims;
@@ -231,7 +243,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
     if (!email || !fields.password) return retry(422, 'Enter your e-mail address and your password.');
     try {
       const { user, tokens } = await auth.login(email, fields.password, clientOf(ctx));
-      await signedIn(ctx, user.id, tokens);
+      await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
       if (error instanceof InvalidCredentials) return retry(401, WRONG_PASSWORD);
@@ -256,7 +268,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
         { mfa_token: mfaToken, method, code: fields.code?.replace(/\s+/g, ''), credential: credential as never },
         clientOf(ctx),
       );
-      await signedIn(ctx, user.id, tokens);
+      await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof Unauthorized) return signInPage(ctx, view, 401, errorNotice(SECOND_STEP_EXPIRED));
       if (error instanceof InvalidCode) return again(401, 'That code is not right, or it was already used. Try again.');
@@ -294,7 +306,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
     if (!credential || !fields.challenge_id) return retry(422, 'The passkey could not be used. Try again, or sign in with your password.');
     try {
       const { user, tokens } = await mfa.passkeyLogin(fields.challenge_id, credential as never, clientOf(ctx));
-      await signedIn(ctx, user.id, tokens);
+      await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof Unauthorized || error instanceof InvalidCredentials)
         return retry(401, 'That passkey was not recognised. Try again, or sign in with your password.');
@@ -372,7 +384,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
     try {
       await options.guard?.(ctx);
       const { user, tokens } = await options.providerSignIn.exchange(code, verifier, clientOf(ctx));
-      await signedIn(ctx, user.id, tokens);
+      await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
       if (error instanceof InvalidCode) return retry(400, 'The sign-in with the provider could not be completed. Try again.');
@@ -380,6 +392,62 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
       await refusal(ctx, error, retry);
     }
   });
+
+  const codePage = (ctx: Context, view: InteractionView, email: string, status: number, notice: Notice) =>
+    show(
+      ctx,
+      { status, title: 'Enter the code', notice, body: views.emailCode({ base: base(view), csrf: csrfFor(ctx, view), email }) },
+      view,
+    );
+
+  // With EMAIL_CODE_ENABLED off, these pages are not there (404), as the API's operations are not.
+  if (options.emailCodes) {
+    router.get(at('/email-code'), async (ctx) => {
+      const view = await pending(ctx);
+      if (!view) return;
+      show(
+        ctx,
+        { status: 200, title: 'Sign in with a code', body: views.askEmailCode({ base: base(view), csrf: csrfFor(ctx, view) }) },
+        view,
+      );
+    });
+
+    router.post(at('/email-code'), async (ctx) => {
+      const got = await posted(ctx, '/email-code', 'requestEmailCode');
+      if (!got) return;
+      const { view, fields } = got;
+      const email = (fields.email ?? '').trim();
+      if (!email || email.length > 254) {
+        const body = views.askEmailCode({ base: base(view), csrf: csrfFor(ctx, view) });
+        return show(ctx, { status: 422, title: 'Sign in with a code', body, notice: errorNotice('Enter your e-mail address.') }, view);
+      }
+      options.emailCode.request(email, undefined, clientOf(ctx));
+      codePage(ctx, view, email, 200, {
+        kind: 'success',
+        text: 'If this address can sign in, a six-digit code is on its way to it. It works once, for a few minutes.',
+      });
+    });
+
+    router.post(at('/email-code/verify'), async (ctx) => {
+      const got = await posted(ctx, '/email-code/verify', 'verifyEmailCode');
+      if (!got) return;
+      const { view, fields } = got;
+      const email = (fields.email ?? '').trim();
+      const code = (fields.code ?? '').replace(/\s+/g, '');
+      const again = (status: number, text: string) => codePage(ctx, view, email, status, errorNotice(text));
+      if (!email || !/^\d{6}$/.test(code)) return again(422, 'Enter the six digits of the code from the e-mail.');
+      try {
+        const { user, tokens } = await options.emailCode.verify({ email, code }, clientOf(ctx));
+        await signedIn(ctx, view, user.id, tokens);
+      } catch (error) {
+        if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
+        if (error instanceof InvalidCode || error instanceof InvalidToken)
+          return again(400, 'That code is not right, or it has expired. Check the latest e-mail, or ask for a new code.');
+        if (error instanceof Forbidden) return again(403, `${error.message}.`);
+        await refusal(ctx, error, again);
+      }
+    });
+  }
 
   router.post(at('/consent'), async (ctx) => {
     const got = await posted(ctx, '/consent', undefined);

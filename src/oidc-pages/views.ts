@@ -48,8 +48,8 @@ ${hidden({ csrf: csrf(path), options_csrf: csrf(optionsPath), credential: '', ..
 `;
 }
 
-export function signIn(parts: Parts & { providers: Array<{ slug: string; name: string }>; email?: string }): string {
-  const { view, base, csrf, providers, email } = parts;
+export function signIn(parts: Parts & { providers: Array<{ slug: string; name: string }>; emailCodes: boolean; email?: string }): string {
+  const { view, base, csrf, providers, emailCodes, email } = parts;
   const password = formTo(
     base,
     csrf,
@@ -76,6 +76,7 @@ ${providers.map((p) => `<li><a href="${escape(`${base}/provider/${encodeURICompo
     `<p>Sign in to continue to <strong>${escape(view.client.name)}</strong>.</p>\n` +
     password +
     `<p><a href="${escape(`${base}/forgot-password`)}">Forgot your password?</a></p>\n` +
+    (emailCodes ? `<p><a href="${escape(`${base}/email-code`)}">Sign in with a code sent by e-mail</a></p>\n` : '') +
     passkeyForm(base, csrf, '/passkey', '/passkey/options', 'Sign in with a passkey', { challenge_id: '' }) +
     others +
     cancel(parts)
@@ -157,6 +158,39 @@ export function forgotPassword({ base, csrf }: { base: string; csrf: Csrf }): st
         '<button type="submit">Send the link</button>\n',
     ) +
     back(base)
+  );
+}
+
+export function askEmailCode({ base, csrf }: { base: string; csrf: Csrf }): string {
+  return (
+    paragraph('Enter the e-mail address of your account, and we will send it a code to sign in with, no password needed.') +
+    formTo(
+      base,
+      csrf,
+      '/email-code',
+      field('email', 'E-mail address', 'type="email" autocomplete="username" required maxlength="254"') +
+        '<button type="submit">Send the code</button>\n',
+    ) +
+    back(base)
+  );
+}
+
+export function emailCode({ base, csrf, email }: { base: string; csrf: Csrf; email: string }): string {
+  return (
+    formTo(
+      base,
+      csrf,
+      '/email-code/verify',
+      hidden({ email }) +
+        '\n' +
+        field(
+          'code',
+          'Code from the e-mail',
+          'type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]*" maxlength="8" required',
+          `The six digits of the e-mail sent to ${email}.`,
+        ) +
+        '<button type="submit">Sign in</button>\n',
+    ) + back(base)
   );
 }
 

@@ -51,7 +51,7 @@ export function clientMetadata(
 export function adapterClass(options: AdapterOptions) {
   const { db, secretKey } = options;
   return class DatabaseAdapter {
-    constructor(private readonly model: string) {}
+    constructor(readonly model: string) {}
 
     async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
       if (this.model === 'Client') {

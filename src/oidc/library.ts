@@ -10,7 +10,12 @@ import type Koa from 'koa';
 // eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
 const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (
   specifier: string,
-) => Promise<{ default: ProviderClass }>;
+) => Promise<{ default: ProviderClass; interactionPolicy: InteractionPolicy }>;
+
+/** oidc-provider's interaction policy helpers: the base policy, its prompts and their checks. */
+export interface InteractionPolicy {
+  base(): Array<{ name: string; checks: Array<{ reason: string; check: (ctx: ProviderContext) => boolean | Promise<boolean> }> }>;
+}
 
 /** The parts of oidc-provider's API this service uses (the package ships no types). */
 export interface ProviderClass {
@@ -76,14 +81,19 @@ export interface Provider {
   readonly Client: { find(id: string): Promise<ClientModel | undefined>; prototype: ClientModel };
 }
 
-let library: Promise<ProviderClass> | undefined;
+let library: Promise<{ default: ProviderClass; interactionPolicy: InteractionPolicy }> | undefined;
 
 /**
  * oidc-provider's Provider class, loaded once per process. The library warns on any Node.js before
  * 22 (its supported runtimes); that one line is left out of standard error here, and the app's log
  * says it instead (see `runtimeSupported`).
  */
-export function providerClass(): Promise<ProviderClass> {
+export async function providerClass(): Promise<ProviderClass> {
+  return (await providerModule()).default;
+}
+
+/** The library's module: the Provider class and the interaction policy. */
+export function providerModule(): Promise<{ default: ProviderClass; interactionPolicy: InteractionPolicy }> {
   library ??= (async () => {
     const warn = console.warn;
     console.warn = (...args: unknown[]) => {
@@ -91,7 +101,7 @@ export function providerClass(): Promise<ProviderClass> {
       warn(...args);
     };
     try {
-      return (await importModule('oidc-provider')).default;
+      return await importModule('oidc-provider');
     } finally {
       console.warn = warn;
     }

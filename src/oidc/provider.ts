@@ -9,9 +9,10 @@ import { findUserById } from '../db/users';
 import { deriveKey } from '../infra/sealed';
 import type { Logger } from '../logger';
 import { adapterClass, userIdOf } from './adapter';
+import { clientSealingKey } from './clients';
 import { plainPages, type ProviderPages } from './default-pages';
 import { databaseInteractions, type OidcInteractions } from './interactions';
-import { providerClass, runtimeSupported, type Grant, type Provider, type ProviderContext } from './library';
+import { providerModule, runtimeSupported, type Grant, type Provider, type ProviderContext } from './library';
 import { SigningKeys } from './keys';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
@@ -49,6 +50,12 @@ export interface OidcProvider {
 }
 
 const SCOPES = ['openid', 'offline_access', 'profile', 'email'];
+
+/** How a client authenticated, as the provider's policies are told. */
+interface ClientAuth {
+  clientId: string;
+  clientAuthMethod: string;
+}
 
 /** Whether oidc-provider answers this path. */
 export function isProviderPath(path: string): boolean {
@@ -96,7 +103,7 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
 
 async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Promise<Provider> {
   const { db, config, logger } = options;
-  const Provider = await providerClass();
+  const { default: Provider, interactionPolicy } = await providerModule();
   if (!runtimeSupported()) {
     logger.warn(
       { node: process.versions.node },
@@ -107,8 +114,15 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
   const jwk = publicJwk(createPublicKey(signing.key));
   const privateJwk = { ...signing.key.export({ format: 'jwk' }), kid: jwk.kid, alg: signing.algorithm, use: 'sig' };
   const pages = options.pages ?? plainPages(config.brandName);
-  const secretKey = deriveKey(options.secret, 'oauth-client-secret');
+  const secretKey = clientSealingKey(options.secret);
   const firstParty = async (clientId: string) => (await findOauthClient(db, clientId))?.first_party === true;
+  // The requests of first-party clients, which are granted what they ask for without a consent page.
+  const trusted = new WeakSet<object>();
+  const policy = interactionPolicy.base();
+  for (const check of policy.find((prompt) => prompt.name === 'consent')?.checks ?? []) {
+    const original = check.check.bind(check);
+    check.check = (ctx) => (ctx.oidc && trusted.has(ctx.oidc) ? false : original(ctx));
+  }
 
   const configuration: Record<string, unknown> = {
     adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx }),
@@ -158,8 +172,17 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
     },
     features: {
       devInteractions: { enabled: false },
-      introspection: { enabled: true },
-      revocation: { enabled: true },
+      // A confidential client (a resource server) may introspect any token; a public one only its own.
+      introspection: {
+        enabled: true,
+        allowedPolicy: (_ctx: unknown, client: ClientAuth, token: { clientId?: string }) =>
+          client.clientAuthMethod !== 'none' || token.clientId === client.clientId,
+      },
+      // A client revokes only its own tokens; another's is left alone, as RFC 7009 lets a server do.
+      revocation: {
+        enabled: true,
+        allowedPolicy: (_ctx: unknown, client: ClientAuth, token: { clientId?: string }) => token.clientId === client.clientId,
+      },
       userinfo: { enabled: true },
       clientCredentials: { enabled: true },
       pushedAuthorizationRequests: { enabled: false },
@@ -183,6 +206,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
       let grant = grantId ? await oidc.provider.Grant.find(grantId) : undefined;
       const accountId = oidc.account?.accountId ?? session.accountId;
       if (accountId && (await firstParty(clientId))) {
+        trusted.add(oidc);
         if (!grant || grant.accountId !== accountId) grant = new oidc.provider.Grant({ accountId, clientId });
         grant.addOIDCScope([...oidc.requestParamScopes].join(' '));
         const claims = [...oidc.requestParamClaims];
@@ -191,7 +215,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
       }
       return grant;
     },
-    interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `${INTERACTION_PREFIX}${interaction.uid}` },
+    interactions: { policy, url: (_ctx: unknown, interaction: { uid: string }) => `${INTERACTION_PREFIX}${interaction.uid}` },
     routes: {
       authorization: '/oauth2/authorize',
       token: '/oauth2/token',

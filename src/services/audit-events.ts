@@ -47,6 +47,11 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'identity.linked': true,
   'identity.unlinked': true,
   'identity.link_failed': true,
+  'oauth_client.created': true,
+  'oauth_client.updated': true,
+  'oauth_client.deleted': true,
+  'oauth_client.secret_rotated': true,
+  'oauth_grant.revoked': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */

@@ -1,0 +1,36 @@
+import type { ClientView } from '../oidc/clients';
+import { iso } from '../services/user-view';
+import { created, noContent, ok, signedIn } from './reply';
+import type { Handler } from './types';
+
+function clientView<T extends ClientView>(client: T) {
+  return { ...client, created_at: iso(client.created_at), updated_at: iso(client.updated_at) };
+}
+
+export const listOauthClients: Handler<'listOauthClients'> = async (input, { oauthClients }) =>
+  ok((await oauthClients.list(signedIn(input))).map(clientView));
+
+export const createOauthClient: Handler<'createOauthClient'> = async (input, { oauthClients }) =>
+  created(clientView(await oauthClients.create(signedIn(input), input.body)));
+
+export const getOauthClient: Handler<'getOauthClient'> = async (input, { oauthClients }) =>
+  ok(clientView(await oauthClients.get(signedIn(input), input.path.client_id)));
+
+export const updateOauthClient: Handler<'updateOauthClient'> = async (input, { oauthClients }) =>
+  ok(clientView(await oauthClients.update(signedIn(input), input.path.client_id, input.body)));
+
+export const deleteOauthClient: Handler<'deleteOauthClient'> = async (input, { oauthClients }) => {
+  await oauthClients.remove(signedIn(input), input.path.client_id);
+  return noContent();
+};
+
+export const rotateOauthClientSecret: Handler<'rotateOauthClientSecret'> = async (input, { oauthClients }) =>
+  ok(await oauthClients.rotateSecret(signedIn(input), input.path.client_id));
+
+export const listOauthGrants: Handler<'listOauthGrants'> = async (input, { oauthGrants }) =>
+  ok((await oauthGrants.list(signedIn(input))).map((grant) => ({ ...grant, created_at: iso(grant.created_at) })));
+
+export const revokeOauthGrant: Handler<'revokeOauthGrant'> = async (input, { oauthGrants }) => {
+  await oauthGrants.revoke(signedIn(input), input.path.id);
+  return noContent();
+};

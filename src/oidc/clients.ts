@@ -1,0 +1,257 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { AuditDetails } from '../db/audit';
+import {
+  deleteOauthClient,
+  findOauthClient,
+  insertOauthClient,
+  listOauthClients,
+  setOauthClientSecret,
+  updateOauthClient,
+  type OauthClientRow,
+} from '../db/oidc-clients';
+import type { Transact, UnitOfWork } from '../db/transaction';
+import type { Database } from '../db/types';
+import { NotFound, Validation, type FieldProblem } from '../errors';
+import { deriveKey, seal } from '../infra/sealed';
+import { recordEvent, type AuditEventType } from '../services/audit-events';
+import { requireAdmin, type Principal } from '../services/principal';
+
+export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
+export type Scope = 'openid' | 'profile' | 'email' | 'offline_access';
+export type ClientType = 'confidential' | 'public';
+
+export interface ClientInput {
+  name: string;
+  type: ClientType;
+  redirect_uris?: string[];
+  post_logout_redirect_uris?: string[];
+  grant_types?: GrantType[];
+  scopes?: Scope[];
+  first_party?: boolean;
+}
+
+export type ClientChanges = Partial<Omit<ClientInput, 'type'>>;
+
+/** A client as the API shows it, with its settings read back from the provider's metadata. */
+export interface ClientView {
+  client_id: string;
+  name: string;
+  type: ClientType;
+  has_client_secret: boolean;
+  redirect_uris: string[];
+  post_logout_redirect_uris: string[];
+  grant_types: GrantType[];
+  scopes: Scope[];
+  first_party: boolean;
+  registered: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const DEFAULT_GRANTS: GrantType[] = ['authorization_code', 'refresh_token'];
+const ALL_SCOPES: Scope[] = ['openid', 'profile', 'email', 'offline_access'];
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** The key that seals client secrets, derived from SECRET_KEY for this purpose alone (the provider's adapter unseals them). */
+export function clientSealingKey(secretKey: string): Buffer {
+  return deriveKey(secretKey, 'oauth-client-secret');
+}
+
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []);
+
+export function clientView(row: OauthClientRow): ClientView {
+  const metadata = row.metadata;
+  const scope = typeof metadata.scope === 'string' ? metadata.scope : ALL_SCOPES.join(' ');
+  return {
+    client_id: row.client_id,
+    name: row.name,
+    type: row.type,
+    has_client_secret: row.client_secret_sealed !== null,
+    redirect_uris: strings(metadata.redirect_uris),
+    post_logout_redirect_uris: strings(metadata.post_logout_redirect_uris),
+    grant_types: strings(metadata.grant_types ?? ['authorization_code']) as GrantType[],
+    scopes: scope.split(' ').filter((s) => s !== '') as Scope[],
+    first_party: row.first_party,
+    registered: row.registered,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** An exact redirect URI the provider will compare against: https, http on loopback, or a native app's own scheme. */
+function redirectProblem(text: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (url.hash || text.includes('#')) return 'may not carry a fragment';
+  if (url.protocol === 'https:') return undefined;
+  if (url.protocol === 'http:')
+    return LOOPBACK.has(url.hostname) ? undefined : 'must use https (http only on localhost, 127.0.0.1 or [::1])';
+  if (/^(javascript|data|file|vbscript|blob):$/.test(url.protocol)) return `may not use the ${url.protocol} scheme`;
+  // A private-use scheme of a native application (RFC 8252 §7.1): reverse domain name notation.
+  return url.protocol.includes('.')
+    ? undefined
+    : 'a native application uses a private-use scheme in reverse domain notation (com.example.app:/callback)';
+}
+
+/** The client's settings as a whole, checked at creation and after every change. */
+function check(settings: Required<Omit<ClientInput, 'first_party'>> & { first_party: boolean; registered: boolean }): void {
+  const problems: FieldProblem[] = [];
+  for (const field of ['redirect_uris', 'post_logout_redirect_uris'] as const) {
+    settings[field].forEach((uri, index) => {
+      const problem = redirectProblem(uri);
+      if (problem) problems.push({ field: `body.${field}.${index}`, message: problem });
+    });
+  }
+  const grants = new Set(settings.grant_types);
+  if (grants.has('authorization_code') && settings.redirect_uris.length === 0)
+    problems.push({ field: 'body.redirect_uris', message: 'needs at least one URI for the authorization_code grant' });
+  if (grants.has('refresh_token') && !grants.has('authorization_code'))
+    problems.push({ field: 'body.grant_types', message: 'refresh_token comes with authorization_code' });
+  if (grants.has('client_credentials') && settings.type === 'public')
+    problems.push({ field: 'body.grant_types', message: 'client_credentials is for confidential clients only' });
+  if (settings.registered && settings.first_party)
+    problems.push({ field: 'body.first_party', message: 'a client that registered itself is never first party' });
+  if (problems.length > 0) throw new Validation(problems);
+}
+
+/** The provider's metadata for a client's settings. */
+function metadataOf(settings: Required<Omit<ClientInput, 'first_party'>>, base: Record<string, unknown> = {}): Record<string, unknown> {
+  const grants = settings.grant_types;
+  return {
+    ...base,
+    client_name: settings.name,
+    // A native application's private-use scheme (RFC 8252) is refused for a web one.
+    application_type: settings.redirect_uris.some((uri) => !/^https?:/.test(uri)) ? 'native' : 'web',
+    redirect_uris: settings.redirect_uris,
+    post_logout_redirect_uris: settings.post_logout_redirect_uris,
+    grant_types: grants,
+    response_types: grants.includes('authorization_code') ? ['code'] : [],
+    token_endpoint_auth_method: settings.type === 'public' ? 'none' : (base.token_endpoint_auth_method ?? 'client_secret_basic'),
+    scope: settings.scopes.join(' '),
+  };
+}
+
+/**
+ * The applications that sign people in through the service's OpenID Connect provider, as admins
+ * (and the command line) manage them: settings checked, secrets sealed at rest and shown once.
+ */
+export class OauthClients {
+  private readonly key: Buffer;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly transact: Transact,
+    secretKey: string,
+  ) {
+    this.key = clientSealingKey(secretKey);
+  }
+
+  async list(principal: Principal | null): Promise<ClientView[]> {
+    if (principal) requireAdmin(principal);
+    return (await listOauthClients(this.db)).map(clientView);
+  }
+
+  async get(principal: Principal | null, clientId: string): Promise<ClientView> {
+    if (principal) requireAdmin(principal);
+    return clientView(found(await findOauthClient(this.db, clientId)));
+  }
+
+  /** A new client, with its secret in clear when it is confidential (shown this once). */
+  async create(principal: Principal | null, input: ClientInput): Promise<ClientView & { client_secret?: string }> {
+    if (principal) requireAdmin(principal);
+    const settings = {
+      name: input.name,
+      type: input.type,
+      redirect_uris: input.redirect_uris ?? [],
+      post_logout_redirect_uris: input.post_logout_redirect_uris ?? [],
+      grant_types: input.grant_types ?? DEFAULT_GRANTS,
+      scopes: withOpenId(input.scopes ?? ALL_SCOPES),
+      first_party: input.first_party ?? false,
+    };
+    check({ ...settings, registered: false });
+    const secret = input.type === 'confidential' ? newSecret() : undefined;
+    return this.transact(async (trx) => {
+      const row = await insertOauthClient(trx, {
+        client_id: randomBytes(16).toString('base64url'),
+        name: settings.name,
+        type: settings.type,
+        client_secret_sealed: secret === undefined ? null : seal(this.key, secret),
+        metadata: metadataOf(settings),
+        first_party: settings.first_party,
+        registered: false,
+      });
+      await recordAdminEvent(trx, principal, 'oauth_client.created', { client_id: row.client_id, type: row.type });
+      return { ...clientView(row), ...(secret === undefined ? {} : { client_secret: secret }) };
+    });
+  }
+
+  async update(principal: Principal | null, clientId: string, patch: ClientChanges): Promise<ClientView> {
+    if (principal) requireAdmin(principal);
+    return this.transact(async (trx) => {
+      const current = found(await findOauthClient(trx, clientId));
+      const view = clientView(current);
+      const settings = {
+        name: patch.name ?? view.name,
+        type: view.type,
+        redirect_uris: patch.redirect_uris ?? view.redirect_uris,
+        post_logout_redirect_uris: patch.post_logout_redirect_uris ?? view.post_logout_redirect_uris,
+        grant_types: patch.grant_types ?? view.grant_types,
+        scopes: patch.scopes ? withOpenId(patch.scopes) : view.scopes,
+        first_party: patch.first_party ?? view.first_party,
+      };
+      check({ ...settings, registered: current.registered });
+      const row = found(
+        await updateOauthClient(trx, clientId, {
+          name: settings.name,
+          metadata: metadataOf(settings, current.metadata),
+          first_party: settings.first_party,
+        }),
+      );
+      await recordAdminEvent(trx, principal, 'oauth_client.updated', { client_id: clientId, fields: Object.keys(patch) });
+      return clientView(row);
+    });
+  }
+
+  async remove(principal: Principal | null, clientId: string): Promise<void> {
+    if (principal) requireAdmin(principal);
+    await this.transact(async (trx) => {
+      if (!(await deleteOauthClient(trx, clientId))) throw new NotFound('OAuth client not found');
+      await recordAdminEvent(trx, principal, 'oauth_client.deleted', { client_id: clientId });
+    });
+  }
+
+  async rotateSecret(principal: Principal | null, clientId: string): Promise<{ client_id: string; client_secret: string }> {
+    if (principal) requireAdmin(principal);
+    return this.transact(async (trx) => {
+      const current = found(await findOauthClient(trx, clientId));
+      if (current.type !== 'confidential')
+        throw new Validation([{ field: 'path.client_id', message: 'is a public client, which has no secret' }]);
+      const secret = newSecret();
+      found(await setOauthClientSecret(trx, clientId, seal(this.key, secret)));
+      await recordAdminEvent(trx, principal, 'oauth_client.secret_rotated', { client_id: clientId });
+      return { client_id: clientId, client_secret: secret };
+    });
+  }
+}
+
+const newSecret = () => randomBytes(32).toString('base64url');
+
+/** `openid` is always among a client's scopes: the provider is an OpenID Connect one. */
+function withOpenId(scopes: Scope[]): Scope[] {
+  return scopes.includes('openid') ? [...new Set(scopes)] : ['openid', ...new Set(scopes)];
+}
+
+/** An admin's change to the clients (or the command line's): about no account, so without a subject. */
+function recordAdminEvent(trx: UnitOfWork, principal: Principal | null, type: AuditEventType, details: AuditDetails): Promise<void> {
+  return recordEvent(trx, { type, actor: principal?.user.id ?? null, subject: null, details, origin: principal?.client ?? null });
+}
+
+function found(row: OauthClientRow | undefined): OauthClientRow {
+  if (row === undefined) throw new NotFound('OAuth client not found');
+  return row;
+}
