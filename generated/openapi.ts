@@ -1835,7 +1835,9 @@ export interface paths {
          *     one attempt within 5 minutes: an unknown, used or expired code, or a wrong `code_verifier`,
          *     is a 400 `INVALID_CODE` and the code is spent. A wrong verifier counts as a failed sign-in
          *     toward the account's lockout (429 while locked), as do wrong second factors after it. A
-         *     disabled or deleted account is refused (403). Access tokens of such a session carry
+         *     disabled or deleted account is refused (403). The code of a link by hand
+         *     (`POST /api/auth/identities/{slug}/link`) first links its identity to the user who asked:
+         *     409 `CONFLICT` when another account took that identity meanwhile. Access tokens of such a session carry
          *     `amr: ["fed"]` (after a second factor `["fed", "otp"|"hwk", "mfa"]` and `aal2`), and the
          *     audit trail's `login.succeeded` names the provider in `details.provider`.
          */
@@ -1888,14 +1890,16 @@ export interface paths {
          *     `GET /api/auth/providers/{slug}/authorize`, posts `redirect_to` (on the allow-list
          *     `AUTH_REDIRECT_URLS`; 400 `INVALID_REDIRECT` otherwise) and `code_challenge`, and sends the
          *     browser to the `authorization_url` of the answer. The provider sends it back to
-         *     `GET /api/auth/providers/{slug}/callback`, which links the identity to this user, whatever
-         *     e-mail address the provider gives, and comes back to `redirect_to`:
+         *     `GET /api/auth/providers/{slug}/callback`, which comes back to `redirect_to`:
          *
-         *     * with `?code=…`, as a sign-in does (GoTrue's `linkIdentity` ends the same way): the
-         *       identity is linked, and `POST /api/auth/providers/token` exchanges the code with the
-         *       `code_verifier` for a session of this user signed in with the provider (or
-         *       `MFA_REQUIRED` for a user with a second factor); an application that only wanted the
-         *       link may leave the code, which expires unused in 5 minutes;
+         *     * with `?code=…`, as a sign-in does (GoTrue's `linkIdentity` ends the same way). The
+         *       application exchanges it at `POST /api/auth/providers/token` with its `code_verifier`:
+         *       that links the identity to this user, whatever e-mail address the provider gave (the
+         *       person is signed in to both), and answers with a session of this user signed in with the
+         *       provider (or `MFA_REQUIRED` for a user with a second factor, the link made all the same).
+         *       The link waits for the verifier so that only the application that asked completes it: a
+         *       person lured to another account's `authorization_url` brings back a code their own
+         *       application cannot exchange (400 `INVALID_CODE`), and their identity is not linked;
          *     * or with `?error=…&error_description=…`: `identity_in_use` (the identity is already linked
          *       to another account; nothing changes), `account_disabled` (this user was disabled or
          *       deleted meanwhile), `access_denied`, `provider_disabled`, `invalid_response` or
@@ -1904,7 +1908,9 @@ export interface paths {
          *     An identity already linked to this user stays linked, and the answer is a code as above.
          *     A user may link several identities of one provider. Recorded in the audit trail as
          *     `identity.linked` (`details.how: manual`), and sent to webhooks as `user.identity_linked`;
-         *     a refused link is an `identity.link_failed` with `details.reason`. An unknown or disabled
+         *     a refused link is an `identity.link_failed` with `details.reason`, at the callback or, for
+         *     an identity linked to another account between the callback and the exchange, at the
+         *     exchange (409 `CONFLICT` there). An unknown or disabled
          *     provider is a 404. When the provider cannot be reached, `authorization_url` is `redirect_to`
          *     with `error=temporarily_unavailable`, and nothing is kept.
          *
@@ -7868,6 +7874,27 @@ export interface operations {
                 };
             };
             403: components["responses"]["LoginForbidden"];
+            /** @description The code of a link by hand, whose identity another account took meanwhile (`CONFLICT`); nothing is linked and no session opened. */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "CONFLICT",
+                     *         "message": "This identity is already linked to another account"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

@@ -15,6 +15,7 @@ import * as providerSignIns from './20261203110100_provider_sign_ins';
 import * as rateLimits from './20261203141700_rate_limits';
 import * as oidcProvider from './20261204090000_oidc_provider';
 import * as identityLinks from './20261204100000_identity_links';
+import * as providerCodeLinks from './20261204110000_provider_code_links';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '20261203141700_rate_limits': rateLimits,
   '20261204090000_oidc_provider': oidcProvider,
   '20261204100000_identity_links': identityLinks,
+  '20261204110000_provider_code_links': providerCodeLinks,
 };

@@ -154,7 +154,7 @@ async function backAtCallback(callback: string): Promise<URL> {
 }
 
 /** Starts a link for the bearer of `token` and follows it through the provider; where the browser lands. */
-async function link(token: string, slug: string, code = pkce()): Promise<{ landed: URL; pkce: Pkce }> {
+async function startLink(token: string, slug: string, code = pkce()): Promise<{ landed: URL; pkce: Pkce }> {
   const started = await t.post(
     `/api/auth/identities/${slug}/link`,
     { redirect_to: APP, code_challenge: code.challenge, code_challenge_method: 'S256' },
@@ -170,6 +170,12 @@ async function signIn(slug: string, code = pkce()): Promise<{ landed: URL; pkce:
   const start = await t.get(`/api/auth/providers/${slug}/authorize?${query.toString()}`, { headers: HOST });
   expect(start.status).toBe(302);
   return { landed: await backAtCallback(await atProvider(start.headers.location)), pkce: code };
+}
+
+/** A whole link by hand: started, through the provider, and its code exchanged, which links the identity. */
+async function link(token: string, slug: string) {
+  const started = await startLink(token, slug);
+  return { ...started, session: await exchange(started) };
 }
 
 async function exchange({ landed, pkce: code }: { landed: URL; pkce: Pkce }) {
@@ -208,7 +214,7 @@ describe('listing and linking by hand', () => {
 
     // Another address, not verified: a link by hand needs neither, the person is signed in to both.
     asCorp({ sub: `sub-link-${user.email}`, email: uniqueEmail('elsewhere'), email_verified: false, name: 'Someone Else' });
-    const linked = await link(user.access, 'corp');
+    const linked = await startLink(user.access, 'corp');
     expect([...linked.landed.searchParams.keys()]).toEqual(['code']);
     expect(linked.landed.origin + linked.landed.pathname).toBe(APP);
     const sent = oidc.authorizations.at(-1)!;
@@ -216,6 +222,10 @@ describe('listing and linking by hand', () => {
     expect(sent.get('nonce')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(sent.get('code_challenge_method')).toBe('S256');
     expect(sent.get('redirect_uri')).toBe('http://accounts.test/api/auth/providers/corp/callback');
+    // Not linked yet: the application that asked completes the link by exchanging the code with its verifier.
+    expect(await identitiesOf(user.id)).toEqual([]);
+    const session = await exchange(linked);
+    expect(session.user.id).toBe(user.id);
 
     const [identity] = await listed(user.access);
     expect(identity).toEqual({
@@ -237,9 +247,7 @@ describe('listing and linking by hand', () => {
       }),
     ]);
 
-    // The code at redirect_to is GoTrue's: exchanged, it signs in this user, by the provider.
-    const session = await exchange(linked);
-    expect(session.user.id).toBe(user.id);
+    // The exchange also signed this user in, by the provider, as GoTrue's linkIdentity does.
     const sessions = await t.get('/api/auth/sessions', { token: session.access_token });
     expect(sessions.status).toBe(200);
     const current = sessions.body.data.find((s: { current: boolean }) => s.current);
@@ -277,7 +285,7 @@ describe('listing and linking by hand', () => {
     const attacker = await t.register();
     // The attacker's own session starts a link, and the provider answers with the owner's identity.
     asCorp({ sub: owner.identity.subject, email: attacker.email, email_verified: true });
-    const { landed } = await link(attacker.access, 'corp');
+    const { landed } = await startLink(attacker.access, 'corp');
     expect(errorOf(landed)).toEqual({ error: 'identity_in_use', at: APP });
     expect(landed.searchParams.get('code')).toBeNull();
     expect(await identitiesOf(attacker.id)).toEqual([]);
@@ -287,6 +295,48 @@ describe('listing and linking by hand', () => {
     ]);
     // And the identity still signs its owner in.
     expect((await exchange(await signIn('corp'))).user.id).toBe(owner.user.id);
+  });
+
+  it("does not link a victim's identity to the account of someone who sent them the link's address", async () => {
+    const attacker = await t.register();
+    const attackerCode = pkce();
+    const started = await t.post(
+      '/api/auth/identities/corp/link',
+      { redirect_to: APP, code_challenge: attackerCode.challenge, code_challenge_method: 'S256' },
+      { token: attacker.access, headers: HOST },
+    );
+    expect(started.status).toBe(200);
+    // The victim opens the address in their browser and signs in at the provider as themselves.
+    const victim = asCorp(person('victim'));
+    const landed = await backAtCallback(await atProvider(started.body.data.authorization_url));
+    expect(landed.searchParams.get('code')).toEqual(expect.any(String));
+    // The application in the victim's browser has its own verifier, not the attacker's.
+    const exchanged = await t.post('/api/auth/providers/token', { code: landed.searchParams.get('code'), code_verifier: pkce().verifier });
+    expectError(exchanged, 400, 'INVALID_CODE');
+    expect(await identitiesOf(attacker.id)).toEqual([]);
+    expect(await rows().selectFrom('user_identities').select('id').where('subject', '=', victim.sub).execute()).toEqual([]);
+    // The victim's identity still signs them in, to an account of their own.
+    const own = await exchange(await signIn('corp'));
+    expect(own.user.id).not.toBe(attacker.id);
+    expect(own.user.email).toBe(victim.email);
+  });
+
+  it('refuses the exchange of a link whose identity another account took after the callback (409), linking nothing', async () => {
+    const user = await t.register();
+    asCorp(person('taken'));
+    const started = await startLink(user.access, 'corp');
+    // Meanwhile the identity signs up an account of its own.
+    const other = await exchange(await signIn('corp'));
+    const exchanged = await t.post('/api/auth/providers/token', {
+      code: started.landed.searchParams.get('code'),
+      code_verifier: started.pkce.verifier,
+    });
+    expectError(exchanged, 409, 'CONFLICT');
+    expect(await identitiesOf(user.id)).toEqual([]);
+    expect((await identitiesOf(other.user.id)).map((row) => row.subject)).toEqual([corpAccount.sub]);
+    expect(await auditRows(t, user.id, 'identity.link_failed')).toEqual([
+      expect.objectContaining({ details: { reason: 'identity_in_use', provider: 'corp' } }),
+    ]);
   });
 
   it('refuses a link whose user was disabled before the provider answered (account_disabled)', async () => {
@@ -322,13 +372,14 @@ describe('listing and linking by hand', () => {
     expect(signedIn.status).toBe(200);
 
     asCorp({ sub: `sub-mfa-${user.email}`, email: user.email, email_verified: true });
-    const linked = await link(signedIn.body.data.access_token, 'corp');
-    expect(await identitiesOf(user.id)).toHaveLength(1);
+    const linked = await startLink(signedIn.body.data.access_token, 'corp');
     const exchanged = await t.post('/api/auth/providers/token', {
       code: linked.landed.searchParams.get('code'),
       code_verifier: linked.pkce.verifier,
     });
     expectError(exchanged, 403, 'MFA_REQUIRED');
+    // The link is made with the verifier; the second factor guards the session the code also opens.
+    expect(await identitiesOf(user.id)).toHaveLength(1);
     const session = await verify(exchanged.body.error.mfa_token, recoveryCodes[1]);
     expect(session.status).toBe(200);
     expect(session.body.data.user.id).toBe(user.id);

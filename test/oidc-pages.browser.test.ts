@@ -6,7 +6,6 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { startTestApp, type TestContext } from './support/app';
 import { describeInBrowser, launchChromium } from './support/browser';
 import { freePort } from './support/net';
-import { seedOauthClient } from './support/oauth-clients';
 
 // The hosted sign-in pages in headless Chromium: a person signs in on them and openid-client, the
 // relying party, completes the code exchange; a passkey (a virtual authenticator of the DevTools
@@ -85,13 +84,13 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
       void api(req, res);
     });
     application = await serve(appPort, (_req, res) => void res.writeHead(200, { 'Content-Type': 'text/plain' }).end('signed in'));
-    const client = await seedOauthClient(t, {
-      name: 'Reports',
-      type: 'confidential',
-      redirect_uris: [`${appOrigin}/callback`],
-      scopes: ['openid', 'profile', 'email'],
-    });
-    [clientId, clientSecret] = [client.id, client.secret!];
+    const created = await t.post(
+      '/api/oauth/clients',
+      { name: 'Reports', type: 'confidential', redirect_uris: [`${appOrigin}/callback`], scopes: ['openid', 'profile', 'email'] },
+      { token: await t.adminToken() },
+    );
+    expect(created.status).toBe(201);
+    ({ client_id: clientId, client_secret: clientSecret } = created.body.data);
     browser = await launchChromium(TIMEOUT, ['--host-resolver-rules=MAP localhost 127.0.0.1']);
   }, TIMEOUT);
 
@@ -269,7 +268,7 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
   );
 
   it(
-    'passes the accessibility check on the password reset and error pages, and is photographed at phone and desktop width',
+    'passes the accessibility check on the password reset, e-mailed code and error pages, and is photographed at phone and desktop width',
     async () => {
       const rp = await relyingParty();
       const { context, page, problems } = await open();
@@ -278,6 +277,14 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
         await page.getByRole('link', { name: 'Forgot your password?' }).click();
         await page.waitForSelector('h1:text("Reset your password")');
         await checkAccessibility(page, 'reset');
+        await page.getByRole('link', { name: 'Back to signing in' }).click();
+        await page.getByRole('link', { name: 'Sign in with a code sent by e-mail' }).click();
+        await page.waitForSelector('h1:text("Sign in with a code")');
+        await checkAccessibility(page, 'e-mail code');
+        await page.getByLabel('E-mail address').fill('someone@example.com');
+        await page.getByRole('button', { name: 'Send the code' }).click();
+        await page.waitForSelector('h1:text("Enter the code")');
+        await checkAccessibility(page, 'e-mail code entry');
         await page.goto(`${origin}/oauth2/interaction/unknown`);
         await checkAccessibility(page, 'expired');
         expect(problems).toEqual([]);

@@ -5,7 +5,6 @@ import { startTestApp, type TestContext } from './support/app';
 import { auditRows } from './support/audit';
 import { FormBrowser, formTo, formsOf, type Page } from './support/hosted-pages';
 import { freePort } from './support/net';
-import { seedOauthClient, type ClientInput } from './support/oauth-clients';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp';
 import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer';
 
@@ -21,9 +20,9 @@ type Jose = typeof import('jose', { with: { 'resolution-mode': 'import' } });
 const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as <T>(specifier: string) => Promise<T>;
 
 const BRAND = 'Example Accounts';
-/** The applications' redirect URIs: never opened, the test reads the code off the address. */
-const REDIRECT = 'http://app.example.test/callback';
-const LOGGED_OUT = 'http://app.example.test/signed-out';
+/** The applications' redirect URIs (loopback, as for development): never opened, the test reads the code off the address. */
+const REDIRECT = 'http://localhost/app/callback';
+const LOGGED_OUT = 'http://localhost/app/signed-out';
 const MAX_FAILURES = 3;
 
 const STEP_MS = 30_000;
@@ -80,7 +79,11 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
       issuer: upstream.issuer,
     };
     expect((await t.post('/api/identity-providers', corp, { token: admin })).status).toBe(201);
-    const register = (input: ClientInput) => seedOauthClient(t, input);
+    const register = async (input: Record<string, unknown>): Promise<RegisteredClient> => {
+      const res = await t.post('/api/oauth/clients', input, { token: admin });
+      expect(res.status).toBe(201);
+      return { id: res.body.data.client_id, secret: res.body.data.client_secret };
+    };
     confidential = await register({
       name: 'Reports',
       type: 'confidential',
@@ -304,6 +307,7 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     const claims = (await exchange(await browser.submit(totpForm(wrong), { code: codeFor(secret) }))).claims()!;
     expect(claims).toMatchObject({ sub: String(user.id), amr: expect.arrayContaining(['pwd', 'otp', 'mfa']) });
     expect((await auditRows(t, user.id, 'mfa.verified')).length).toBe(1);
+    expect(browser.has('oidc_second_step')).toBe(false);
 
     // Signing in again (prompt=login) with a recovery code instead.
     const again = await authorize(browser, firstPartyPublic, { prompt: 'login' });
@@ -378,7 +382,7 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     );
     expect(ask.status).toBe(200);
     expect(ask.html).toContain('Do you want to sign out of Example Accounts');
-    expect(ask.headers.get('content-security-policy')).toContain("form-action 'self' http://app.example.test");
+    expect(ask.headers.get('content-security-policy')).toContain("form-action 'self' http://localhost");
     const form = formsOf(ask).find((f) => f.fields.xsrf !== undefined)!;
     const out = await browser.submit(form, { logout: 'yes' });
     expect(out.status).toBe(0);
@@ -388,10 +392,19 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     expect(landed(after.page).get('error')).toBe('login_required');
   });
 
-  it('shows its own page for an interaction that is unknown or gone', async () => {
+  it('shows its own page for an interaction that is unknown or gone, and for a request the provider refuses', async () => {
     const page = await new FormBrowser(origin).open('/oauth2/interaction/not-a-real-one');
     expect(page.status).toBeGreaterThanOrEqual(400);
     expect(page.html).toContain('This sign-in is no longer under way');
     expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+
+    // A request the provider cannot send back to any application: its own error page, in the pages' look.
+    const refused = await new FormBrowser(origin).open(
+      `/oauth2/authorize?client_id=nobody&response_type=code&scope=openid&redirect_uri=${encodeURIComponent(REDIRECT)}`,
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.html).toContain('<h1>Something went wrong</h1>');
+    expect(refused.html).toContain('<code>invalid_client</code>');
+    expect(refused.headers.get('content-security-policy')).toContain("default-src 'none'");
   });
 });

@@ -33,6 +33,9 @@ export type ProviderCodeTable = {
   user_id: number;
   provider_id: number;
   code_challenge: string;
+  /** For a link by hand: the provider's subject (and e-mail) to link when the code is exchanged. */
+  link_subject: ColumnType<string | null, string | null | undefined, string | null>;
+  link_email: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   expires_at: GivenTimestamp;
   used_at: NullableTimestamp;

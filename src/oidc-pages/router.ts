@@ -182,8 +182,8 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
   };
 
   /** A person proved who they are: the service session opened, the provider takes it from here. */
-  const signedIn = async (ctx: Context, userId: number, tokens: TokenPair) => {
-    ctx.cookies.set(SECOND_STEP_COOKIE, null, { path: INTERACTION_PREFIX });
+  const signedIn = async (ctx: Context, view: InteractionView, userId: number, tokens: TokenPair) => {
+    ctx.cookies.set(SECOND_STEP_COOKIE, null, { path: base(view) });
     const verified = options.tokens.verify(tokens.accessToken, 'access');
     if (!verified.ok) throw new Error('a session just opened has no valid access token');
     const { sid, amr, aal } = verified.claims;
@@ -243,7 +243,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
     if (!email || !fields.password) return retry(422, 'Enter your e-mail address and your password.');
     try {
       const { user, tokens } = await auth.login(email, fields.password, clientOf(ctx));
-      await signedIn(ctx, user.id, tokens);
+      await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
       if (error instanceof InvalidCredentials) return retry(401, WRONG_PASSWORD);
@@ -268,7 +268,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
         { mfa_token: mfaToken, method, code: fields.code?.replace(/\s+/g, ''), credential: credential as never },
         clientOf(ctx),
       );
-      await signedIn(ctx, user.id, tokens);
+      await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof Unauthorized) return signInPage(ctx, view, 401, errorNotice(SECOND_STEP_EXPIRED));
       if (error instanceof InvalidCode) return again(401, 'That code is not right, or it was already used. Try again.');
@@ -306,7 +306,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
     if (!credential || !fields.challenge_id) return retry(422, 'The passkey could not be used. Try again, or sign in with your password.');
     try {
       const { user, tokens } = await mfa.passkeyLogin(fields.challenge_id, credential as never, clientOf(ctx));
-      await signedIn(ctx, user.id, tokens);
+      await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof Unauthorized || error instanceof InvalidCredentials)
         return retry(401, 'That passkey was not recognised. Try again, or sign in with your password.');
@@ -384,7 +384,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
     try {
       await options.guard?.(ctx);
       const { user, tokens } = await options.providerSignIn.exchange(code, verifier, clientOf(ctx));
-      await signedIn(ctx, user.id, tokens);
+      await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
       if (error instanceof InvalidCode) return retry(400, 'The sign-in with the provider could not be completed. Try again.');
@@ -438,7 +438,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
       if (!email || !/^\d{6}$/.test(code)) return again(422, 'Enter the six digits of the code from the e-mail.');
       try {
         const { user, tokens } = await options.emailCode.verify({ email, code }, clientOf(ctx));
-        await signedIn(ctx, user.id, tokens);
+        await signedIn(ctx, view, user.id, tokens);
       } catch (error) {
         if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
         if (error instanceof InvalidCode || error instanceof InvalidToken)

@@ -6,7 +6,7 @@ import { findIdentity, insertCode, insertFlow, insertIdentity, recordIdentityUse
 import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, UserRow } from '../db/types';
 import { findUserByEmail, findUserById, insertUser, markPasswordUnknown } from '../db/users';
-import { Forbidden, InvalidCode, InvalidRedirect, InvalidToken, MfaRequired, NotFound } from '../errors';
+import { Conflict, Forbidden, InvalidCode, InvalidRedirect, InvalidToken, MfaRequired, NotFound } from '../errors';
 import { seal, unseal } from '../infra/sealed';
 import { allowedRedirect } from '../redirects/allow-list';
 import { recordEvent } from '../services/audit-events';
@@ -179,15 +179,17 @@ export class ProviderSignIn {
     const code = randomToken();
     try {
       await this.transact(async (trx) => {
-        const user =
+        const { user, linkLater } =
           linkUserId === null
-            ? await this.accountFor(trx, provider, profile, client)
-            : await this.linkTo(trx, linkUserId, provider, profile, client);
+            ? { user: await this.accountFor(trx, provider, profile, client), linkLater: false }
+            : await this.linkTo(trx, linkUserId, provider, profile);
         await insertCode(trx, {
           code_hash: sha256(code),
           user_id: user.id,
           provider_id: provider.id,
           code_challenge: flow.code_challenge,
+          link_subject: linkLater ? profile.subject : null,
+          link_email: linkLater ? (profile.email ?? null) : null,
           expires_at: new Date(Date.now() + CODE_TTL_MS),
         });
       });
@@ -199,7 +201,11 @@ export class ProviderSignIn {
     return back.href;
   }
 
-  /** The application's code and PKCE verifier, for a session: as a password login, second factor included. */
+  /**
+   * The application's code and PKCE verifier, for a session: as a password login, second factor
+   * included. A link's code first links its identity to the user who asked: only the application
+   * holding the verifier of that request completes it, not a browser that was sent its address.
+   */
   async exchange(code: string, codeVerifier: string, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
     const issued = await takeCode(this.db, sha256(code));
     const user = issued && (await findUserById(this.db, issued.user_id));
@@ -227,6 +233,25 @@ export class ProviderSignIn {
     if (user.deleted_at !== null || !user.is_active) {
       await fail('account_disabled');
       throw new Forbidden('Account is disabled');
+    }
+    const linkSubject = issued.link_subject;
+    if (linkSubject !== null) {
+      const profile = { subject: linkSubject, email: issued.link_email ?? undefined, emailVerified: false, name: undefined };
+      await this.transact(async (trx) => {
+        const identity = await findIdentity(trx, provider.id, linkSubject);
+        if (identity?.user_id === user.id) return;
+        if (!identity && (await this.link(trx, user, provider, profile, client, 'manual'))) return;
+        await recordEvent(trx, {
+          type: 'identity.link_failed',
+          actor: user.id,
+          subject: user.id,
+          details: { reason: 'identity_in_use', provider: provider.slug },
+          origin: client,
+        });
+      });
+      // Written on its own above, so that the refusal is recorded; linked meanwhile to another account.
+      const now = await findIdentity(this.db, provider.id, linkSubject);
+      if (now?.user_id !== user.id) throw new Conflict(DESCRIPTIONS.identity_in_use);
     }
     if (this.options.sessions.requireVerifiedEmail && !user.email_verified) {
       await fail('email_not_verified');
@@ -295,28 +320,25 @@ export class ProviderSignIn {
   }
 
   /**
-   * A link by hand: the identity joins the account of the user who asked, whatever e-mail the
-   * provider gives (they are signed in to both). An identity already theirs stays; another
-   * account's is refused (`identity_in_use`).
+   * A link by hand, at the callback: the identity will join the account of the user who asked,
+   * whatever e-mail the provider gives (they are signed in to both), once the application exchanges
+   * the code (`linkLater`). An identity already theirs stays; another account's is refused
+   * (`identity_in_use`).
    */
   private async linkTo(
     trx: UnitOfWork,
     userId: number,
     provider: IdentityProviderRow,
     profile: UpstreamProfile,
-    client: ClientInfo,
-  ): Promise<UserRow> {
+  ): Promise<{ user: UserRow; linkLater: boolean }> {
     const refuse = (code: SignInError) => Object.assign(new Refusal(code), { subject: userId });
     const user = await findUserById(trx, userId);
     if (!user || user.deleted_at !== null || !user.is_active) throw refuse('account_disabled');
     const identity = await findIdentity(trx, provider.id, profile.subject);
-    if (identity) {
-      if (identity.user_id !== user.id) throw refuse('identity_in_use');
-      await recordIdentityUse(trx, identity.id, profile.email ?? null);
-      return user;
-    }
-    await this.link(trx, user, provider, profile, client, 'manual');
-    return user;
+    if (!identity) return { user, linkLater: true };
+    if (identity.user_id !== user.id) throw refuse('identity_in_use');
+    await recordIdentityUse(trx, identity.id, profile.email ?? null);
+    return { user, linkLater: false };
   }
 
   private async link(
@@ -326,15 +348,16 @@ export class ProviderSignIn {
     profile: UpstreamProfile,
     client: ClientInfo,
     how: 'signup' | 'verified_email' | 'manual',
-  ): Promise<void> {
+  ): Promise<boolean> {
     const identity = await insertIdentity(trx, {
       user_id: user.id,
       provider_id: provider.id,
       subject: profile.subject,
       email: profile.email ?? null,
     });
-    // Linked meanwhile by another request.
-    if (!identity) throw Object.assign(new Refusal(how === 'manual' ? 'identity_in_use' : 'account_exists'), { subject: user.id });
+    // Linked meanwhile by another request: a sign-in is refused; a link by hand says so to its caller.
+    if (!identity && how === 'manual') return false;
+    if (!identity) throw Object.assign(new Refusal('account_exists'), { subject: user.id });
     await recordEvent(trx, {
       type: 'identity.linked',
       actor: user.id,
@@ -342,6 +365,7 @@ export class ProviderSignIn {
       details: { provider: provider.slug, identity_id: identity.id, subject: profile.subject, how },
       origin: client,
     });
+    return true;
   }
 
   private providerById(id: number): Promise<IdentityProviderRow | undefined> {
