@@ -799,7 +799,10 @@ describe('raw and malformed bodies', () => {
 
 describe('methods and paths outside the contract', () => {
   it('answers 405 or 404 in the envelope, never a 5xx', async () => {
-    const paths = Object.keys(document.paths).map((template) => template.replace('{id}', String(known.ids[1])));
+    // The OpenID Connect provider's paths answer OAuth 2.0 errors, not the envelope: its own tests cover them.
+    const paths = Object.entries<Json>(document.paths)
+      .filter(([, item]) => !Object.values<Json>(item).some((op) => op?.['x-served-by'] !== undefined))
+      .map(([template]) => template.replace('{id}', String(known.ids[1])));
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
