@@ -61,12 +61,20 @@ lint: node_modules
 format: node_modules
 	npx prettier --write .
 
-## test: contract freshness, type check, then the whole suite; the timing tests run last, alone,
-## so that no other test competes with them for the CPU
+## test: the install check and the static checks, then the whole suite; the timing tests run last,
+## alone, so that no other test competes with them for the CPU. The checks run beside the main suite at
+## the lowest priority: they take the CPU its test files leave idle while they wait on servers, child
+## processes and the network, and their output follows the suite's.
 SUMMARY := $(shell mktemp -u /tmp/jest-summary.XXXXXX)
-test: check-install node_modules checks
+CHECKS_LOG := $(shell mktemp -u /tmp/make-checks.XXXXXX)
+test: node_modules
 	@rm -f $(SUMMARY)
-	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --testPathIgnorePatterns '\.timing\.test\.ts$$'
+	@nice -n 19 $(MAKE) --no-print-directory check-install checks >$(CHECKS_LOG) 2>&1 & checks=$$!; \
+	  echo "JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --testPathIgnorePatterns '\.timing\.test\.ts\$$'"; \
+	  JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --testPathIgnorePatterns '\.timing\.test\.ts$$'; suite=$$?; \
+	  wait $$checks; checked=$$?; \
+	  echo "--- make check-install checks (exit $$checked)"; cat $(CHECKS_LOG); rm -f $(CHECKS_LOG); \
+	  test $$suite -eq 0 && test $$checked -eq 0
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --runInBand --testPathPatterns '\.timing\.test\.ts$$'
 	@rm -f $(SUMMARY)
 

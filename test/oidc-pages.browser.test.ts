@@ -6,7 +6,6 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { startTestApp, type TestContext } from './support/app';
 import { describeInBrowser, launchChromium } from './support/browser';
 import { freePort } from './support/net';
-import { seedOauthClient } from './support/oauth-clients';
 
 // The hosted sign-in pages in headless Chromium: a person signs in on them and openid-client, the
 // relying party, completes the code exchange; a passkey (a virtual authenticator of the DevTools
@@ -85,13 +84,13 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
       void api(req, res);
     });
     application = await serve(appPort, (_req, res) => void res.writeHead(200, { 'Content-Type': 'text/plain' }).end('signed in'));
-    const client = await seedOauthClient(t, {
-      name: 'Reports',
-      type: 'confidential',
-      redirect_uris: [`${appOrigin}/callback`],
-      scopes: ['openid', 'profile', 'email'],
-    });
-    [clientId, clientSecret] = [client.id, client.secret!];
+    const created = await t.post(
+      '/api/oauth/clients',
+      { name: 'Reports', type: 'confidential', redirect_uris: [`${appOrigin}/callback`], scopes: ['openid', 'profile', 'email'] },
+      { token: await t.adminToken() },
+    );
+    expect(created.status).toBe(201);
+    ({ client_id: clientId, client_secret: clientSecret } = created.body.data);
     browser = await launchChromium(TIMEOUT, ['--host-resolver-rules=MAP localhost 127.0.0.1']);
   }, TIMEOUT);
 

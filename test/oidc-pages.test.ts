@@ -5,7 +5,6 @@ import { startTestApp, type TestContext } from './support/app';
 import { auditRows } from './support/audit';
 import { FormBrowser, formTo, formsOf, type Page } from './support/hosted-pages';
 import { freePort } from './support/net';
-import { seedOauthClient, type ClientInput } from './support/oauth-clients';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp';
 import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer';
 
@@ -21,9 +20,9 @@ type Jose = typeof import('jose', { with: { 'resolution-mode': 'import' } });
 const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as <T>(specifier: string) => Promise<T>;
 
 const BRAND = 'Example Accounts';
-/** The applications' redirect URIs: never opened, the test reads the code off the address. */
-const REDIRECT = 'http://app.example.test/callback';
-const LOGGED_OUT = 'http://app.example.test/signed-out';
+/** The applications' redirect URIs (loopback, as for development): never opened, the test reads the code off the address. */
+const REDIRECT = 'http://localhost/app/callback';
+const LOGGED_OUT = 'http://localhost/app/signed-out';
 const MAX_FAILURES = 3;
 
 const STEP_MS = 30_000;
@@ -80,7 +79,11 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
       issuer: upstream.issuer,
     };
     expect((await t.post('/api/identity-providers', corp, { token: admin })).status).toBe(201);
-    const register = (input: ClientInput) => seedOauthClient(t, input);
+    const register = async (input: Record<string, unknown>): Promise<RegisteredClient> => {
+      const res = await t.post('/api/oauth/clients', input, { token: admin });
+      expect(res.status).toBe(201);
+      return { id: res.body.data.client_id, secret: res.body.data.client_secret };
+    };
     confidential = await register({
       name: 'Reports',
       type: 'confidential',
@@ -379,7 +382,7 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     );
     expect(ask.status).toBe(200);
     expect(ask.html).toContain('Do you want to sign out of Example Accounts');
-    expect(ask.headers.get('content-security-policy')).toContain("form-action 'self' http://app.example.test");
+    expect(ask.headers.get('content-security-policy')).toContain("form-action 'self' http://localhost");
     const form = formsOf(ask).find((f) => f.fields.xsrf !== undefined)!;
     const out = await browser.submit(form, { logout: 'yes' });
     expect(out.status).toBe(0);
