@@ -392,10 +392,19 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     expect(landed(after.page).get('error')).toBe('login_required');
   });
 
-  it('shows its own page for an interaction that is unknown or gone', async () => {
+  it('shows its own page for an interaction that is unknown or gone, and for a request the provider refuses', async () => {
     const page = await new FormBrowser(origin).open('/oauth2/interaction/not-a-real-one');
     expect(page.status).toBeGreaterThanOrEqual(400);
     expect(page.html).toContain('This sign-in is no longer under way');
     expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+
+    // A request the provider cannot send back to any application: its own error page, in the pages' look.
+    const refused = await new FormBrowser(origin).open(
+      `/oauth2/authorize?client_id=nobody&response_type=code&scope=openid&redirect_uri=${encodeURIComponent(REDIRECT)}`,
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.html).toContain('<h1>Something went wrong</h1>');
+    expect(refused.html).toContain('<code>invalid_client</code>');
+    expect(refused.headers.get('content-security-policy')).toContain("default-src 'none'");
   });
 });
