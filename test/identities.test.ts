@@ -185,6 +185,15 @@ async function exchange({ landed, pkce: code }: { landed: URL; pkce: Pkce }) {
   return res.body.data as { access_token: string; user: { id: number; email: string } };
 }
 
+/** The user.identity_linked messages about an identity of this subject, as written beside the link (sent or not). */
+const linkMessagesAbout = (subject: string) =>
+  t.db
+    .withTables<{ webhook_messages: { id: string; event_type: string; body: string } }>()
+    .selectFrom('webhook_messages')
+    .select('id')
+    .where('event_type', '=', 'user.identity_linked')
+    .where('body', 'like', `%${JSON.stringify(subject)}%`)
+    .execute();
 const errorOf = (landed: URL) => ({ error: landed.searchParams.get('error'), at: landed.origin + landed.pathname });
 const identitiesOf = (userId: number) =>
   rows().selectFrom('user_identities').selectAll().where('user_id', '=', userId).orderBy('id').execute();
@@ -310,15 +319,34 @@ describe('listing and linking by hand', () => {
     const victim = asCorp(person('victim'));
     const landed = await backAtCallback(await atProvider(started.body.data.authorization_url));
     expect(landed.searchParams.get('code')).toEqual(expect.any(String));
-    // The application in the victim's browser has its own verifier, not the attacker's.
+    // The callback the victim's browser went through linked nothing and announced nothing.
+    const untouched = async () => {
+      expect(await identitiesOf(attacker.id)).toEqual([]);
+      expect(await rows().selectFrom('user_identities').select('id').where('subject', '=', victim.sub).execute()).toEqual([]);
+      expect(await auditRows(t, attacker.id, 'identity.linked')).toEqual([]);
+      expect(await linkMessagesAbout(victim.sub)).toEqual([]);
+    };
+    await untouched();
+    // The application in the victim's browser has its own verifier, not the attacker's; the code is
+    // spent by its attempt, and the attacker, who holds the verifier, never saw it.
     const exchanged = await t.post('/api/auth/providers/token', { code: landed.searchParams.get('code'), code_verifier: pkce().verifier });
     expectError(exchanged, 400, 'INVALID_CODE');
-    expect(await identitiesOf(attacker.id)).toEqual([]);
-    expect(await rows().selectFrom('user_identities').select('id').where('subject', '=', victim.sub).execute()).toEqual([]);
+    await untouched();
+    expectError(
+      await t.post('/api/auth/providers/token', { code: landed.searchParams.get('code'), code_verifier: attackerCode.verifier }),
+      400,
+      'INVALID_CODE',
+    );
+    await untouched();
     // The victim's identity still signs them in, to an account of their own.
     const own = await exchange(await signIn('corp'));
     expect(own.user.id).not.toBe(attacker.id);
     expect(own.user.email).toBe(victim.email);
+    // Its webhook arrives, about the victim; none was ever written or sent about the attacker.
+    const hook = await until(() => hooks.about('user.identity_linked', own.user.id)[0], "the victim's user.identity_linked message");
+    expect(hook.payload.data.identity).toMatchObject({ provider: 'corp', subject: victim.sub });
+    expect(await linkMessagesAbout(victim.sub)).toHaveLength(1);
+    expect(hooks.about('user.identity_linked', attacker.id)).toEqual([]);
   });
 
   it('refuses the exchange of a link whose identity another account took after the callback (409), linking nothing', async () => {

@@ -99,7 +99,8 @@ export class ProviderSignIn {
 
   /**
    * Where to send the browser of a signed-in user linking a provider to their account: as a
-   * sign-in, but the callback links the identity to this user rather than signing anyone in by it.
+   * sign-in, but the code it ends with links the identity to this user when the application that
+   * asked exchanges it, rather than signing anyone in by the identity.
    */
   startLink(principal: Principal, slug: string, request: AuthorizeRequest): Promise<string> {
     return this.begin(slug, request, principal.client, principal.user.id);
@@ -140,9 +141,9 @@ export class ProviderSignIn {
 
   /**
    * The provider's redirect (its query, or the form it had the browser post): takes the sign-in
-   * under way its `state` names (once), finds or makes the person's account (or, for a link, links
-   * the identity to the user who asked), and sends the browser back with a one-time code, or with
-   * an error.
+   * under way its `state` names (once), finds or makes the person's account (or, for a link, checks
+   * that the identity is free for the user who asked), and sends the browser back with a one-time
+   * code, or with an error.
    */
   async callback(slug: string, query: Record<string, string | undefined>, client: ClientInfo): Promise<string> {
     const flow = query.state ? await takeFlow(this.db, sha256(query.state)) : undefined;
@@ -234,24 +235,9 @@ export class ProviderSignIn {
       await fail('account_disabled');
       throw new Forbidden('Account is disabled');
     }
-    const linkSubject = issued.link_subject;
-    if (linkSubject !== null) {
-      const profile = { subject: linkSubject, email: issued.link_email ?? undefined, emailVerified: false, name: undefined };
-      await this.transact(async (trx) => {
-        const identity = await findIdentity(trx, provider.id, linkSubject);
-        if (identity?.user_id === user.id) return;
-        if (!identity && (await this.link(trx, user, provider, profile, client, 'manual'))) return;
-        await recordEvent(trx, {
-          type: 'identity.link_failed',
-          actor: user.id,
-          subject: user.id,
-          details: { reason: 'identity_in_use', provider: provider.slug },
-          origin: client,
-        });
-      });
-      // Written on its own above, so that the refusal is recorded; linked meanwhile to another account.
-      const now = await findIdentity(this.db, provider.id, linkSubject);
-      if (now?.user_id !== user.id) throw new Conflict(DESCRIPTIONS.identity_in_use);
+    if (issued.link_subject !== null) {
+      const profile = { subject: issued.link_subject, email: issued.link_email ?? undefined, emailVerified: false, name: undefined };
+      if (!(await this.completeLink(user, provider, profile, client))) throw new Conflict(DESCRIPTIONS.identity_in_use);
     }
     if (this.options.sessions.requireVerifiedEmail && !user.email_verified) {
       await fail('email_not_verified');
@@ -317,6 +303,25 @@ export class ProviderSignIn {
     });
     await this.link(trx, user, provider, profile, client, 'signup');
     return user;
+  }
+
+  /**
+   * A link by hand, at the exchange of its code: the identity joins the user, unless another account
+   * took it since the callback (false, and an `identity.link_failed` is recorded).
+   */
+  private completeLink(user: UserRow, provider: IdentityProviderRow, profile: UpstreamProfile, client: ClientInfo): Promise<boolean> {
+    return this.transact(async (trx) => {
+      const identity = await findIdentity(trx, provider.id, profile.subject);
+      if (identity ? identity.user_id === user.id : await this.link(trx, user, provider, profile, client, 'manual')) return true;
+      await recordEvent(trx, {
+        type: 'identity.link_failed',
+        actor: user.id,
+        subject: user.id,
+        details: { reason: 'identity_in_use', provider: provider.slug },
+        origin: client,
+      });
+      return false;
+    });
   }
 
   /**
