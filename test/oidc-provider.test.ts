@@ -1,15 +1,13 @@
 import type { Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import Router from '@koa/router';
-import jwt from 'jsonwebtoken';
 import { ADMIN, startTestApp, type RegisteredUser, type StartOptions, type TestContext } from './support/app';
 import { expectError } from './support/expect';
+import { FormBrowser, formTo, signIn } from './support/hosted-pages';
 import { freePort } from './support/net';
 
 // The service as an OpenID Connect provider, with openid-client (a certified relying party) as the
-// application and jose verifying what the service signs. The person's side of an interaction (the
-// hosted pages' part) is answered here by a stand-in route over the interactions the pages use,
-// reached over real HTTP like everything else: the pages' own tests sign people in on the pages.
+// application and jose verifying what the service signs. People sign in on the hosted pages, as a
+// browser without JavaScript would: the sign-in form with their e-mail and password, then the consent form.
 
 // eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import() of an ES module
 const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (specifier: string) => Promise<any>;
@@ -25,27 +23,11 @@ interface Running {
   stop(): Promise<void>;
 }
 
-/** An app whose issuer is its own address, with the stand-in for the hosted pages. */
+/** An app whose issuer is its own address. */
 async function startProvider(env: Record<string, string> = {}, options: StartOptions = {}): Promise<Running> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const t = await startTestApp({ APP_URL: base, ...env }, options);
-  const router = new Router();
-  const interactions = () => t.app.oidc!.interactions;
-  router.get('/oauth2/interaction/:uid', async (ctx) => {
-    ctx.body = await interactions().details(ctx);
-  });
-  router.post('/oauth2/interaction/:uid/login', async (ctx) => {
-    const q = ctx.query as Record<string, string>;
-    await interactions().finishLogin(ctx, { userId: q.user, sessionId: q.session, amr: ['pwd'] });
-  });
-  router.post('/oauth2/interaction/:uid/consent', async (ctx) => {
-    await interactions().finishConsent(ctx, String(ctx.query.scopes ?? '').split(' '));
-  });
-  router.post('/oauth2/interaction/:uid/deny', async (ctx) => {
-    await interactions().deny(ctx);
-  });
-  t.app.koa.middleware.unshift(router.routes() as any);
   const server = t.app.koa.listen(port, '127.0.0.1');
   const shut = () => {
     server.close();
@@ -83,34 +65,11 @@ beforeAll(async () => {
 });
 afterAll(() => p?.close());
 
-/** A browser's cookies, with redirects followed by hand. */
-class Browser {
-  cookies = new Map<string, string>();
-  constructor(private readonly origin: () => string = () => base) {}
-  async go(url: string, init: { method?: string; body?: URLSearchParams } = {}): Promise<Response> {
-    const res = await fetch(new URL(url, this.origin()), {
-      ...init,
-      redirect: 'manual',
-      headers: { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') },
-    });
-    for (const line of res.headers.getSetCookie()) {
-      const [name, value] = line.split(';')[0].split('=');
-      this.cookies.set(name, value);
-    }
-    return res;
-  }
-}
+const person = () => t.register();
 
-interface Person {
-  user: RegisteredUser;
-  /** The service session the stand-in page ties the provider session to. */
-  sid: string;
-}
-
-async function person(): Promise<Person> {
-  const user = await t.register();
-  return { user, sid: (jwt.decode(user.access) as { sid: string }).sid };
-}
+/** The ids of the service sessions a person has open. */
+const sessionsOf = async (user: RegisteredUser) =>
+  ((await t.get('/api/auth/sessions', { token: user.access })).body.data as Array<{ id: string }>).map((session) => session.id);
 
 async function newClient(body: Record<string, unknown>, token = admin) {
   const res = await t.post('/api/oauth/clients', { redirect_uris: [REDIRECT], ...body }, { token });
@@ -128,42 +87,48 @@ async function configFor(client: { client_id: string; client_secret?: string }) 
   );
 }
 
+/** A page of the sign-in as the person saw it; for the consent page, the interaction it answers as stored. */
+interface Seen {
+  prompt: 'login' | 'consent';
+  html?: string;
+  interaction?: Record<string, any>;
+}
+
 /**
- * Runs an authorization request in `browser` to the application's redirect, answering the sign-in
- * (as `who`) and consent (allowing `allow`) as they come; the URL the application gets back.
+ * Runs an authorization request in `browser` to the application's redirect: signs in on the sign-in page
+ * as `who`, and answers the consent page (when it comes) with `decision`; the URL the application gets back.
  */
 async function authorize(
-  browser: Browser,
+  browser: FormBrowser,
   url: URL,
-  who: Person | undefined,
-  seen: Array<Record<string, any>> = [],
-  allow = 'openid profile email offline_access',
+  who: RegisteredUser,
+  seen: Seen[] = [],
+  decision: 'allow' | 'deny' = 'allow',
 ): Promise<URL> {
-  let res = await browser.go(url.href);
-  for (let hop = 0; hop < 10; hop++) {
-    expect([302, 303]).toContain(res.status);
-    const location = res.headers.get('location')!;
-    if (location.startsWith('http://127.0.0.1:9/')) return new URL(location);
-    const path = new URL(location, base).pathname;
-    if (path.startsWith('/oauth2/interaction/')) {
-      const view: any = await (await browser.go(location)).json();
-      seen.push(view);
-      res =
-        view.prompt === 'login'
-          ? await browser.go(`${path}/login?user=${who!.user.id}&session=${who!.sid}`, { method: 'POST' })
-          : await browser.go(`${path}/consent?scopes=${encodeURIComponent(allow)}`, { method: 'POST' });
-    } else {
-      res = await browser.go(location);
-    }
+  let page = await signIn(browser, url.href, who.email, who.password);
+  seen.push({ prompt: 'login' });
+  if (page.status === 200) {
+    const uid = new URL(page.url).pathname.split('/').at(-1)!;
+    const row = await t.db
+      .withTables<{ oidc_records: { model: string; id: string; payload: Record<string, any> } }>()
+      .selectFrom('oidc_records')
+      .select('payload')
+      .where('model', '=', 'Interaction')
+      .where('id', '=', uid)
+      .executeTakeFirstOrThrow();
+    seen.push({ prompt: 'consent', html: page.html, interaction: row.payload });
+    page = await browser.submit(formTo(page, '/consent'), { decision });
   }
-  throw new Error('too many redirects');
+  expect(page.status).toBe(0);
+  expect(page.url.startsWith('http://127.0.0.1:9/')).toBe(true);
+  return new URL(page.url);
 }
 
 async function codeFlow(
   client: { client_id: string; client_secret?: string },
-  who: Person,
+  who: RegisteredUser,
   // offline_access is granted only with prompt=consent (OpenID Connect Core 1.0, section 11).
-  { scope = 'openid profile email offline_access', extra = { prompt: 'consent' }, browser = new Browser() } = {},
+  { scope = 'openid profile email offline_access', extra = { prompt: 'consent' }, browser = new FormBrowser(base) } = {},
 ) {
   const config = await configFor(client);
   const verifier = oidc.randomPKCECodeVerifier();
@@ -176,14 +141,18 @@ async function codeFlow(
     nonce,
     ...extra,
   });
-  const seen: Array<Record<string, any>> = [];
+  const seen: Seen[] = [];
+  const before = await sessionsOf(who);
   const callback = await authorize(browser, url, who, seen);
   const tokens = await oidc.authorizationCodeGrant(config, callback, {
     pkceCodeVerifier: verifier,
     expectedNonce: nonce,
     idTokenExpected: true,
   });
-  return { config, tokens, seen, callback, browser };
+  // The service session the sign-in page opened, beside the one registration opened.
+  const opened = (await sessionsOf(who)).filter((id) => !before.includes(id));
+  expect(opened).toHaveLength(1);
+  return { config, tokens, seen, callback, browser, sid: opened[0] };
 }
 
 const introspect = async (config: any, token: string) => (await oidc.tokenIntrospection(config, token)).active as boolean;
@@ -264,7 +233,7 @@ describe('clients (admin API)', () => {
   });
 
   it('is for admins only', async () => {
-    const { user } = await person();
+    const user = await person();
     expectError(await t.get('/api/oauth/clients', { token: user.access }), 403, 'FORBIDDEN');
     expectError(
       await t.post('/api/oauth/clients', { name: 'X', type: 'public', redirect_uris: [REDIRECT] }, { token: user.access }),
@@ -362,10 +331,11 @@ describe('the authorization code flow', () => {
     const who = await person();
     const { tokens, seen, callback } = await codeFlow(web, who);
     expect(seen.map((view) => view.prompt)).toEqual(['login', 'consent']);
-    expect(seen[1]).toMatchObject({
-      client: { clientId: web.client_id, name: 'Web app', firstParty: false },
-      userId: String(who.user.id),
-      redirectUri: REDIRECT,
+    // Consent is asked (the client is not first party) by name, for this client, person and redirect URI.
+    expect(seen[1].html).toContain('<strong>Web app</strong> asks to:');
+    expect(seen[1].interaction).toMatchObject({
+      params: { client_id: web.client_id, redirect_uri: REDIRECT },
+      session: { accountId: String(who.id) },
     });
     expect(callback.searchParams.get('iss')).toBe(base);
 
@@ -373,7 +343,7 @@ describe('the authorization code flow', () => {
     const { payload, protectedHeader } = await jose.jwtVerify(tokens.id_token, jwks, { issuer: base, audience: web.client_id });
     expect(protectedHeader.alg).toBe('RS256');
     expect(payload).toMatchObject({
-      sub: String(who.user.id),
+      sub: String(who.id),
       amr: ['pwd'],
       auth_time: expect.any(Number),
       sid: expect.any(String),
@@ -383,11 +353,11 @@ describe('the authorization code flow', () => {
       jose.jwtVerify(tokens.id_token, jwks, { issuer: 'https://elsewhere.example.com', audience: web.client_id }),
     ).rejects.toThrow();
 
-    const info = await oidc.fetchUserInfo(await configFor(web), tokens.access_token, String(who.user.id));
+    const info = await oidc.fetchUserInfo(await configFor(web), tokens.access_token, String(who.id));
     expect(info).toEqual({
-      sub: String(who.user.id),
-      name: who.user.name,
-      email: who.user.email,
+      sub: String(who.id),
+      name: who.name,
+      email: who.email,
       email_verified: false,
       updated_at: expect.any(Number),
     });
@@ -397,7 +367,7 @@ describe('the authorization code flow', () => {
     const spa = await newClient({ name: 'SPA', type: 'public' });
     const who = await person();
     const { tokens } = await codeFlow(spa, who, { scope: 'openid email' });
-    expect(tokens.claims()).toMatchObject({ sub: String(who.user.id), aud: spa.client_id });
+    expect(tokens.claims()).toMatchObject({ sub: String(who.id), aud: spa.client_id });
   });
 
   it('skips consent for a first-party client', async () => {
@@ -415,18 +385,18 @@ describe('the authorization code flow', () => {
       code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
       code_challenge_method: 'S256',
     });
-    const browser = new Browser();
-    const res = await browser.go(url.href);
-    const path = new URL(res.headers.get('location')!, base).pathname;
-    let next = await browser.go(`${path}/deny`, { method: 'POST' });
-    next = await browser.go(next.headers.get('location')!);
-    expect(new URL(next.headers.get('location')!).searchParams.get('error')).toBe('access_denied');
+    const seen: Seen[] = [];
+    const callback = await authorize(new FormBrowser(base), url, await person(), seen, 'deny');
+    expect(seen.map((view) => view.prompt)).toEqual(['login', 'consent']);
+    expect(callback.searchParams.get('error')).toBe('access_denied');
   });
 
   it('refuses plain PKCE, a request without PKCE and a token request without the verifier', async () => {
     const config = await configFor(web);
     const errorOf = async (params: Record<string, string>) => {
-      const res = await new Browser().go(oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid', ...params }).href);
+      const res = await new FormBrowser(base).request(
+        oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid', ...params }).href,
+      );
       expect(res.status).toBe(303);
       return new URL(res.headers.get('location')!).searchParams;
     };
@@ -441,7 +411,7 @@ describe('the authorization code flow', () => {
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
     });
-    const callback = await authorize(new Browser(), url, who);
+    const callback = await authorize(new FormBrowser(base), url, who);
     const code = callback.searchParams.get('code')!;
     const exchange = (extra: Record<string, string>) =>
       fetch(`${base}/oauth2/token`, {
@@ -466,10 +436,10 @@ describe('the authorization code flow', () => {
         code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
         code_challenge_method: 'S256',
       });
-      const res = await new Browser().go(url.href);
+      const res = await new FormBrowser(base).request(url.href);
       expect(res.status).toBe(400);
       expect(res.headers.get('location')).toBeNull();
-      expect(await res.text()).toContain('redirect_uri');
+      expect(res.html).toContain('redirect_uri');
     }
   });
 
@@ -491,7 +461,7 @@ describe('the authorization code flow', () => {
   it('lists the applications a person allowed, and revoking one ends its tokens', async () => {
     const who = await person();
     const { config, tokens } = await codeFlow(web, who);
-    const listed = await t.get('/api/auth/oauth-grants', { token: who.user.access });
+    const listed = await t.get('/api/auth/oauth-grants', { token: who.access });
     expect(listed.status).toBe(200);
     expect(listed.body.data).toEqual([
       {
@@ -505,19 +475,20 @@ describe('the authorization code flow', () => {
     const { id } = listed.body.data[0];
     // Someone else's grant is not theirs to revoke.
     const other = await person();
-    expectError(await t.delete(`/api/auth/oauth-grants/${id}`, { token: other.user.access }), 404, 'NOT_FOUND');
+    expectError(await t.delete(`/api/auth/oauth-grants/${id}`, { token: other.access }), 404, 'NOT_FOUND');
 
-    expect((await t.delete(`/api/auth/oauth-grants/${id}`, { token: who.user.access })).status).toBe(204);
-    expect((await t.get('/api/auth/oauth-grants', { token: who.user.access })).body.data).toEqual([]);
+    expect((await t.delete(`/api/auth/oauth-grants/${id}`, { token: who.access })).status).toBe(204);
+    expect((await t.get('/api/auth/oauth-grants', { token: who.access })).body.data).toEqual([]);
     expect(await introspect(config, tokens.access_token)).toBe(false);
     expect(await oauthError(oidc.refreshTokenGrant(config, tokens.refresh_token))).toBe('invalid_grant');
-    expectError(await t.delete(`/api/auth/oauth-grants/${id}`, { token: who.user.access }), 404, 'NOT_FOUND');
+    expectError(await t.delete(`/api/auth/oauth-grants/${id}`, { token: who.access }), 404, 'NOT_FOUND');
   });
 
   it('ends the provider session and its tokens when the service session is revoked', async () => {
     const who = await person();
-    const { config, tokens, browser } = await codeFlow(web, who);
-    expect((await t.delete(`/api/auth/sessions/${who.sid}`, { token: who.user.access })).status).toBe(204);
+    const { config, tokens, browser, sid } = await codeFlow(web, who);
+    // The session the sign-in page opened, revoked from the session registration opened.
+    expect((await t.delete(`/api/auth/sessions/${sid}`, { token: who.access })).status).toBe(204);
     expect(await oauthError(oidc.refreshTokenGrant(config, tokens.refresh_token))).toBe('invalid_grant');
     expect(await introspect(config, tokens.access_token)).toBe(false);
     // The browser's provider session is gone too: prompt=none cannot sign in silently.
@@ -528,14 +499,15 @@ describe('the authorization code flow', () => {
       code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
       code_challenge_method: 'S256',
     });
-    const res = await browser.go(url.href);
-    expect(new URL(res.headers.get('location')!).searchParams.get('error')).toBe('login_required');
+    const res = await browser.open(url.href);
+    expect(res.status).toBe(0);
+    expect(new URL(res.url).searchParams.get('error')).toBe('login_required');
   });
 
   it('ends the tokens of a user an admin disables', async () => {
     const who = await person();
     const { config, tokens } = await codeFlow(web, who);
-    expect((await t.put(`/api/users/${who.user.id}`, { is_active: false }, { token: admin })).status).toBe(200);
+    expect((await t.put(`/api/users/${who.id}`, { is_active: false }, { token: admin })).status).toBe(200);
     expect(await oauthError(oidc.refreshTokenGrant(config, tokens.refresh_token))).toBe('invalid_grant');
     expect(await introspect(config, tokens.access_token)).toBe(false);
     const info = await fetch(`${base}/oauth2/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
@@ -545,17 +517,18 @@ describe('the authorization code flow', () => {
 
   it('signs the person out at the application’s request and sends them back', async () => {
     const who = await person();
-    const { config, tokens, browser } = await codeFlow(web, who);
+    const { config, tokens, browser, sid } = await codeFlow(web, who);
     const url = oidc.buildEndSessionUrl(config, { id_token_hint: tokens.id_token, post_logout_redirect_uri: AFTER_LOGOUT });
-    const question = await browser.go(url.href);
+    const question = await browser.request(url.href);
     expect(question.status).toBe(200);
-    const page = await question.text();
-    const xsrf = /name="xsrf" value="([^"]+)"/.exec(page)![1];
-    const done = await browser.go('/oauth2/end_session/confirm', { method: 'POST', body: new URLSearchParams({ xsrf, logout: 'yes' }) });
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(question.html)![1];
+    const done = await browser.request('/oauth2/end_session/confirm', { form: { xsrf, logout: 'yes' } });
     expect(done.status).toBe(303);
     expect(done.headers.get('location')).toBe(AFTER_LOGOUT);
-    // The service session the sign-in opened has ended with it.
-    expectError(await t.get('/api/auth/me', { token: who.user.access }), 401, 'UNAUTHORIZED');
+    // The service session the sign-in opened has ended with it; the one registration opened has not.
+    const left = await sessionsOf(who);
+    expect(left).not.toContain(sid);
+    expect(left).toHaveLength(1);
     expect(await oauthError(oidc.refreshTokenGrant(config, tokens.refresh_token))).toBe('invalid_grant');
     // Signed out: prompt=none cannot sign in silently any more.
     const again = oidc.buildAuthorizationUrl(config, {
@@ -565,8 +538,9 @@ describe('the authorization code flow', () => {
       code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
       code_challenge_method: 'S256',
     });
-    const res = await browser.go(again.href);
-    expect(new URL(res.headers.get('location')!).searchParams.get('error')).toBe('login_required');
+    const res = await browser.open(again.href);
+    expect(res.status).toBe(0);
+    expect(new URL(res.url).searchParams.get('error')).toBe('login_required');
   });
 });
 

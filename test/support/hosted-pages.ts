@@ -132,3 +132,12 @@ export class FormBrowser {
     }
   }
 }
+
+/**
+ * Opens an authorization request in `browser` and signs in on its sign-in page with an e-mail address and a
+ * password; the page the sign-in leads to (the consent page, or the redirect that leaves the service).
+ */
+export async function signIn(browser: FormBrowser, authorizeUrl: string, email: string, password: string): Promise<Page> {
+  const page = await browser.open(authorizeUrl);
+  return browser.submit(formTo(page, '/login'), { email, password });
+}
