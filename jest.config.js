@@ -1,3 +1,5 @@
+const { availableParallelism } = require('node:os');
+
 /** @type {import('jest').Config} */
 const common = {
   testEnvironment: 'node',
@@ -36,7 +38,8 @@ module.exports = {
   // Three workers on two cores: a test file spends much of its time waiting (on the server processes,
   // browsers and mail servers it starts, on PostgreSQL, on timers), and a third file fills those waits.
   // The suite's whole CPU time was some 800 s against 1,480 s of cores in a run on two workers.
-  maxWorkers: '150%',
+  // (A count, not '150%': Jest reads a percentage above 100 as a number of workers.)
+  maxWorkers: Math.max(2, Math.round(availableParallelism() * 1.5)),
   // A worker keeps what every test file it ran left behind (each embedded database's WebAssembly
   // memory among it) and slows down as its heap grows; past this after a file, it is replaced.
   workerIdleMemoryLimit: '800MB',

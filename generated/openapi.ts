@@ -1522,6 +1522,194 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/openid-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The OpenID Connect provider's metadata
+         * @description OpenID Connect Discovery: the issuer (`JWT_ISSUER`), the endpoints below, the JWK Set
+         *     (`/.well-known/jwks.json`), and what the provider supports. Relying-party libraries
+         *     configure themselves from it. Answered by `oidc-provider`, as every operation of this tag.
+         */
+        get: operations["openIdConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Start a sign-in (authorization endpoint)
+         * @description The authorization code flow: `response_type=code`, `client_id`, `redirect_uri` (exactly as
+         *     registered), `scope` (with `openid`), `code_challenge` with `code_challenge_method=S256`
+         *     (required; `plain` is refused), `state`, `nonce`, and optionally `prompt`
+         *     (`none`, `login`, `consent`), `max_age`, `login_hint`, `id_token_hint`. The browser is sent
+         *     to the hosted sign-in and consent pages as needed, then back to `redirect_uri` with `code`,
+         *     `state` and `iss`, or with `error` (`access_denied`, `login_required`, `invalid_request`…).
+         *     A request whose client or `redirect_uri` is wrong is answered here with an error page and
+         *     never redirected. `offline_access` (a refresh token) is granted only with `prompt=consent`.
+         */
+        get: operations["oauth2Authorize"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Tokens for a code, a refresh token or a client (token endpoint)
+         * @description `grant_type=authorization_code` (with `code`, `redirect_uri` and `code_verifier`),
+         *     `refresh_token` (with `refresh_token`; the answer carries a new refresh token and the one
+         *     sent is spent: sending it again revokes the whole grant) or `client_credentials`
+         *     (confidential clients with that grant). A confidential client authenticates with HTTP
+         *     Basic (`client_id:client_secret`); a public one sends `client_id` alone. No implicit,
+         *     hybrid or password grant.
+         */
+        post: operations["oauth2Token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/userinfo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in person's claims (userinfo endpoint)
+         * @description With an access token the provider issued (`Authorization: Bearer`): `sub`, and `name`,
+         *     `updated_at`, `email` and `email_verified` as the scopes allowed. A token that has ended
+         *     (revoked, its grant or session ended, its user disabled) is a 401 with
+         *     `WWW-Authenticate: Bearer error="invalid_token"`.
+         */
+        get: operations["oauth2UserInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/introspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Whether a token is live (RFC 7662)
+         * @description For clients (resource servers) holding a token: `{"active": true, ...}` with its
+         *     `client_id`, `sub`, `scope`, `exp`, `iat`, `iss` and `token_type`, or `{"active": false}`.
+         *     A confidential client may ask about any token, a public one only about its own.
+         */
+        post: operations["oauth2Introspect"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a token (RFC 7009)
+         * @description A client ends one of its own access or refresh tokens (a refresh token takes its grant's
+         *     other tokens with it). An unknown token, or another client's, is answered 200 as well.
+         */
+        post: operations["oauth2Revoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/end_session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign out at an application's request (RP-initiated logout)
+         * @description With `id_token_hint`, `post_logout_redirect_uri` (one of the client's) and `state`: a page
+         *     asks the person whether to sign out; its form posts to `/oauth2/end_session/confirm`,
+         *     which ends the provider session (and the service session the hosted sign-in opened) and
+         *     sends the browser to `post_logout_redirect_uri`, or shows that they are signed out.
+         */
+        get: operations["oauth2EndSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An application registers itself (RFC 7591)
+         * @description Only when `OIDC_REGISTRATION` is `token` (send `Authorization: Bearer` with
+         *     `OIDC_REGISTRATION_TOKEN`) or `open`; otherwise 404. The body is the client's metadata
+         *     (`client_name`, `redirect_uris`, `token_endpoint_auth_method`: `none` for a public
+         *     client…); the answer is the client with its `client_id`, a `client_secret` for a
+         *     confidential one, and a `registration_access_token`. Registered clients are never first
+         *     party.
+         */
+        post: operations["oauth2Register"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/providers": {
         parameters: {
             query?: never;
@@ -3107,6 +3295,67 @@ export interface components {
             success: true;
             data: components["schemas"]["OauthGrant"][];
         };
+        OAuthErrorBody: {
+            /** @description The OAuth error code: invalid_request, invalid_client, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope, invalid_token, server_error… */
+            error: string;
+            error_description?: string;
+        };
+        OpenIdConfiguration: {
+            issuer: string;
+            authorization_endpoint: string;
+            token_endpoint: string;
+            userinfo_endpoint?: string;
+            jwks_uri: string;
+            response_types_supported: string[];
+            code_challenge_methods_supported?: string[];
+        };
+        OAuthTokenRequest: {
+            /** @enum {string} */
+            grant_type: "authorization_code" | "refresh_token" | "client_credentials";
+            code?: string;
+            redirect_uri?: string;
+            code_verifier?: string;
+            refresh_token?: string;
+            scope?: string;
+            client_id?: string;
+        };
+        OAuthTokenResponse: {
+            access_token: string;
+            token_type: string;
+            expires_in: number;
+            id_token?: string;
+            refresh_token?: string;
+            scope?: string;
+        };
+        OAuthUserInfo: {
+            sub: string;
+            name?: string;
+            updated_at?: number;
+            email?: string;
+            email_verified?: boolean;
+        };
+        OAuthTokenOnlyRequest: {
+            token: string;
+            /** @enum {string} */
+            token_type_hint?: "access_token" | "refresh_token";
+        };
+        OAuthIntrospection: {
+            active: boolean;
+            client_id?: string;
+            sub?: string;
+            scope?: string;
+            exp?: number;
+            iat?: number;
+            iss?: string;
+            token_type?: string;
+        };
+        OAuthClientMetadata: {
+            client_id?: string;
+            client_name?: string;
+            redirect_uris?: string[];
+            token_endpoint_auth_method?: string;
+            registration_access_token?: string;
+        };
         SignInProvider: {
             /** @example google */
             slug: string;
@@ -3250,6 +3499,46 @@ export interface components {
         };
     };
     responses: {
+        /** @description An OAuth 2.0 error (RFC 6749 section 5.2), as the provider answers it, not the envelope. */
+        OAuthError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "invalid_grant",
+                 *       "error_description": "grant request is invalid"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthErrorBody"];
+            };
+        };
+        /** @description A request that cannot be sent back to the application (an unknown client, a redirect_uri not registered), shown as a page. */
+        OAuthErrorPage: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /** @example <!DOCTYPE html><html lang="en">…Error: <code>invalid_redirect_uri</code>…</html> */
+                "text/html": string;
+            };
+        };
+        /** @description The provider failed unexpectedly. */
+        OAuthServerError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "server_error",
+                 *       "error_description": "oops! something went wrong"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthErrorBody"];
+            };
+        };
         /** @description The body is not valid JSON or form data, or its content type is not accepted. */
         BadRequest: {
             headers: {
@@ -6972,6 +7261,326 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    openIdConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metadata. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "issuer": "https://accounts.example.com",
+                     *       "authorization_endpoint": "https://accounts.example.com/oauth2/authorize",
+                     *       "token_endpoint": "https://accounts.example.com/oauth2/token",
+                     *       "userinfo_endpoint": "https://accounts.example.com/oauth2/userinfo",
+                     *       "jwks_uri": "https://accounts.example.com/.well-known/jwks.json",
+                     *       "response_types_supported": [
+                     *         "code"
+                     *       ],
+                     *       "code_challenge_methods_supported": [
+                     *         "S256"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenIdConfiguration"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2Authorize: {
+        parameters: {
+            query: {
+                /** @description The client's id. */
+                client_id: string;
+                /** @description One of the client's redirect URIs exactly. */
+                redirect_uri: string;
+                /** @description Always `code`. */
+                response_type: "code";
+                /** @description Space-separated: `openid` and any of `profile`, `email`, `offline_access`. */
+                scope: string;
+                /** @description PKCE: the base64url SHA-256 of the code verifier. */
+                code_challenge: string;
+                /** @description Always `S256`. */
+                code_challenge_method: "S256";
+                /** @description Returned as given. */
+                state?: string;
+                /** @description Put in the ID token as given. */
+                nonce?: string;
+                /** @description `none`, `login` or `consent`. */
+                prompt?: string;
+                /** @description Seconds since the person last signed in beyond which they sign in again. */
+                max_age?: number;
+                /** @description The e-mail to fill in on the sign-in page. */
+                login_hint?: string;
+                /** @description An ID token the service issued, naming who is expected. */
+                id_token_hint?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the hosted pages, or back to `redirect_uri` with `code`, `state` and `iss` (or `error`). */
+            303: {
+                headers: {
+                    /** @description Where the browser goes next. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["OAuthErrorPage"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2Token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "grant_type": "authorization_code",
+                 *       "code": "Vwlvhrbl7ZLNdhtll_6UxCTCQDydHvRlOS3Zuf1cGwj",
+                 *       "redirect_uri": "https://wiki.example.com/oidc/callback",
+                 *       "code_verifier": "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["OAuthTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The tokens. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "access_token": "awwkaa9fiKQLtJ27rUgeSZMI_XVges8lOdW8DVlzLka",
+                     *       "expires_in": 1800,
+                     *       "id_token": "eyJhbGciOiJSUzI1NiJ9.e30.c2ln",
+                     *       "refresh_token": "Lb17ae5b1idL2FS9QY9xh6wX6g89ePxblKPgJ1pTQwC",
+                     *       "scope": "openid email offline_access",
+                     *       "token_type": "Bearer"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthTokenResponse"];
+                };
+            };
+            400: components["responses"]["OAuthError"];
+            401: components["responses"]["OAuthError"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2UserInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The claims. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sub": "2",
+                     *       "name": "Ada Lovelace",
+                     *       "updated_at": 1767324845,
+                     *       "email": "ada@example.com",
+                     *       "email_verified": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthUserInfo"];
+                };
+            };
+            401: components["responses"]["OAuthError"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2Introspect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "awwkaa9fiKQLtJ27rUgeSZMI_XVges8lOdW8DVlzLka"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["OAuthTokenOnlyRequest"];
+            };
+        };
+        responses: {
+            /** @description What the token is. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "active": true,
+                     *       "client_id": "3q2-7wE1Hk9sUu6TgZl1xA",
+                     *       "sub": "2",
+                     *       "scope": "openid email",
+                     *       "exp": 1767326645,
+                     *       "iat": 1767324845,
+                     *       "iss": "https://accounts.example.com",
+                     *       "token_type": "Bearer"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthIntrospection"];
+                };
+            };
+            400: components["responses"]["OAuthError"];
+            401: components["responses"]["OAuthError"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2Revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "Lb17ae5b1idL2FS9QY9xh6wX6g89ePxblKPgJ1pTQwC"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["OAuthTokenOnlyRequest"];
+            };
+        };
+        responses: {
+            /** @description The token no longer works. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["OAuthError"];
+            401: components["responses"]["OAuthError"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2EndSession: {
+        parameters: {
+            query?: {
+                /** @description An ID token the service issued to the client. */
+                id_token_hint?: string;
+                /** @description One of the client's post-logout redirect URIs. */
+                post_logout_redirect_uri?: string;
+                /** @description The client, when no ID token is given. */
+                client_id?: string;
+                /** @description Returned as given. */
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page that asks to confirm. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!DOCTYPE html><html lang="en">…<button name="logout" value="yes">Yes, sign me out</button>…</html> */
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["OAuthErrorPage"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2Register: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "client_name": "Connector",
+                 *       "redirect_uris": [
+                 *         "https://connector.example.com/callback"
+                 *       ],
+                 *       "token_endpoint_auth_method": "none"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthClientMetadata"];
+            };
+        };
+        responses: {
+            /** @description The registered client. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "client_id": "Xk1vV2l5c3BhLWNsaWVudA",
+                     *       "client_name": "Connector",
+                     *       "redirect_uris": [
+                     *         "https://connector.example.com/callback"
+                     *       ],
+                     *       "token_endpoint_auth_method": "none",
+                     *       "registration_access_token": "hbGciOiJSUzI1NiJ9"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthClientMetadata"];
+                };
+            };
+            400: components["responses"]["OAuthError"];
+            401: components["responses"]["OAuthError"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["OAuthServerError"];
         };
     };
     listSignInProviders: {

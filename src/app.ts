@@ -65,6 +65,14 @@ const OIDC_OPERATIONS = [
   'rotateOauthClientSecret',
   'listOauthGrants',
   'revokeOauthGrant',
+  'openIdConfiguration',
+  'oauth2Authorize',
+  'oauth2Token',
+  'oauth2UserInfo',
+  'oauth2Introspect',
+  'oauth2Revoke',
+  'oauth2EndSession',
+  'oauth2Register',
 ];
 import { oidcPagesRouter, withProviderReturn } from './oidc-pages/router';
 

@@ -307,6 +307,9 @@ function suite(t: () => TestContext) {
           ['logout', true],
           ['listSessions', true],
           ['revokeSession', true],
+          ['listIdentities', true],
+          ['linkIdentity', true],
+          ['unlinkIdentity', true],
         ].sort(),
       );
 
@@ -318,6 +321,23 @@ function suite(t: () => TestContext) {
       const pending = await t()
         .clientFor(user.access)
         .POST('/api/auth/mfa/totp', { body: { name: 'Phone' } });
+      // An identity of the user's at a registered provider: a key may neither list, add nor remove one.
+      const admin = await t().adminToken();
+      expect(
+        (
+          await t().post(
+            '/api/identity-providers',
+            { slug: 'corp', name: 'Corp', client_id: 'c', issuer: 'http://localhost:9/realm' },
+            { token: admin },
+          )
+        ).status,
+      ).toBe(201);
+      const provider = await t().db.selectFrom('identity_providers').select('id').where('slug', '=', 'corp').executeTakeFirstOrThrow();
+      const identity = await t()
+        .db.insertInto('user_identities')
+        .values({ user_id: user.id, provider_id: provider.id, subject: 'corp-subject-1', email: user.email })
+        .returning('id')
+        .executeTakeFirstOrThrow();
       const targets: Record<string, { token: string; id?: number | string; body?: unknown }> = {
         createApiKey: { token: key.key, body: { name: 'Another', expires_in_days: 365 } },
         listApiKeys: { token: key.key },
@@ -335,6 +355,17 @@ function suite(t: () => TestContext) {
         logout: { token: key.key, body: { all: true } },
         listSessions: { token: key.key },
         revokeSession: { token: key.key, id: claimsOf(user.access).sid },
+        listIdentities: { token: key.key },
+        linkIdentity: {
+          token: key.key,
+          id: 'corp',
+          body: {
+            redirect_to: 'http://app.test/settings',
+            code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+            code_challenge_method: 'S256',
+          },
+        },
+        unlinkIdentity: { token: key.key, id: identity.id },
       };
       for (const op of marked) {
         const target = targets[op.id];
@@ -354,6 +385,10 @@ function suite(t: () => TestContext) {
       expect((await t().db.selectFrom('mfa_factors').select('id').where('user_id', '=', user.id).execute()).length).toBe(1);
       expect((await t().post('/api/auth/login/json', { email: user.email, password: user.password })).status).toBe(200);
       expect(await auditRows(user.id, 'api_key.created')).toHaveLength(1);
+      expect(await t().db.selectFrom('user_identities').select('id').where('user_id', '=', user.id).execute()).toEqual([
+        { id: identity.id },
+      ]);
+      expect(await t().db.selectFrom('provider_flows').select('id').execute()).toEqual([]);
       expect((await me(key.key)).response.status).toBe(200);
     });
 

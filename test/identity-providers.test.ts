@@ -116,6 +116,10 @@ describe('registering providers', () => {
     expectError(plain, 422, 'VALIDATION_ERROR');
     expect(plain.body.error.details).toEqual([{ field: 'body.issuer', message: 'must be https (http only on a loopback host)' }]);
 
+    const notUrl = await t.post('/api/identity-providers', { slug: 'acme', name: 'Acme', client_id: 'c', issuer: 'x' }, { token: admin });
+    expectError(notUrl, 422, 'VALIDATION_ERROR');
+    expect(notUrl.body.error.details).toEqual([{ field: 'body.issuer', message: 'must be an absolute URL' }]);
+
     const slug = await t.post(
       '/api/identity-providers',
       { slug: 'Bad_Slug', name: 'x', client_id: 'c', issuer: 'https://x.example' },

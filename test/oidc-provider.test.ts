@@ -74,7 +74,9 @@ let jose: any;
 let admin: string;
 
 beforeAll(async () => {
-  [oidc, jose] = await Promise.all([importModule('openid-client'), importModule('jose')]);
+  // One after the other: the runner's module registry links a dependency the two share once at a time.
+  jose = await importModule('jose');
+  oidc = await importModule('openid-client');
   p = await startProvider();
   ({ t, base } = p);
   admin = await t.adminToken();
@@ -552,6 +554,9 @@ describe('the authorization code flow', () => {
     const done = await browser.go('/oauth2/end_session/confirm', { method: 'POST', body: new URLSearchParams({ xsrf, logout: 'yes' }) });
     expect(done.status).toBe(303);
     expect(done.headers.get('location')).toBe(AFTER_LOGOUT);
+    // The service session the sign-in opened has ended with it.
+    expectError(await t.get('/api/auth/me', { token: who.user.access }), 401, 'UNAUTHORIZED');
+    expect(await oauthError(oidc.refreshTokenGrant(config, tokens.refresh_token))).toBe('invalid_grant');
     // Signed out: prompt=none cannot sign in silently any more.
     const again = oidc.buildAuthorizationUrl(config, {
       redirect_uri: REDIRECT,

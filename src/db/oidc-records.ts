@@ -86,6 +86,17 @@ export async function findServiceSessionOfProviderSession(db: Executor, uid: str
   return row?.service_session_id ?? undefined;
 }
 
+/** The service session a provider session (by its record id) was opened by, if any. */
+export async function findServiceSessionOfRecord(db: Executor, id: string): Promise<string | undefined> {
+  const row = await records(db)
+    .selectFrom('oidc_records')
+    .select('service_session_id')
+    .where('model', '=', 'Session')
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row?.service_session_id ?? undefined;
+}
+
 const live = (db: Executor) =>
   records(db)
     .selectFrom('oidc_records')

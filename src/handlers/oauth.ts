@@ -1,3 +1,4 @@
+import { NotFound } from '../errors';
 import type { ClientView } from '../oidc/clients';
 import { iso } from '../services/user-view';
 import { created, noContent, ok, signedIn } from './reply';
@@ -34,3 +35,21 @@ export const revokeOauthGrant: Handler<'revokeOauthGrant'> = async (input, { oau
   await oauthGrants.revoke(signedIn(input), input.path.id);
   return noContent();
 };
+
+/**
+ * The OpenID Connect provider's own endpoints are answered by oidc-provider, mounted ahead of the
+ * API's routes; with OIDC_ENABLED=false they are left out of the served contract. These are never
+ * reached but by a request the provider left unanswered.
+ */
+const servedByTheProvider = async (): Promise<never> => {
+  throw new NotFound('Not served here: the OpenID Connect provider is off');
+};
+
+export const openIdConfiguration: Handler<'openIdConfiguration'> = servedByTheProvider;
+export const oauth2Authorize: Handler<'oauth2Authorize'> = servedByTheProvider;
+export const oauth2Token: Handler<'oauth2Token'> = servedByTheProvider;
+export const oauth2UserInfo: Handler<'oauth2UserInfo'> = servedByTheProvider;
+export const oauth2Introspect: Handler<'oauth2Introspect'> = servedByTheProvider;
+export const oauth2Revoke: Handler<'oauth2Revoke'> = servedByTheProvider;
+export const oauth2EndSession: Handler<'oauth2EndSession'> = servedByTheProvider;
+export const oauth2Register: Handler<'oauth2Register'> = servedByTheProvider;

@@ -7,8 +7,10 @@ import {
   findOidcRecord,
   findOidcRecordByUid,
   findOidcRecordByUserCode,
+  findServiceSessionOfRecord,
   upsertOidcRecord,
 } from '../db/oidc-records';
+import { revokeSession } from '../db/sessions';
 import type { Database } from '../db/types';
 import { seal, unseal } from '../infra/sealed';
 import type { ProviderContext } from './library';
@@ -108,8 +110,18 @@ export function adapterClass(options: AdapterOptions) {
     }
 
     async destroy(id: string): Promise<void> {
-      if (this.model === 'Client') await deleteOauthClient(db, id);
-      else await deleteOidcRecord(db, this.model, id);
+      if (this.model === 'Client') {
+        await deleteOauthClient(db, id);
+        return;
+      }
+      // Signing out at an application's request ends the service session the hosted sign-in opened
+      // too (and, through it, the provider session's tokens); a provider session given a new id
+      // on a later sign-in only drops its old record.
+      if (this.model === 'Session' && options.currentContext()?.oidc?.route === 'end_session_confirm') {
+        const serviceSession = await findServiceSessionOfRecord(db, id);
+        if (serviceSession) await revokeSession(db, serviceSession);
+      }
+      await deleteOidcRecord(db, this.model, id);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {

@@ -26,6 +26,8 @@ export interface ProviderClass {
 
 export interface ProviderContext {
   oidc?: {
+    /** The provider's name for the endpoint answering (`end_session_confirm`, `token`, ...). */
+    route?: string;
     result?: { login?: { serviceSessionId?: unknown } };
     client?: { clientId: string };
     session?: { accountId?: string };

@@ -66,11 +66,9 @@ export function check(settings: Omit<ProviderSettings, 'client_secret_sealed'>):
   for (const field of URL_FIELDS) {
     const value = settings[field];
     if (!value) continue;
-    const problem = urlProblem(value);
+    const problem = urlProblem(value) ?? (field === 'issuer' && new URL(value).search ? 'may not carry a query' : undefined);
     if (problem) problems.push({ field: `body.${field}`, message: problem });
   }
-  if (settings.kind === 'oidc' && settings.issuer && new URL(settings.issuer).search)
-    problems.push({ field: 'body.issuer', message: 'may not carry a query' });
   if (problems.length > 0) throw new Validation(problems);
 }
 
