@@ -1837,7 +1837,9 @@ export interface paths {
          *     toward the account's lockout (429 while locked), as do wrong second factors after it. A
          *     disabled or deleted account is refused (403). The code of a link by hand
          *     (`POST /api/auth/identities/{slug}/link`) first links its identity to the user who asked:
-         *     409 `CONFLICT` when another account took that identity meanwhile. Access tokens of such a session carry
+         *     409 `CONFLICT` when another account took that identity meanwhile. It needs no bearer token,
+         *     as GoTrue's PKCE exchange: the verifier is held only by the application that started the
+         *     link with the user's token, and a link's code never exchanged links nothing. Access tokens of such a session carry
          *     `amr: ["fed"]` (after a second factor `["fed", "otp"|"hwk", "mfa"]` and `aal2`), and the
          *     audit trail's `login.succeeded` names the provider in `details.provider`.
          */
