@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config';
+import type { ProviderFlowTable, UserIdentityTable } from '../src/db/identities';
+import type { IdentityProviderTable } from '../src/db/identity-providers';
 import { startTestApp, type RegisteredUser, type Response, type TestContext } from './support/app';
 import { auditRows as auditEventsOf } from './support/audit';
 import { document } from './support/contract';
@@ -27,6 +29,12 @@ interface Key {
 }
 
 function suite(t: () => TestContext) {
+  const links = () =>
+    t().db.withTables<{
+      identity_providers: IdentityProviderTable;
+      user_identities: UserIdentityTable;
+      provider_flows: ProviderFlowTable;
+    }>();
   async function createKey(token: string, body: { name: string; expires_in_days?: number; read_only?: boolean }): Promise<Key> {
     const { data, error, response } = await t().clientFor(token).POST('/api/auth/api-keys', { body });
     if (!data) throw new Error(`key creation failed: ${response.status} ${JSON.stringify(error)}`);
@@ -332,9 +340,9 @@ function suite(t: () => TestContext) {
           )
         ).status,
       ).toBe(201);
-      const provider = await t().db.selectFrom('identity_providers').select('id').where('slug', '=', 'corp').executeTakeFirstOrThrow();
-      const identity = await t()
-        .db.insertInto('user_identities')
+      const provider = await links().selectFrom('identity_providers').select('id').where('slug', '=', 'corp').executeTakeFirstOrThrow();
+      const identity = await links()
+        .insertInto('user_identities')
         .values({ user_id: user.id, provider_id: provider.id, subject: 'corp-subject-1', email: user.email })
         .returning('id')
         .executeTakeFirstOrThrow();
@@ -385,10 +393,10 @@ function suite(t: () => TestContext) {
       expect((await t().db.selectFrom('mfa_factors').select('id').where('user_id', '=', user.id).execute()).length).toBe(1);
       expect((await t().post('/api/auth/login/json', { email: user.email, password: user.password })).status).toBe(200);
       expect(await auditRows(user.id, 'api_key.created')).toHaveLength(1);
-      expect(await t().db.selectFrom('user_identities').select('id').where('user_id', '=', user.id).execute()).toEqual([
+      expect(await links().selectFrom('user_identities').select('id').where('user_id', '=', user.id).execute()).toEqual([
         { id: identity.id },
       ]);
-      expect(await t().db.selectFrom('provider_flows').select('id').execute()).toEqual([]);
+      expect(await links().selectFrom('provider_flows').select('id').execute()).toEqual([]);
       expect((await me(key.key)).response.status).toBe(200);
     });
 
