@@ -8,7 +8,7 @@ import { auditRows } from './support/audit';
 import { expectError } from './support/expect';
 import { outboxDrained } from './support/outbox';
 import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
-import { startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream';
+import { githubProviderSettings, startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream';
 import { startOidcUpstream, type OidcUpstream, type UpstreamAccount } from './support/oidc-upstream';
 import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer';
 import { until } from './support/wait';
@@ -76,19 +76,7 @@ beforeAll(async () => {
       { slug: 'corp', name: 'Corp', client_id: oidc.clientId, client_secret: oidc.clientSecret, issuer: oidc.issuer },
       { token: admin },
     ),
-    t.post(
-      '/api/identity-providers',
-      {
-        slug: 'github',
-        client_id: github.clientId,
-        client_secret: github.clientSecret,
-        authorization_url: `${github.url}/login/oauth/authorize`,
-        token_url: `${github.url}/login/oauth/access_token`,
-        userinfo_url: `${github.url}/user`,
-        emails_url: `${github.url}/user/emails`,
-      },
-      { token: admin },
-    ),
+    t.post('/api/identity-providers', githubProviderSettings(github), { token: admin }),
     // The apple preset on a local issuer: the preset's way of answering (form_post), the issuer's keys.
     t.post(
       '/api/identity-providers',

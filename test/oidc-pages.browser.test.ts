@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { startTestApp, type TestContext } from './support/app';
-import { describeInBrowser, launchChromium } from './support/browser';
+import { addVirtualAuthenticator, describeInBrowser, launchChromium } from './support/browser';
 import { freePort } from './support/net';
 
 // The hosted sign-in pages in headless Chromium: a person signs in on them and openid-client, the
@@ -226,17 +226,7 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
       const { context, page, problems } = await open();
       try {
         const cdp: CDPSession = await context.newCDPSession(page);
-        await cdp.send('WebAuthn.enable');
-        await cdp.send('WebAuthn.addVirtualAuthenticator', {
-          options: {
-            protocol: 'ctap2',
-            transport: 'internal',
-            hasResidentKey: true,
-            hasUserVerification: true,
-            isUserVerified: true,
-            automaticPresenceSimulation: true,
-          },
-        });
+        await addVirtualAuthenticator(cdp);
         await page.goto(`${origin}/test/passkey`);
         expect(await page.evaluate(`registerPasskey(${JSON.stringify(user.access)})`)).toBe(201);
         problems.length = 0;

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Browser, CDPSession, Page } from 'playwright-core';
 import { startTestApp, type TestContext } from './support/app';
-import { describeInBrowser, launchChromium } from './support/browser';
+import { addVirtualAuthenticator, describeInBrowser, launchChromium } from './support/browser';
 import { claimsOf } from './support/jwt';
 import { freePort } from './support/net';
 
@@ -101,17 +101,7 @@ describeInBrowser('passkeys in a browser', () => {
     const opened = await browser.newPage();
     opened.setDefaultTimeout(15_000);
     const session = await opened.context().newCDPSession(opened);
-    await session.send('WebAuthn.enable');
-    const { authenticatorId: id } = await session.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
+    const id = await addVirtualAuthenticator(session);
     await opened.goto(`${pageOrigin}/passkeys`);
     return { page: opened, cdp: session, authenticatorId: id };
   }

@@ -4,7 +4,7 @@ import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '..
 import { startTestApp, uniqueEmail, type TestContext } from './support/app';
 import { auditRows, auditTable } from './support/audit';
 import { expectError } from './support/expect';
-import { startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream';
+import { githubProviderSettings, startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream';
 import { startOidcUpstream, type OidcUpstream, type UpstreamAccount } from './support/oidc-upstream';
 
 // Signing in with other providers against real peers the test runs: an OpenID provider built on
@@ -34,15 +34,7 @@ beforeAll(async () => {
   admin = await t.adminToken();
   const made = await Promise.all([
     register({ slug: 'corp', name: 'Corp', client_id: oidc.clientId, client_secret: oidc.clientSecret, issuer: oidc.issuer }),
-    register({
-      slug: 'github',
-      client_id: github.clientId,
-      client_secret: github.clientSecret,
-      authorization_url: `${github.url}/login/oauth/authorize`,
-      token_url: `${github.url}/login/oauth/access_token`,
-      userinfo_url: `${github.url}/user`,
-      emails_url: `${github.url}/user/emails`,
-    }),
+    register(githubProviderSettings(github)),
   ]);
   expect(made).toEqual([201, 201]);
 });

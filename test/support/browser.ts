@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type CDPSession } from 'playwright-core';
 
 /** Chromium for the browser suites: CHROMIUM_PATH, else the system's. */
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -40,4 +40,23 @@ export function launchChromium(timeoutMs: number, extraArgs: string[] = []): Pro
       ...extraArgs,
     ],
   });
+}
+
+/**
+ * A platform authenticator for the page, through the DevTools protocol: resident keys, user
+ * verification, and a person who always touches it. Returns its id, for reading its credentials.
+ */
+export async function addVirtualAuthenticator(cdp: CDPSession): Promise<string> {
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return authenticatorId;
 }

@@ -139,3 +139,16 @@ export async function startGithubUpstream(options: GithubUpstreamOptions = {}): 
   });
   return github;
 }
+
+/** The settings that register this server as an `oauth2` provider (the GitHub preset's URLs, on localhost). */
+export function githubProviderSettings(server: { url: string; clientId: string; clientSecret: string }, slug = 'github') {
+  return {
+    slug,
+    client_id: server.clientId,
+    client_secret: server.clientSecret,
+    authorization_url: `${server.url}/login/oauth/authorize`,
+    token_url: `${server.url}/login/oauth/access_token`,
+    userinfo_url: `${server.url}/user`,
+    emails_url: `${server.url}/user/emails`,
+  };
+}
