@@ -119,8 +119,8 @@ export interface Figures {
   rssPeakMb: number;
 }
 
-/** Runs autocannon against one URL, sampling the RSS of `pid` meanwhile. */
-export async function load(options: LoadOptions, pid?: number): Promise<Figures> {
+/** Samples the resident set of `pid` (when given) every 200 ms until stopped: the last and the highest, MB. */
+function sampleRss(pid?: number): { figures(): { rssMb: number; rssPeakMb: number }; stop(): void } {
   let peak = 0;
   let last = 0;
   const sampler = pid
@@ -129,6 +129,15 @@ export async function load(options: LoadOptions, pid?: number): Promise<Figures>
         peak = Math.max(peak, last);
       }, 200)
     : undefined;
+  return {
+    figures: () => ({ rssMb: Math.round(last), rssPeakMb: Math.round(peak) }),
+    stop: () => clearInterval(sampler),
+  };
+}
+
+/** Runs autocannon against one URL, sampling the RSS of `pid` meanwhile. */
+export async function load(options: LoadOptions, pid?: number): Promise<Figures> {
+  const rss = sampleRss(pid);
   try {
     const result = await autocannon({
       url: options.url,
@@ -145,11 +154,10 @@ export async function load(options: LoadOptions, pid?: number): Promise<Figures>
       p99: result.latency.p99,
       errors: result.non2xx + result.errors + result.timeouts,
       statuses: { '1xx': result['1xx'], '2xx': result['2xx'], '3xx': result['3xx'], '4xx': result['4xx'], '5xx': result['5xx'] },
-      rssMb: Math.round(last),
-      rssPeakMb: Math.round(peak),
+      ...rss.figures(),
     };
   } finally {
-    if (sampler) clearInterval(sampler);
+    rss.stop();
   }
 }
 
@@ -162,14 +170,7 @@ export async function loadEach(
   options: Omit<LoadOptions, 'body'> & { amount?: number; next(): string | undefined; answered?(status: number, body: string): void },
   pid?: number,
 ): Promise<Figures> {
-  let peak = 0;
-  let last = 0;
-  const sampler = pid
-    ? setInterval(() => {
-        last = rssMb(pid);
-        peak = Math.max(peak, last);
-      }, 200)
-    : undefined;
+  const rss = sampleRss(pid);
   try {
     const result = await autocannon({
       url: options.url,
@@ -195,11 +196,10 @@ export async function loadEach(
       p99: result.latency.p99,
       errors: result.non2xx + result.errors + result.timeouts,
       statuses: { '2xx': result['2xx'], '3xx': result['3xx'], '4xx': result['4xx'], '5xx': result['5xx'] },
-      rssMb: Math.round(last),
-      rssPeakMb: Math.round(peak),
+      ...rss.figures(),
     };
   } finally {
-    if (sampler) clearInterval(sampler);
+    rss.stop();
   }
 }
 
