@@ -11,6 +11,7 @@ import { buildApi } from './http/api';
 import { contractFor, validationContractFor } from './http/contract';
 import { accountPagesRouter } from './account-pages/router';
 import { docsRouter } from './http/docs';
+import { homePage } from './http/home';
 import { ApiError, notFound } from './http/errors';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from './http/metrics';
 import { accessLog, bodies, errors, requestId } from './http/middleware';
@@ -259,9 +260,26 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     koa.use(errors(logger));
     if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
     if (config.docs.enabled) koa.use(docsRouter(document).routes());
+    koa.use(
+      homePage({
+        service: String(document.info.title ?? 'Account Service'),
+        version: config.server.appVersion,
+        docs: config.docs.enabled,
+        oidc: oidc !== undefined,
+      }),
+    );
     if (config.account.pagesEnabled) {
       const service = String(document.info.title ?? 'Account Service');
-      koa.use(accountPagesRouter({ account: services.account, secret: config.secret.key, guard: limits?.guard, service }).routes());
+      koa.use(
+        accountPagesRouter({
+          account: services.account,
+          emailCode: config.emailCode.enabled ? services.emailCode : undefined,
+          redirects: config.redirects,
+          secret: config.secret.key,
+          guard: limits?.guard,
+          service,
+        }).routes(),
+      );
     }
     if (oidc)
       koa.use(

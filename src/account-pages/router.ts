@@ -1,13 +1,17 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { Conflict, InvalidToken, RateLimited, Unavailable, Validation } from '../errors';
+import type { EmailCodeSignIn } from '../email-code/email-code-sign-in';
+import { Conflict, Forbidden, InvalidToken, MfaRequired, RateLimited, Unavailable, Validation } from '../errors';
 import { clientOf } from '../http/request';
+import { contentSecurityPolicyWith } from '../http/security';
 import { stateOf } from '../http/state';
 import type { OperationId } from '../handlers/types';
+import { allowedRedirect, type RedirectConfig } from '../redirects/allow-list';
 import type { AccountService } from '../services/account';
 import { MIN_PASSWORD_LENGTH } from '../services/passwords';
+import type { TokenPair } from '../services/session-start';
 import { FormGuard, readForm } from './form-guard';
-import { form, page, paragraph, passwordField, type Notice } from './html';
+import { escape, form, page, paragraph, passwordField, type Notice } from './html';
 
 export interface AccountPagesOptions {
   account: AccountService;
@@ -17,10 +21,15 @@ export interface AccountPagesOptions {
   guard?: (ctx: Context) => Promise<void>;
   /** The name the pages show, the contract's title. */
   service: string;
+  /** Sign-in by e-mailed link, when EMAIL_CODE_ENABLED: the `/sign-in` page exists only then. */
+  emailCode?: Pick<EmailCodeSignIn, 'addressOf' | 'verify'>;
+  /** AUTH_REDIRECT_URLS: where `/sign-in` may send a person once signed in. */
+  redirects: RedirectConfig;
 }
 
 const VERIFY = '/verify-email';
 const RESET = '/reset-password';
+const SIGN_IN = '/sign-in';
 
 const USED_LINK =
   'This link is not valid: it has expired, has already been used, or a newer one was sent. Ask for a new link and use the latest one you receive.';
@@ -28,12 +37,17 @@ const REFUSED_FORM =
   'This form could not be accepted (it was not sent from this page in this browser). Open the link from the e-mail again and use the form on that page.';
 const INCOMPLETE_LINK =
   'This link is incomplete. Open it exactly as it appears in the e-mail, or paste the whole address into your browser.';
+const USED_SIGN_IN_LINK =
+  'This link is not valid: it has expired, has already been used (or its code was), or a newer one was sent. Ask for a new one and use the latest e-mail.';
+const UNKNOWN_DESTINATION =
+  'This link leads on to an address this service does not send anyone to. Sign in from the application itself and ask for a new link there.';
 
 /**
- * The pages the links in the account e-mails open, when APP_URL is this service: `/verify-email` and
- * `/reset-password`, served beside the API like the docs pages, not part of the contract. Opening a page
- * never uses the token (mail scanners open links); the form on it does, through the same rules as
- * `POST /api/auth/verify-email` and `POST /api/auth/reset-password`. No JavaScript.
+ * The pages the links in the account e-mails open, when APP_URL is this service: `/verify-email`,
+ * `/reset-password` and `/sign-in`, served beside the API like the docs pages, not part of the
+ * contract. Opening a page never uses the token (mail scanners open links); the form on it does,
+ * through the same rules as `POST /api/auth/verify-email`, `POST /api/auth/reset-password` and
+ * `POST /api/auth/email-code/verify`. No JavaScript.
  */
 export function accountPagesRouter(options: AccountPagesOptions): Router {
   const { account, service } = options;
@@ -119,6 +133,62 @@ export function accountPagesRouter(options: AccountPagesOptions): Router {
     });
   });
 
+  const emailCode = options.emailCode;
+  if (emailCode) {
+    const title = 'Sign in';
+    /** Where a signed-in person goes on to: the link's `redirect_to`, on the allow-list; null when it names none. */
+    const destinationOf = (value: unknown): URL | null | undefined =>
+      value === undefined || value === '' ? null : typeof value === 'string' ? allowedRedirect(options.redirects, value) : undefined;
+    const signInForm = (ctx: Context, token: string, email: string, destination: URL | null) => {
+      // The post may end at the application: the page's form-action allows its origin, and only it.
+      if (destination) ctx.set('Content-Security-Policy', contentSecurityPolicyWith([destination.origin]));
+      const hidden = { token, ...(destination ? { redirect_to: destination.href } : {}), csrf: forms.issue(ctx, SIGN_IN) };
+      const next = destination
+        ? `<p>You will then go back to <strong>${escape(destination.host)}</strong>.</p>\n`
+        : paragraph('This signs you in to your account and confirms your e-mail address.');
+      return (
+        `<p>Press the button to sign in as <strong>${escape(email)}</strong>.</p>\n` +
+        next +
+        form(SIGN_IN, hidden, '', `Sign in as ${email}`) +
+        paragraph('If you did not ask to sign in, close this page: nothing happens without the button.')
+      );
+    };
+
+    router.get(SIGN_IN, async (ctx) => {
+      const token = tokenOf(ctx.query.token);
+      if (!token) return show(ctx, 400, title, '', { kind: 'error', text: INCOMPLETE_LINK });
+      const destination = destinationOf(ctx.query.redirect_to);
+      if (destination === undefined) return show(ctx, 400, title, '', { kind: 'error', text: UNKNOWN_DESTINATION });
+      const email = await emailCode.addressOf(token);
+      if (!email) return show(ctx, 400, title, '', { kind: 'error', text: USED_SIGN_IN_LINK });
+      show(ctx, 200, title, signInForm(ctx, token, email, destination));
+    });
+
+    router.post(SIGN_IN, async (ctx) => {
+      await submit(ctx, title, SIGN_IN, 'verifyEmailCode', async (fields) => {
+        const destination = destinationOf(fields.redirect_to);
+        if (destination === undefined) return show(ctx, 400, title, '', { kind: 'error', text: UNKNOWN_DESTINATION });
+        try {
+          const { user, tokens } = await emailCode.verify({ token: fields.token }, clientOf(ctx));
+          if (destination) return goOn(ctx, destination, tokenFragment(tokens));
+          show(ctx, 200, title, paragraph('You can close this page.'), { kind: 'success', text: `You are signed in as ${user.email}.` });
+        } catch (error) {
+          if (error instanceof MfaRequired) {
+            if (destination) return goOn(ctx, destination, { mfa_token: error.mfaToken, methods: error.methods.join(',') });
+            const text =
+              'Your account asks for a second step, which this page cannot take. Sign in from the application, with a new code if you like.';
+            return show(ctx, 403, title, '', { kind: 'error', text });
+          }
+          if (error instanceof InvalidToken) return show(ctx, 400, title, '', { kind: 'error', text: USED_SIGN_IN_LINK });
+          if (error instanceof Forbidden) return show(ctx, 403, title, '', { kind: 'error', text: `${error.message}.` });
+          if (error instanceof RateLimited || error instanceof Unavailable)
+            return refusal(ctx, error, (status, text) => show(ctx, status, title, '', { kind: 'error', text }));
+          throw error;
+        }
+      });
+    });
+  }
+
   /**
    * A post of one of the forms: counted against the rate limit as the operation it performs, then
    * accepted only from this service's page in this browser (FormGuard) and with a token; `work` gets
@@ -154,6 +224,29 @@ export function accountPagesRouter(options: AccountPagesOptions): Router {
   }
 
   return router;
+}
+
+/**
+ * The person goes on to the application with what it needs in the address's fragment, which a
+ * browser sends to no server and leaves out of Referer headers and access logs.
+ */
+function goOn(ctx: Context, destination: URL, fragment: Record<string, string>): void {
+  ctx.set('Cache-Control', 'no-store');
+  ctx.status = 303;
+  ctx.redirect(`${destination.href}#${new URLSearchParams(fragment).toString()}`);
+  // Koa's own body would repeat the address, tokens and all.
+  ctx.type = 'text/plain; charset=utf-8';
+  ctx.body = 'Signed in: on to the application.';
+}
+
+/** A session's tokens as the fragment of the address the person goes on to (GoTrue's names). */
+function tokenFragment(tokens: TokenPair): Record<string, string> {
+  return {
+    access_token: tokens.accessToken,
+    refresh_token: tokens.refreshToken,
+    token_type: 'bearer',
+    expires_in: String(tokens.expiresInSeconds),
+  };
 }
 
 /** A token as e-mailed (base64url, well under this length), or undefined. */

@@ -77,6 +77,18 @@ export async function useEmailCode(db: Executor, id: number): Promise<boolean> {
   return row !== undefined;
 }
 
+/** The address of the live code whose link token hashes to `tokenHash`, without spending it. */
+export async function findLiveEmailCodeEmail(db: Executor, tokenHash: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('email_codes')
+    .select('email')
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+  return row?.email;
+}
+
 /**
  * Spends the live code whose link token hashes to `tokenHash`, atomically: of two requests with one
  * token, one gets the row.

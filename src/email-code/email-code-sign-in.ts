@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { AccountConfig, EmailCodeConfig, RedirectConfig } from '../config';
 import {
   findLiveEmailCode,
+  findLiveEmailCodeEmail,
   insertEmailCode,
   recentEmailCodes,
   recordEmailCodeFailure,
@@ -80,19 +81,29 @@ export class EmailCodeSignIn {
   /**
    * Checks `redirectTo` against the allow-list (400 otherwise) and answers; the lookup, the code and
    * the mail happen after the answer. Failures are logged.
+   *
+   * The link leads to the page that spends its token: this service's `/sign-in` when it serves the
+   * account pages (carrying `redirectTo`, where that page sends the person once signed in), else
+   * `redirectTo`, the application's own page, or `{APP_URL}/sign-in`.
    */
   request(email: string, redirectTo: string | undefined, client: ClientInfo): void {
     let linkBase = new URL(`${this.account.appUrl}/sign-in`);
     if (redirectTo !== undefined) {
       const allowed = allowedRedirect(this.redirects, redirectTo);
       if (!allowed) throw new InvalidRedirect();
-      linkBase = allowed;
+      if (this.account.pagesEnabled) linkBase.searchParams.set('redirect_to', allowed.href);
+      else linkBase = allowed;
     }
     this.later.run(
       () => this.send(normalizeEmail(email), linkBase, client),
       (error: unknown) =>
         this.parts.logger.error({ err: error, requestId: client.requestId }, 'email-code: the sign-in code could not be queued'),
     );
+  }
+
+  /** The address a link's token was sent to while it still signs in, without spending it; for the page it opens. */
+  addressOf(token: string): Promise<string | undefined> {
+    return findLiveEmailCodeEmail(this.parts.db, sha256(token));
   }
 
   /** Resolves once the work started after earlier answers has finished. */

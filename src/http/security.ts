@@ -32,6 +32,19 @@ export const CONTENT_SECURITY_POLICY = {
 } as const;
 
 /**
+ * The policy above as a header value, with forms also allowed to end at `formTargets` (origins): a
+ * browser checks `form-action` against the redirect a post is answered with, too.
+ */
+export function contentSecurityPolicyWith(formTargets: readonly string[]): string {
+  return Object.entries(CONTENT_SECURITY_POLICY)
+    .flatMap(([name, sources]) =>
+      sources === null ? [] : [[name, name === 'form-action' ? [...sources, ...formTargets] : sources] as const],
+    )
+    .map(([name, sources]) => `${name} ${sources.join(' ')}`)
+    .join(';');
+}
+
+/**
  * Helmet's defaults (nosniff, Referrer-Policy: no-referrer, HSTS, no X-Powered-By, and so on) with
  * the policy above and framing refused outright.
  */

@@ -9,6 +9,8 @@ export interface Mail {
   html: string;
   /** The link the message carries, for the log transport; notices carry none. */
   link?: string;
+  /** The one-time code the message carries (a sign-in code), for the log transport. */
+  code?: string;
   /** The Message-ID header; the transport makes one when it is absent. */
   messageId?: string;
 }
@@ -21,15 +23,19 @@ export interface MailTransport {
 
 /**
  * SMTP through nodemailer when SMTP_URL is set; otherwise each message goes to the log, with its link
- * only when MAIL_LOG_LINKS allows it (the default outside production; production needs SMTP_URL or
- * MAIL_LOG_LINKS=true to start at all).
+ * and code only when MAIL_LOG_LINKS allows it (the default outside production; production needs
+ * SMTP_URL or MAIL_LOG_LINKS=true to start at all): a developer signs in with either.
  */
 export function createTransport(config: MailConfig, logger: Logger): MailTransport {
   if (!config.smtpUrl) {
     return {
       async send(mail) {
         if (config.logLinks) {
-          logger.info({ mail: { to: mail.to, subject: mail.subject, link: mail.link } }, 'mail not sent (no SMTP_URL): here is its link');
+          const { to, subject, link, code } = mail;
+          logger.info(
+            { mail: { to, subject, link, code } },
+            `mail not sent (no SMTP_URL): here is its link${code === undefined ? '' : ' and code'}`,
+          );
         } else {
           logger.info(
             { mail: { to: mail.to, subject: mail.subject } },

@@ -70,6 +70,7 @@ ${html.join('\n')}
 </body></html>
 `,
     link: m.action?.link,
+    code: m.code,
   };
 }
 
