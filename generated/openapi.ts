@@ -241,9 +241,12 @@ export interface paths {
          * @description Signing in with nothing but an inbox. Answers 202 with the same body whether or not an
          *     account has the e-mail; an account that can sign in (not deleted, not disabled) is sent one
          *     mail with a six-digit code and a link to `{APP_URL}/sign-in?token=...`, or, with
-         *     `redirect_to`, to that address with `token` added to its query. `redirect_to` must be on
-         *     the allow-list `AUTH_REDIRECT_URLS` (400 `INVALID_REDIRECT` otherwise, whatever the
-         *     e-mail). The code and the link each sign in once, and using one voids the other; both
+         *     `redirect_to`, to that address with `token` added to its query. When the service serves
+         *     the account pages itself (`ACCOUNT_PAGES_ENABLED`), the link always opens its own
+         *     `/sign-in` page, with `redirect_to` added to the link's query: the page's button signs in
+         *     and sends the browser on to `redirect_to` with the tokens in the address's fragment.
+         *     `redirect_to` must be on the allow-list `AUTH_REDIRECT_URLS` (400 `INVALID_REDIRECT`
+         *     otherwise, whatever the e-mail). The code and the link each sign in once, and using one voids the other; both
          *     expire after `EMAIL_CODE_EXPIRE_MINUTES` (10), and a new mail voids the earlier one. Take
          *     them to `POST /api/auth/email-code/verify`.
          *
@@ -2109,7 +2112,7 @@ export interface components {
         EmailCodeRequest: {
             email: components["schemas"]["Email"];
             /**
-             * @description Where the mail's link leads, with `token` added to its query; on `AUTH_REDIRECT_URLS`. By default `{APP_URL}/sign-in`.
+             * @description Where the mail's link leads, with `token` added to its query; on `AUTH_REDIRECT_URLS`. By default `{APP_URL}/sign-in`. When the service serves its account pages, where its `/sign-in` page sends the browser once signed in, with the tokens in the fragment.
              * @example https://app.example.com/welcome
              */
             redirect_to?: string;
