@@ -26,7 +26,11 @@ const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?
   { page: 'README.md', starts: 'BASE=http://127.0.0.1:8000', why: 'the test sets BASE to the service it started' },
   { page: 'README.md', starts: 'make test', why: 'the whole suite' },
   { page: 'docs/command-line.md', starts: 'npm run build', why: 'needs the service stopped with the embedded database' },
-  { page: 'docs/email-code.md', starts: 'curl -s -X POST "$BASE/api/auth/email-code/verify"', why: 'the code of the same mail spent the link' },
+  {
+    page: 'docs/email-code.md',
+    starts: 'curl -s -X POST "$BASE/api/auth/email-code/verify"',
+    why: 'the code of the same mail spent the link',
+  },
   {
     page: 'docs/providers.md',
     starts: 'curl -s -X POST "$BASE/api/auth/providers/token"',

@@ -32,7 +32,10 @@ ${links.map(([href, label]) => `<li><a href="${href}">${escape(label)}</a></li>`
 `;
   const html = page(options.service, 'Welcome', body);
   return async (ctx, next) => {
-    if (ctx.path !== '/' || (ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.accepts('html', 'json') !== 'html') return next();
+    if (ctx.path !== '/' || (ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.accepts('html', 'json') !== 'html') {
+      await next();
+      return;
+    }
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = html;
   };
