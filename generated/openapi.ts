@@ -787,6 +787,8 @@ export interface paths {
         /**
          * Create a user (admin)
          * @description Creates a user with the given role (default `user`) and state (default active).
+         *
+         *     API keys cannot set a password or a role: a body with `password` or `role` sent with an API key is refused with 403 `FORBIDDEN` (so, `password` being required, a key creates no user).
          */
         post: operations["createUser"];
         delete?: never;
@@ -821,6 +823,8 @@ export interface paths {
          *     at sign-in). A row is created whole or not at all; the other rows do not depend on it.
          *     Imported users are active; `email_verified` is false unless the row says true. Each created
          *     user is recorded as a `user.created` audit event with `source: import`.
+         *
+         *     API keys cannot set passwords, and importing a password hash is setting one: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["importUsers"];
         delete?: never;
@@ -869,7 +873,7 @@ export interface paths {
          *     - The last admin (the only live, active user with role `admin`) cannot be demoted or
          *       disabled: 409 `CONFLICT`. The check holds under concurrent requests.
          *
-         *     API keys cannot manage credentials: a body with `email` or `password` sent with an API key is refused with 403 `FORBIDDEN` (a key may change `name`, and an admin's key `role` and `is_active`).
+         *     API keys cannot manage credentials: a body with `email`, `password` or `role` sent with an API key is refused with 403 `FORBIDDEN` (a key may change `name`, and an admin's key `is_active`).
          */
         put: operations["updateUser"];
         post?: never;
@@ -1302,6 +1306,8 @@ export interface paths {
          * List the upstream sign-in providers (admin)
          * @description Every registered provider by slug, enabled or not. Client secrets are never shown:
          *     `has_client_secret` says whether one is set.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         get: operations["listIdentityProviders"];
         put?: never;
@@ -1327,6 +1333,8 @@ export interface paths {
          *     and refuses sign-ins with it; `allow_signup: false` signs in only people who already have an
          *     account. A slug already registered is a 409 `CONFLICT`. Recorded in the audit trail as
          *     `identity_provider.created`.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         post: operations["createIdentityProvider"];
         delete?: never;
@@ -1348,6 +1356,8 @@ export interface paths {
         /**
          * Read an upstream sign-in provider (admin)
          * @description One provider, without its secret. An unknown slug is a 404.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         get: operations["getIdentityProvider"];
         /**
@@ -1357,6 +1367,8 @@ export interface paths {
          *     as at registration (422). Sign-ins already under way finish with the provider as it is when
          *     they come back. Recorded in the audit trail as `identity_provider.updated` with the names
          *     of the fields changed.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         put: operations["updateIdentityProvider"];
         post?: never;
@@ -1366,6 +1378,8 @@ export interface paths {
          *     signs in with it any more (people whose only way in it was can set a password with
          *     `POST /api/auth/forgot-password`). Recorded in the audit trail as
          *     `identity_provider.deleted`. An unknown slug is a 404.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         delete: operations["deleteIdentityProvider"];
         options?: never;
@@ -1385,6 +1399,8 @@ export interface paths {
          * @description Every client of the service's OpenID Connect provider, made by an admin or registered by
          *     the application itself (`registered: true`). Secrets are never shown: `has_client_secret`
          *     says whether the client has one (confidential clients do).
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         get: operations["listOauthClients"];
         put?: never;
@@ -1405,6 +1421,8 @@ export interface paths {
          *     `scopes` (default all four) are the scopes the client may ask for. A `first_party` client
          *     is one of your own: people are not asked to allow it. Recorded in the audit trail as
          *     `oauth_client.created`.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         post: operations["createOauthClient"];
         delete?: never;
@@ -1426,6 +1444,8 @@ export interface paths {
         /**
          * Read an application (admin)
          * @description One client, without its secret. An unknown `client_id` is a 404.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         get: operations["getOauthClient"];
         /**
@@ -1435,6 +1455,8 @@ export interface paths {
          *     under way finish with the client as it is when they come back; tokens already issued stay
          *     valid (delete the client, or rotate its secret, to end them). Recorded in the audit trail
          *     as `oauth_client.updated` with the names of the fields changed.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         put: operations["updateOauthClient"];
         post?: never;
@@ -1443,6 +1465,8 @@ export interface paths {
          * @description Removes the client with every grant, code and token issued to it: its access and refresh
          *     tokens stop working at once. Recorded in the audit trail as `oauth_client.deleted`. An
          *     unknown `client_id` is a 404.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         delete: operations["deleteOauthClient"];
         options?: never;
@@ -1467,6 +1491,8 @@ export interface paths {
          * @description Replaces a confidential client's secret; the new one is in this answer only, and the old
          *     one stops working at once. A public client has no secret (422). Recorded in the audit
          *     trail as `oauth_client.secret_rotated`.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         post: operations["rotateOauthClientSecret"];
         delete?: never;
@@ -1487,6 +1513,8 @@ export interface paths {
          * @description The applications that sign you in through the service's OpenID Connect provider, each with
          *     the scopes you allowed it (first-party applications are allowed without asking, and are
          *     listed too), newest first.
+         *
+         *     API keys cannot manage sign-in: an API key is refused here with 403 `FORBIDDEN`.
          */
         get: operations["listOauthGrants"];
         put?: never;
@@ -1515,6 +1543,8 @@ export interface paths {
          * @description Revokes the grant: every code, access token and refresh token the application holds through
          *     it stops working at once, and the next time it asks, you are asked again. Someone else's
          *     grant, or an unknown id, is a 404. Recorded in the audit trail as `oauth_grant.revoked`.
+         *
+         *     API keys cannot manage sign-in: an API key is refused here with 403 `FORBIDDEN`.
          */
         delete: operations["revokeOauthGrant"];
         options?: never;
@@ -3644,7 +3674,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The request came with an API key, and API keys cannot manage credentials (API keys, second factors and passkeys, passwords, e-mail, linked identities, sessions and logout): sign in to do this. */
+        /** @description The request came with an API key, and API keys cannot manage credentials or sign-in (API keys, second factors and passkeys, passwords, roles, e-mail, linked identities, sessions and logout, identity providers, OAuth clients and grants, user imports): sign in to do this. */
         ApiKeyRefused: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3658,7 +3688,7 @@ export interface components {
                  *       "success": false,
                  *       "error": {
                  *         "code": "FORBIDDEN",
-                 *         "message": "API keys cannot manage credentials (API keys, second factors, passkeys, passwords, e-mail, sessions, logout): sign in to do that"
+                 *         "message": "API keys cannot manage credentials or sign-in (API keys, second factors, passkeys, passwords, roles, e-mail, sessions, logout, identity providers, OAuth clients, user imports): sign in to do that"
                  *       }
                  *     }
                  */
@@ -7226,6 +7256,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
