@@ -819,8 +819,14 @@ export interface paths {
          *     on their own. The answer has one result per row, in order: `created`; `conflict` when the
          *     e-mail already has an account (a deleted one included) or came earlier in the same import;
          *     `invalid` with the `reason` (an e-mail that is not an address, a name the users schema
-         *     refuses, an unknown role, a hash in an unknown format or with parameters too dear to check
-         *     at sign-in). A row is created whole or not at all; the other rows do not depend on it.
+         *     refuses, an unknown role, a hash in an unknown format). A row is created whole or not at
+         *     all; the other rows do not depend on it.
+         *
+         *     Hash parameters are capped, since every sign-in (a wrong password too) checks the stored
+         *     hash on the shared hashing pool: bcrypt cost at most 15, argon2 memory at most 256 MiB
+         *     (`m=262144`), time at most 10 and parallelism at most 8, PBKDF2 at most 10,000,000
+         *     iterations. A row beyond a cap refuses the whole request with 422 `VALIDATION_ERROR`, one
+         *     detail per such row (`body.users.<index from 0>.password_hash`), and nothing is written.
          *     Imported users are active; `email_verified` is false unless the row says true. Each created
          *     user is recorded as a `user.created` audit event with `source: import`.
          *
@@ -2312,7 +2318,11 @@ export interface components {
             email: string;
             /** @description The same rule as a user's name (1 to 100 characters after trimming). */
             name: string;
-            /** @description bcrypt, argon2id, argon2i, or Django's pbkdf2_sha256. */
+            /**
+             * @description bcrypt (cost at most 15), argon2id or argon2i (m at most 262144 KiB, t at most 10, p at
+             *     most 8), or Django's pbkdf2_sha256 (at most 10,000,000 iterations). Beyond a cap the
+             *     whole request is a 422 on this field.
+             */
             password_hash: string;
             /** @description `user` (when left out) or `admin`. */
             role?: string;
