@@ -2000,7 +2000,10 @@ export interface components {
     schemas: {
         /**
          * Format: email
-         * @description An e-mail address; trimmed and lower-cased, unique regardless of case.
+         * @description An e-mail address; trimmed and its ASCII letters lower-cased, nothing else folded, unique
+         *     regardless of case. Only ASCII is accepted (422 otherwise): an address holding a character
+         *     that Unicode case folding or NFKC turns into ASCII (the Kelvin sign U+212A, the long s
+         *     U+017F, fullwidth letters) is malformed, never another spelling of an account's address.
          * @example ada@example.com
          */
         Email: string;
@@ -2085,7 +2088,7 @@ export interface components {
              * @enum {string}
              */
             grant_type?: "password" | "refresh_token";
-            /** @description The e-mail; password grant, where it is required. */
+            /** @description The e-mail; password grant, where it is required. An address holding a character that Unicode case folding or NFKC turns into ASCII (the Kelvin sign, the long s, fullwidth letters) is a 422 on this field. */
             username?: string;
             /**
              * Format: password
@@ -2105,6 +2108,7 @@ export interface components {
             client_secret?: string;
         };
         LoginRequest: {
+            /** @description An address holding a character that Unicode case folding or NFKC turns into ASCII (the Kelvin sign U+212A, the long s U+017F, fullwidth letters) is malformed: 422 on this field, never another spelling of an account's address. */
             email: string;
             /** Format: password */
             password: string;
@@ -2157,7 +2161,7 @@ export interface components {
          *     body against the two schemas in `x-one-of`, as a `oneOf` of them would be checked.
          */
         EmailCodeVerifyRequest: {
-            /** @description The address the code was sent to; with `code`. */
+            /** @description The address the code was sent to; with `code`. An address holding a character that Unicode case folding or NFKC turns into ASCII (the Kelvin sign U+212A, the long s U+017F, fullwidth letters) is malformed: 422 on this field, never another spelling of an account's address. */
             email?: string;
             /**
              * @description The six digits of the code, leading zeros kept; with `email`.

@@ -1,3 +1,4 @@
+import { hasAsciiLookalike, normalizeEmail } from '../email-address';
 import { randomUUID } from 'node:crypto';
 import type { IdentityProviderRow } from '../db/identity-providers';
 import { PRESETS } from './presets';
@@ -107,8 +108,8 @@ export class Upstream {
       // GitHub's shape: [{email, primary, verified}]; the primary address, verified or not, is the person's.
       const emails = await this.readJson(client, config, tokens.access_token, provider.emails_url);
       const primary = Array.isArray(emails) ? (emails as Record<string, unknown>[]).find((entry) => entry.primary === true) : undefined;
-      if (primary && typeof primary.email === 'string')
-        return { ...profile, email: primary.email, emailVerified: primary.verified === true };
+      const email = primary && upstreamEmail(primary.email);
+      if (email) return { ...profile, email, emailVerified: primary.verified === true };
       return { ...profile, emailVerified: false };
     }
     return profile;
@@ -181,6 +182,18 @@ export class Upstream {
   }
 }
 
+/**
+ * A provider's address as stored: trimmed, ASCII letters lower-cased; none when it has no `@`. One
+ * holding a character that case folding or NFKC turns into ASCII (the Kelvin sign for `k`) refuses
+ * the answer: it would otherwise be taken for the account of the ASCII spelling.
+ */
+function upstreamEmail(value: unknown): string | undefined {
+  if (typeof value !== 'string' || !value.includes('@')) return undefined;
+  if (hasAsciiLookalike(value))
+    throw new ProviderAnswerRefused('The provider gave an e-mail address with a character that stands for ASCII');
+  return normalizeEmail(value);
+}
+
 /** The person, read from the fields the provider's `claims` name (dotted paths reach nested fields). */
 function profileOf(provider: IdentityProviderRow, claims: unknown): UpstreamProfile {
   const read = (path: string | null): unknown =>
@@ -192,7 +205,7 @@ function profileOf(provider: IdentityProviderRow, claims: unknown): UpstreamProf
   const name = read(provider.claims.name);
   return {
     subject: String(subject),
-    email: typeof email === 'string' && email.includes('@') ? email.trim().toLowerCase() : undefined,
+    email: upstreamEmail(email),
     // Some providers send the flag as a string.
     emailVerified: verified === true || verified === 'true',
     name: typeof name === 'string' && name.trim() ? name.trim().slice(0, 100) : undefined,

@@ -1,9 +1,8 @@
 import type { Transact } from '../db/transaction';
 import type { NewUserRow } from '../db/types';
 import { insertImportedUsers } from '../db/user-import';
-import { isEmailAddress } from '../email-address';
+import { isEmailAddress, normalizeEmail } from '../email-address';
 import { recordEvents, type RequestOrigin } from './audit-events';
-import { normalizeEmail } from './auth';
 import { Validation } from '../errors';
 import { beyondCaps, importProblem } from './password-hashes';
 import { requireAdmin, type Principal } from './principal';
