@@ -1332,7 +1332,12 @@ export interface paths {
          *     left out are filled for that provider (`microsoft` still needs `issuer`, the tenant's:
          *     `https://login.microsoftonline.com/{tenant-id}/v2.0`). `scopes` default to
          *     `openid email profile` for OIDC (`openid` is always asked for). Every URL must be `https`,
-         *     except on a loopback host (`localhost`, `127.0.0.1`, `[::1]`) for development.
+         *     except on a loopback host (`localhost`, `127.0.0.1`, `[::1]`) for development. Unless
+         *     `PROVIDER_ALLOW_PRIVATE_URLS` is true (it is false when `NODE_ENV=production`, true
+         *     otherwise), every URL must also reach public addresses only: a loopback, private,
+         *     link-local or other internal address, or a name resolving to one, is a 422 on the field
+         *     that names the setting, and each request to the provider (its discovery document's
+         *     endpoints and JWKS included) is checked again on the address it connects to.
          *
          *     `client_secret` is sealed at rest and never shown again; without one the service signs in
          *     as a public client (PKCE alone). `enabled: false` hides the provider from the sign-in page

@@ -1,3 +1,4 @@
+import { publicOnlyFetch } from '../infra/public-addresses';
 import { hasAsciiLookalike, normalizeEmail } from '../email-address';
 import { randomUUID } from 'node:crypto';
 import type { IdentityProviderRow } from '../db/identity-providers';
@@ -52,6 +53,9 @@ export interface AuthorizationRequest {
  */
 export class Upstream {
   private readonly discovered = new Map<string, { config: Promise<Configuration>; until: number }>();
+
+  /** `allowPrivateUrls` (PROVIDER_ALLOW_PRIVATE_URLS) off: every request goes to public addresses only, as resolved when it connects. */
+  constructor(private readonly allowPrivateUrls: boolean) {}
 
   static randomSecret(): Promise<string> {
     return openIdClient().then((client) => client.randomPKCECodeVerifier());
@@ -157,6 +161,7 @@ export class Upstream {
         config = await client.discovery(new URL(provider.issuer!), provider.client_id, undefined, auth, {
           execute: insecure ? [client.allowInsecureRequests] : [],
           timeout: TIMEOUT_SECONDS,
+          ...(this.allowPrivateUrls ? {} : { [client.customFetch]: publicOnlyFetch }),
         });
       } catch (error) {
         throw new ProviderUnreachable(`The discovery document of ${provider.issuer} could not be read`, { cause: error });
@@ -178,6 +183,8 @@ export class Upstream {
       if (insecure) client.allowInsecureRequests(config);
     }
     config.timeout = TIMEOUT_SECONDS;
+    // Discovery, the token and user-info requests, the JWKS and the e-mails URL all pass through it.
+    if (!this.allowPrivateUrls) config[client.customFetch] = publicOnlyFetch;
     return config;
   }
 }
