@@ -790,6 +790,8 @@ export interface paths {
         /**
          * Create a user (admin)
          * @description Creates a user with the given role (default `user`) and state (default active).
+         *
+         *     API keys cannot set a password or a role: a body with `password` or `role` sent with an API key is refused with 403 `FORBIDDEN` (so, `password` being required, a key creates no user).
          */
         post: operations["createUser"];
         delete?: never;
@@ -820,10 +822,18 @@ export interface paths {
          *     on their own. The answer has one result per row, in order: `created`; `conflict` when the
          *     e-mail already has an account (a deleted one included) or came earlier in the same import;
          *     `invalid` with the `reason` (an e-mail that is not an address, a name the users schema
-         *     refuses, an unknown role, a hash in an unknown format or with parameters too dear to check
-         *     at sign-in). A row is created whole or not at all; the other rows do not depend on it.
+         *     refuses, an unknown role, a hash in an unknown format). A row is created whole or not at
+         *     all; the other rows do not depend on it.
+         *
+         *     Hash parameters are capped, since every sign-in (a wrong password too) checks the stored
+         *     hash on the shared hashing pool: bcrypt cost at most 15, argon2 memory at most 256 MiB
+         *     (`m=262144`), time at most 10 and parallelism at most 8, PBKDF2 at most 10,000,000
+         *     iterations. A row beyond a cap refuses the whole request with 422 `VALIDATION_ERROR`, one
+         *     detail per such row (`body.users.<index from 0>.password_hash`), and nothing is written.
          *     Imported users are active; `email_verified` is false unless the row says true. Each created
          *     user is recorded as a `user.created` audit event with `source: import`.
+         *
+         *     API keys cannot set passwords, and importing a password hash is setting one: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["importUsers"];
         delete?: never;
@@ -872,7 +882,7 @@ export interface paths {
          *     - The last admin (the only live, active user with role `admin`) cannot be demoted or
          *       disabled: 409 `CONFLICT`. The check holds under concurrent requests.
          *
-         *     API keys cannot manage credentials: a body with `email` or `password` sent with an API key is refused with 403 `FORBIDDEN` (a key may change `name`, and an admin's key `role` and `is_active`).
+         *     API keys cannot manage credentials: a body with `email`, `password` or `role` sent with an API key is refused with 403 `FORBIDDEN` (a key may change `name`, and an admin's key `is_active`).
          */
         put: operations["updateUser"];
         post?: never;
@@ -1305,6 +1315,8 @@ export interface paths {
          * List the upstream sign-in providers (admin)
          * @description Every registered provider by slug, enabled or not. Client secrets are never shown:
          *     `has_client_secret` says whether one is set.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         get: operations["listIdentityProviders"];
         put?: never;
@@ -1323,13 +1335,20 @@ export interface paths {
          *     left out are filled for that provider (`microsoft` still needs `issuer`, the tenant's:
          *     `https://login.microsoftonline.com/{tenant-id}/v2.0`). `scopes` default to
          *     `openid email profile` for OIDC (`openid` is always asked for). Every URL must be `https`,
-         *     except on a loopback host (`localhost`, `127.0.0.1`, `[::1]`) for development.
+         *     except on a loopback host (`localhost`, `127.0.0.1`, `[::1]`) for development. Unless
+         *     `PROVIDER_ALLOW_PRIVATE_URLS` is true (it is false when `NODE_ENV=production`, true
+         *     otherwise), every URL must also reach public addresses only: a loopback, private,
+         *     link-local or other internal address, or a name resolving to one, is a 422 on the field
+         *     that names the setting, and each request to the provider (its discovery document's
+         *     endpoints and JWKS included) is checked again on the address it connects to.
          *
          *     `client_secret` is sealed at rest and never shown again; without one the service signs in
          *     as a public client (PKCE alone). `enabled: false` hides the provider from the sign-in page
          *     and refuses sign-ins with it; `allow_signup: false` signs in only people who already have an
          *     account. A slug already registered is a 409 `CONFLICT`. Recorded in the audit trail as
          *     `identity_provider.created`.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         post: operations["createIdentityProvider"];
         delete?: never;
@@ -1351,6 +1370,8 @@ export interface paths {
         /**
          * Read an upstream sign-in provider (admin)
          * @description One provider, without its secret. An unknown slug is a 404.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         get: operations["getIdentityProvider"];
         /**
@@ -1360,6 +1381,8 @@ export interface paths {
          *     as at registration (422). Sign-ins already under way finish with the provider as it is when
          *     they come back. Recorded in the audit trail as `identity_provider.updated` with the names
          *     of the fields changed.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         put: operations["updateIdentityProvider"];
         post?: never;
@@ -1369,6 +1392,8 @@ export interface paths {
          *     signs in with it any more (people whose only way in it was can set a password with
          *     `POST /api/auth/forgot-password`). Recorded in the audit trail as
          *     `identity_provider.deleted`. An unknown slug is a 404.
+         *
+         *     API keys cannot manage sign-in: identity providers are refused to an API key with 403 `FORBIDDEN`, reads included (a key that leaks must not learn or change how people sign in).
          */
         delete: operations["deleteIdentityProvider"];
         options?: never;
@@ -1388,6 +1413,8 @@ export interface paths {
          * @description Every client of the service's OpenID Connect provider, made by an admin or registered by
          *     the application itself (`registered: true`). Secrets are never shown: `has_client_secret`
          *     says whether the client has one (confidential clients do).
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         get: operations["listOauthClients"];
         put?: never;
@@ -1408,6 +1435,8 @@ export interface paths {
          *     `scopes` (default all four) are the scopes the client may ask for. A `first_party` client
          *     is one of your own: people are not asked to allow it. Recorded in the audit trail as
          *     `oauth_client.created`.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         post: operations["createOauthClient"];
         delete?: never;
@@ -1429,6 +1458,8 @@ export interface paths {
         /**
          * Read an application (admin)
          * @description One client, without its secret. An unknown `client_id` is a 404.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         get: operations["getOauthClient"];
         /**
@@ -1438,6 +1469,8 @@ export interface paths {
          *     under way finish with the client as it is when they come back; tokens already issued stay
          *     valid (delete the client, or rotate its secret, to end them). Recorded in the audit trail
          *     as `oauth_client.updated` with the names of the fields changed.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         put: operations["updateOauthClient"];
         post?: never;
@@ -1446,6 +1479,8 @@ export interface paths {
          * @description Removes the client with every grant, code and token issued to it: its access and refresh
          *     tokens stop working at once. Recorded in the audit trail as `oauth_client.deleted`. An
          *     unknown `client_id` is a 404.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         delete: operations["deleteOauthClient"];
         options?: never;
@@ -1470,6 +1505,8 @@ export interface paths {
          * @description Replaces a confidential client's secret; the new one is in this answer only, and the old
          *     one stops working at once. A public client has no secret (422). Recorded in the audit
          *     trail as `oauth_client.secret_rotated`.
+         *
+         *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
          */
         post: operations["rotateOauthClientSecret"];
         delete?: never;
@@ -1490,6 +1527,8 @@ export interface paths {
          * @description The applications that sign you in through the service's OpenID Connect provider, each with
          *     the scopes you allowed it (first-party applications are allowed without asking, and are
          *     listed too), newest first.
+         *
+         *     API keys cannot manage sign-in: an API key is refused here with 403 `FORBIDDEN`.
          */
         get: operations["listOauthGrants"];
         put?: never;
@@ -1518,6 +1557,8 @@ export interface paths {
          * @description Revokes the grant: every code, access token and refresh token the application holds through
          *     it stops working at once, and the next time it asks, you are asked again. Someone else's
          *     grant, or an unknown id, is a 404. Recorded in the audit trail as `oauth_grant.revoked`.
+         *
+         *     API keys cannot manage sign-in: an API key is refused here with 403 `FORBIDDEN`.
          */
         delete: operations["revokeOauthGrant"];
         options?: never;
@@ -1967,7 +2008,10 @@ export interface components {
     schemas: {
         /**
          * Format: email
-         * @description An e-mail address; trimmed and lower-cased, unique regardless of case.
+         * @description An e-mail address; trimmed and its ASCII letters lower-cased, nothing else folded, unique
+         *     regardless of case. Only ASCII is accepted (422 otherwise): an address holding a character
+         *     that Unicode case folding or NFKC turns into ASCII (the Kelvin sign U+212A, the long s
+         *     U+017F, fullwidth letters) is malformed, never another spelling of an account's address.
          * @example ada@example.com
          */
         Email: string;
@@ -2052,7 +2096,7 @@ export interface components {
              * @enum {string}
              */
             grant_type?: "password" | "refresh_token";
-            /** @description The e-mail; password grant, where it is required. */
+            /** @description The e-mail; password grant, where it is required. An address holding a character that Unicode case folding or NFKC turns into ASCII (the Kelvin sign, the long s, fullwidth letters) is a 422 on this field. */
             username?: string;
             /**
              * Format: password
@@ -2072,6 +2116,7 @@ export interface components {
             client_secret?: string;
         };
         LoginRequest: {
+            /** @description An address holding a character that Unicode case folding or NFKC turns into ASCII (the Kelvin sign U+212A, the long s U+017F, fullwidth letters) is malformed: 422 on this field, never another spelling of an account's address. */
             email: string;
             /** Format: password */
             password: string;
@@ -2124,7 +2169,7 @@ export interface components {
          *     body against the two schemas in `x-one-of`, as a `oneOf` of them would be checked.
          */
         EmailCodeVerifyRequest: {
-            /** @description The address the code was sent to; with `code`. */
+            /** @description The address the code was sent to; with `code`. An address holding a character that Unicode case folding or NFKC turns into ASCII (the Kelvin sign U+212A, the long s U+017F, fullwidth letters) is malformed: 422 on this field, never another spelling of an account's address. */
             email?: string;
             /**
              * @description The six digits of the code, leading zeros kept; with `email`.
@@ -2285,7 +2330,11 @@ export interface components {
             email: string;
             /** @description The same rule as a user's name (1 to 100 characters after trimming). */
             name: string;
-            /** @description bcrypt, argon2id, argon2i, or Django's pbkdf2_sha256. */
+            /**
+             * @description bcrypt (cost at most 15), argon2id or argon2i (m at most 262144 KiB, t at most 10, p at
+             *     most 8), or Django's pbkdf2_sha256 (at most 10,000,000 iterations). Beyond a cap the
+             *     whole request is a 422 on this field.
+             */
             password_hash: string;
             /** @description `user` (when left out) or `admin`. */
             role?: string;
@@ -3647,7 +3696,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The request came with an API key, and API keys cannot manage credentials (API keys, second factors and passkeys, passwords, e-mail, linked identities, sessions and logout): sign in to do this. */
+        /** @description The request came with an API key, and API keys cannot manage credentials or sign-in (API keys, second factors and passkeys, passwords, roles, e-mail, linked identities, sessions and logout, identity providers, OAuth clients and grants, user imports): sign in to do this. */
         ApiKeyRefused: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3661,7 +3710,7 @@ export interface components {
                  *       "success": false,
                  *       "error": {
                  *         "code": "FORBIDDEN",
-                 *         "message": "API keys cannot manage credentials (API keys, second factors, passkeys, passwords, e-mail, sessions, logout): sign in to do that"
+                 *         "message": "API keys cannot manage credentials or sign-in (API keys, second factors, passkeys, passwords, roles, e-mail, sessions, logout, identity providers, OAuth clients, user imports): sign in to do that"
                  *       }
                  *     }
                  */
@@ -7229,6 +7278,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

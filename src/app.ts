@@ -160,7 +160,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           metrics && (() => metrics.countPwnedPasswordsUnavailable()),
         )
       : undefined;
-    const providers = new IdentityProviderRegistry(db, transact, config.secret.key);
+    const providers = new IdentityProviderRegistry(db, transact, config.secret.key, config.providers.allowPrivateUrls);
     const oidc = config.oidc.enabled
       ? createOidcProvider({
           db,
@@ -171,6 +171,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           refreshTokenDays: config.tokens.refreshTokenExpireDays,
           sessionDays: config.sessions.maxDays,
           trustProxy: config.server.trustProxy,
+          allowPrivateUrls: config.providers.allowPrivateUrls,
           logger,
           pages: providerPages(config.oidc.brandName),
         })
@@ -195,7 +196,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       apiKeys: new ApiKeyService(db, transact, config.apiKeys),
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
       providers,
-      providerSignIn: new ProviderSignIn(db, transact, providers, new Upstream(), tokens, passwords, {
+      providerSignIn: new ProviderSignIn(db, transact, providers, new Upstream(config.providers.allowPrivateUrls), tokens, passwords, {
         redirects: withProviderReturn(config.redirects, config.account.appUrl),
         sessions: config.sessions,
         secretKey: config.secret.key,

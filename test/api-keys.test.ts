@@ -3,16 +3,21 @@ import { sql } from 'kysely';
 import { loadConfig } from '../src/config';
 import type { ProviderFlowTable, UserIdentityTable } from '../src/db/identities';
 import type { IdentityProviderTable } from '../src/db/identity-providers';
+import { listOauthClients } from '../src/db/oidc-clients';
 import { startTestApp, type RegisteredUser, type Response, type TestContext } from './support/app';
 import { auditRows as auditEventsOf } from './support/audit';
 import { document } from './support/contract';
 import { expectError, expectUnauthorized } from './support/expect';
 import { claimsOf } from './support/jwt';
+import { seedOauthClient } from './support/oauth-clients';
+import { startOidcUpstream } from './support/oidc-upstream';
 
 const MAX_DAYS = 180;
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KEY_SHAPE = /^ask_[A-Za-z0-9_-]{49}$/;
 const REFUSED = 'API keys cannot manage credentials';
+/** A bcrypt hash (cost 4), as an import row would carry it. */
+const IMPORTED_HASH = '$2b$04$0ZkK6G6UoAZ5m2p1wq3D6O0yV2R7oM8y1u6o3gkR7n3v1s1c9Kx6e';
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
@@ -285,7 +290,7 @@ function suite(t: () => TestContext) {
       const adminKey = await createKey(await t().adminToken(), { name: 'Admin script' });
       expectError(await t().put(`/api/users/${user.id}`, { password: 'set-by-a-key-123' }, { token: adminKey.key }), 403, 'FORBIDDEN');
       expectError(await t().put(`/api/users/${user.id}`, { email: 'set-by-a-key@example.com' }, { token: adminKey.key }), 403, 'FORBIDDEN');
-      // The admin's key may still disable and enable (role and is_active are not credentials).
+      // The admin's key may still disable and enable (is_active is not a credential).
       const other = await t().register();
       const disabled = await t().put(`/api/users/${other.id}`, { is_active: false }, { token: adminKey.key });
       expect(disabled.status).toBe(200);
@@ -311,7 +316,22 @@ function suite(t: () => TestContext) {
           ['registerPasskey', true],
           ['resetUserFactors', true],
           ['changePassword', true],
-          ['updateUser', ['email', 'password']],
+          ['updateUser', ['email', 'password', 'role']],
+          ['createUser', ['password', 'role']],
+          ['importUsers', true],
+          ['listIdentityProviders', true],
+          ['createIdentityProvider', true],
+          ['getIdentityProvider', true],
+          ['updateIdentityProvider', true],
+          ['deleteIdentityProvider', true],
+          ['listOauthClients', true],
+          ['createOauthClient', true],
+          ['getOauthClient', true],
+          ['updateOauthClient', true],
+          ['deleteOauthClient', true],
+          ['rotateOauthClientSecret', true],
+          ['listOauthGrants', true],
+          ['revokeOauthGrant', true],
           ['logout', true],
           ['listSessions', true],
           ['revokeSession', true],
@@ -340,7 +360,9 @@ function suite(t: () => TestContext) {
           )
         ).status,
       ).toBe(201);
-      const provider = await links().selectFrom('identity_providers').select('id').where('slug', '=', 'corp').executeTakeFirstOrThrow();
+      const provider = await links().selectFrom('identity_providers').selectAll().where('slug', '=', 'corp').executeTakeFirstOrThrow();
+      const client = await seedOauthClient(t(), { name: 'Web app', type: 'confidential', redirect_uris: ['http://app.test/callback'] });
+      const clientsBefore = await listOauthClients(t().db);
       const identity = await links()
         .insertInto('user_identities')
         .values({ user_id: user.id, provider_id: provider.id, subject: 'corp-subject-1', email: user.email })
@@ -374,6 +396,28 @@ function suite(t: () => TestContext) {
           },
         },
         unlinkIdentity: { token: key.key, id: identity.id },
+        createUser: {
+          token: adminKey.key,
+          body: { name: 'Made by a key', email: 'made-by-a-key@example.com', password: 'a-key-set-this-1' },
+        },
+        importUsers: {
+          token: adminKey.key,
+          body: { users: [{ email: 'imported-by-a-key@example.com', name: 'Imported', password_hash: IMPORTED_HASH }] },
+        },
+        listIdentityProviders: { token: adminKey.key },
+        createIdentityProvider: { token: adminKey.key, body: { slug: 'keyed', client_id: 'c', issuer: 'http://localhost:9/other' } },
+        getIdentityProvider: { token: adminKey.key, id: 'corp' },
+        updateIdentityProvider: { token: adminKey.key, id: 'corp', body: { issuer: 'http://localhost:9/attacker' } },
+        deleteIdentityProvider: { token: adminKey.key, id: 'corp' },
+        listOauthClients: { token: adminKey.key },
+        createOauthClient: { token: adminKey.key, body: { name: 'Keyed app', type: 'public', redirect_uris: ['http://app.test/keyed'] } },
+        getOauthClient: { token: adminKey.key, id: client.id },
+        updateOauthClient: { token: adminKey.key, id: client.id, body: { redirect_uris: ['http://attacker.test/callback'] } },
+        deleteOauthClient: { token: adminKey.key, id: client.id },
+        rotateOauthClientSecret: { token: adminKey.key, id: client.id },
+        listOauthGrants: { token: key.key },
+        // The refusal comes before the grant is looked up, so any well-formed id would do.
+        revokeOauthGrant: { token: key.key, id: client.id },
       };
       for (const op of marked) {
         const target = targets[op.id];
@@ -398,6 +442,73 @@ function suite(t: () => TestContext) {
       ]);
       expect(await links().selectFrom('provider_flows').select('id').execute()).toEqual([]);
       expect((await me(key.key)).response.status).toBe(200);
+      // Nor did anything that manages sign-in: the provider, the client, the users.
+      expect(await links().selectFrom('identity_providers').selectAll().execute()).toEqual([provider]);
+      expect(await listOauthClients(t().db)).toEqual(clientsBefore);
+      const made = await t()
+        .db.selectFrom('users')
+        .select('email')
+        .where('email', 'in', ['made-by-a-key@example.com', 'imported-by-a-key@example.com'])
+        .execute();
+      expect(made).toEqual([]);
+    });
+
+    it("an admin's key cannot register a provider it controls to sign in as the admin, make an admin, or set a password or a role", async () => {
+      const adminToken = await t().adminToken();
+      const adminId = claimsOf(adminToken).sub;
+      const { key } = await createKey(adminToken, { name: 'Leaked admin key' });
+      // The attacker's own OpenID provider, which would assert the admin's address, verified.
+      const upstream = await startOidcUpstream({
+        redirectUris: ['http://localhost/api/auth/providers/evil/callback'],
+        accounts: [{ sub: 'attacker', email: 'admin@example.com', email_verified: true }],
+      });
+      try {
+        const created = await t().post(
+          '/api/identity-providers',
+          { slug: 'evil', name: 'Evil', client_id: upstream.clientId, client_secret: upstream.clientSecret, issuer: upstream.issuer },
+          { token: key },
+        );
+        expectError(created, 403, 'FORBIDDEN');
+        expect(created.body.error.message).toContain(REFUSED);
+        expect(await links().selectFrom('identity_providers').select('slug').where('slug', '=', 'evil').execute()).toEqual([]);
+        // So there is nothing to sign in with.
+        const start = await t().get(
+          '/api/auth/providers/evil/authorize?redirect_to=http%3A%2F%2Flocalhost%2F&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256',
+        );
+        expect(start.status).toBe(404);
+        expect(upstream.authorizations).toEqual([]);
+      } finally {
+        await upstream.close();
+      }
+
+      const admin = await t().post(
+        '/api/users',
+        { name: 'Backdoor', email: 'backdoor@example.com', password: 'backdoor-password-1', role: 'admin' },
+        { token: key },
+      );
+      expectError(admin, 403, 'FORBIDDEN');
+      expect(admin.body.error.message).toContain(REFUSED);
+      expect(await t().db.selectFrom('users').select('id').where('email', '=', 'backdoor@example.com').execute()).toEqual([]);
+
+      const victim = await t().register();
+      const userRow = (id: number | string) =>
+        t().db.selectFrom('users').select(['role', 'password_hash', 'updated_at']).where('id', '=', Number(id)).executeTakeFirstOrThrow();
+      const [victimBefore, adminBefore] = [await userRow(victim.id), await userRow(adminId)];
+      for (const body of [{ password: 'taken-over-password-1' }, { role: 'admin' }, { role: 'user', name: 'Demoted' }]) {
+        for (const id of [victim.id, adminId]) {
+          const res = await t().put(`/api/users/${id}`, body, { token: key });
+          expectError(res, 403, 'FORBIDDEN');
+          expect(res.body.error.message).toContain(REFUSED);
+        }
+      }
+      expect(await userRow(victim.id)).toEqual(victimBefore);
+      expect(await userRow(adminId)).toEqual(adminBefore);
+      expect((await t().post('/api/auth/login/json', { email: victim.email, password: victim.password })).status).toBe(200);
+      expectError(
+        await t().post('/api/auth/login/json', { email: victim.email, password: 'taken-over-password-1' }),
+        401,
+        'INVALID_CREDENTIALS',
+      );
     });
 
     it('a wrong checksum is refused without a lookup, even when a row has its hash', async () => {

@@ -627,3 +627,45 @@ describe('a GitHub-shaped OAuth2 provider', () => {
     expect(await footprint()).toEqual(before);
   });
 });
+
+describe('an address spelled with characters that stand for ASCII ones', () => {
+  /** `kate…@example.com` with its first letter capitalised as the Kelvin sign (U+212A), which lower-cases to `k`. */
+  const kelvin = (email: string) => `\u212A${email.slice(1)}`;
+
+  it('refuses a verified Kelvin-sign spelling of a local account at an OpenID provider, and links nothing', async () => {
+    const kate = await t.register({ email: uniqueEmail('kate') });
+    await verify(kate.id);
+    const person = oidcAccount({ email: kelvin(kate.email), email_verified: true });
+    const before = await footprint();
+    expect(errorOf(await viaOidc(person.sub))).toEqual(refusedWith('invalid_response'));
+    expect(await footprint()).toEqual(before);
+    expect(await identitiesWith(person.sub)).toEqual([]);
+    expect(await identitiesOf(kate.id)).toEqual([]);
+    expect(await auditRows(t, kate.id, 'identity.linked')).toEqual([]);
+  });
+
+  it('refuses a primary address with the long s or fullwidth letters at a GitHub-shaped provider, and links nothing', async () => {
+    const sam = await t.register({ email: uniqueEmail('sam') });
+    await verify(sam.id);
+    const fullwidth = [...sam.email]
+      .map((c) => (c >= 'a' && c <= 'z' ? String.fromCodePoint(c.codePointAt(0)! - 0x61 + 0xff41) : c))
+      .join('');
+    for (const spelling of [`\u017F${sam.email.slice(1)}`, fullwidth]) {
+      const person = githubAccount(spelling, true);
+      const before = await footprint();
+      expect(errorOf(await viaGithub(person.login))).toEqual(refusedWith('invalid_response'));
+      expect(await footprint()).toEqual(before);
+      expect(await identitiesWith(String(person.id))).toEqual([]);
+    }
+    expect(await identitiesOf(sam.id)).toEqual([]);
+  });
+
+  it('compares a GitHub primary address as stored: trimmed and its ASCII letters lower-cased', async () => {
+    const user = await t.register();
+    await verify(user.id);
+    const person = githubAccount(`  ${user.email.toUpperCase()} `, true);
+    const res = await exchange(await viaGithub(person.login));
+    expect(res.status).toBe(200);
+    expect(res.body.data.user.id).toBe(user.id);
+  });
+});

@@ -1,6 +1,5 @@
-import { isEmailAddress } from '../email-address';
+import { isEmailAddress, normalizeEmail } from '../email-address';
 import { Validation } from '../errors';
-import { normalizeEmail } from '../services/auth';
 import { checkNewPassword, MIN_PASSWORD_LENGTH } from '../services/passwords';
 import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Invocation } from './command';
 import { readPassword } from './password-input';

@@ -1,5 +1,4 @@
-import { isEmailAddress } from '../email-address';
-import { normalizeEmail } from '../services/auth';
+import { isEmailAddress, normalizeEmail } from '../email-address';
 import type { UserRef } from '../services/users';
 import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Invocation } from './command';
 import { commandServices } from './services';

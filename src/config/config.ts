@@ -32,6 +32,8 @@ export interface Config {
   readonly mfa: MfaConfig;
   readonly apiKeys: ApiKeyConfig;
   readonly webhooks: WebhookConfig;
+  /** The URLs of upstream identity providers and OAuth clients that the service itself fetches. */
+  readonly providers: ProviderUrlConfig;
   readonly emailCode: EmailCodeConfig;
   /** The service as an OpenID Connect provider for other applications. */
   readonly oidc: OidcConfig;
@@ -277,6 +279,12 @@ export interface WebAuthnConfig {
 export interface ApiKeyConfig {
   /** The longest lifetime a key may be given (API_KEY_MAX_DAYS); new keys get 90 days, or this when shorter. */
   readonly maxDays: number;
+}
+
+/** PROVIDER_ALLOW_PRIVATE_URLS: where the service may fetch a provider's or an OAuth client's URLs. */
+export interface ProviderUrlConfig {
+  /** Accept loopback, private and other non-public addresses (off in production, on in development and tests). */
+  readonly allowPrivateUrls: boolean;
 }
 
 /** WEBHOOK_*: delivery of events to the endpoints admins register. */

@@ -81,6 +81,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const mfa = mfaPart(read, account.appUrl);
   const apiKeys = apiKeyPart(read);
   const webhooks = webhookPart(read);
+  const providers = Object.freeze({ allowPrivateUrls: read.boolean('PROVIDER_ALLOW_PRIVATE_URLS', !production) });
   const redirects = redirectPart(read, account.appUrl);
   const passwords = passwordPart(read, env);
   const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
@@ -134,6 +135,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
     mfa,
     apiKeys,
     webhooks,
+    providers,
     emailCode,
     oidc,
     redirects,

@@ -19,7 +19,8 @@ import type { Outbox } from '../infra/outbox';
 import type { Logger } from '../logger';
 import { allowedRedirect } from '../redirects/allow-list';
 import { recordEvent } from '../services/audit-events';
-import { normalizeEmail, type SecondFactorGate } from '../services/auth';
+import { type SecondFactorGate } from '../services/auth';
+import { normalizeEmail, requestedEmail } from '../email-address';
 import { countedCheck, type LoginGuard } from '../services/login-guard';
 import { emailCodeMail } from '../services/mail-templates';
 import { clientCaller, type PasswordHasher } from '../services/passwords';
@@ -209,7 +210,7 @@ export class EmailCodeSignIn {
    * parallel guesses stay within the lockout, and the fifth wrong code voids the address's code.
    */
   private async spendCode(email: string, code: string, client: ClientInfo): Promise<EmailCodeRow> {
-    const address = normalizeEmail(email);
+    const address = requestedEmail(email, 'body.email');
     const { transact } = this.parts;
     let spent: EmailCodeRow | undefined;
     let tried: EmailCodeRow | undefined;

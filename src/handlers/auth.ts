@@ -22,7 +22,7 @@ export const login: Handler<'login'> = async ({ body, client }, { auth }) => {
   const pair =
     grant.grant_type === 'refresh_token'
       ? await auth.refresh(grant.refresh_token, client)
-      : (await auth.login(grant.username, grant.password, client)).tokens;
+      : (await auth.login(grant.username, grant.password, client, 'body.username')).tokens;
   const tokens = tokenPairView(pair);
   return ok(tokens, tokens);
 };

@@ -8,7 +8,7 @@ import { claimDueDeliveries, pruneFinishedDeliveries, recordAttempt, releaseDeli
 import type { Logger } from '../logger';
 import { DrainLoop } from './drain-loop';
 import { deriveKey, unseal } from './sealed';
-import { publicOnlyLookup, RefusedWebhookAddress, urlProblem } from './webhook-addresses';
+import { publicOnlyLookup, RefusedAddress, urlProblem } from './public-addresses';
 
 const BATCH = 10;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
@@ -184,7 +184,7 @@ export class WebhookDispatcher {
       return { statusCode, error: `HTTP ${statusCode}` };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      return { statusCode: null, error: (error instanceof RefusedWebhookAddress ? `refused: ${message}` : message).slice(0, 500) };
+      return { statusCode: null, error: (error instanceof RefusedAddress ? `refused: ${message}` : message).slice(0, 500) };
     }
   }
 

@@ -1,3 +1,4 @@
+import { publicOnlyFetch } from '../infra/public-addresses';
 import { createPublicKey } from 'node:crypto';
 import type Koa from 'koa';
 import type { Kysely } from 'kysely';
@@ -34,6 +35,8 @@ export interface OidcProviderOptions {
   refreshTokenDays: number;
   sessionDays: number;
   trustProxy: boolean;
+  /** PROVIDER_ALLOW_PRIVATE_URLS: whether the URLs of clients it fetches (`jwks_uri`, `sector_identifier_uri`) may be internal. */
+  allowPrivateUrls: boolean;
   logger: Logger;
   /** The logout and error pages; plain ones of the provider's own when not given. */
   pages?: ProviderPages;
@@ -197,6 +200,12 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
       },
     },
     renderError: (ctx: Koa.Context, out: Record<string, string>, error: unknown) => pages.renderError(ctx, out, error),
+    // What the provider fetches of a client's (its JWKS, its sector identifier document) goes to public
+    // addresses only, as resolved when it connects, unless PROVIDER_ALLOW_PRIVATE_URLS; then the
+    // library's own special-use address guard is lifted too.
+    fetch: options.allowPrivateUrls
+      ? (url: string | URL, { dispatcher: _guard, ...init }: RequestInit & { dispatcher?: unknown }) => globalThis.fetch(url, init)
+      : (url: string | URL, init: RequestInit) => publicOnlyFetch(url, init),
     // First-party clients are given what they ask for without a consent page.
     async loadExistingGrant(ctx: ProviderContext): Promise<Grant | undefined> {
       const oidc = ctx.oidc!;

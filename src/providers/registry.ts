@@ -15,7 +15,7 @@ import { Conflict, NotFound } from '../errors';
 import { deriveKey, seal, unseal } from '../infra/sealed';
 import { recordEvent, type AuditEventType } from '../services/audit-events';
 import { requireAdmin, type Principal } from '../services/principal';
-import { check, settingsOf, withOpenId, type ProviderInput } from './settings';
+import { check, checkAddresses, settingsOf, withOpenId, type ProviderInput } from './settings';
 
 export type ProviderChanges = Partial<Omit<ProviderInput, 'slug' | 'kind'>>;
 
@@ -36,6 +36,8 @@ export class IdentityProviderRegistry {
     private readonly transact: Transact,
     /** SECRET_KEY, from which the key that seals client secrets is derived. */
     secretKey: string,
+    /** PROVIDER_ALLOW_PRIVATE_URLS: whether a provider's URLs may name internal addresses. */
+    private readonly allowPrivateUrls: boolean,
   ) {
     this.key = providerSealingKey(secretKey);
   }
@@ -53,9 +55,10 @@ export class IdentityProviderRegistry {
   async create(principal: Principal, input: ProviderInput): Promise<IdentityProviderRow> {
     requireAdmin(principal);
     const settings: ProviderSettings = {
-      ...settingsOf(input),
+      ...settingsOf(input, this.allowPrivateUrls),
       client_secret_sealed: input.client_secret ? seal(this.key, input.client_secret) : null,
     };
+    await checkAddresses(settings, this.allowPrivateUrls);
     return this.transact(async (trx) => {
       const row = await insertProvider(trx, settings);
       if (!row) throw new Conflict('An identity provider with this slug already exists');
@@ -71,6 +74,8 @@ export class IdentityProviderRegistry {
 
   async update(principal: Principal, slug: string, patch: ProviderChanges): Promise<IdentityProviderRow> {
     requireAdmin(principal);
+    // Only the URLs sent are new; the others were checked when they were saved.
+    await checkAddresses(patch, this.allowPrivateUrls);
     return this.transact(async (trx) => {
       const current = found(await findProvider(trx, slug));
       const { client_secret: secret, claims, scopes, ...rest } = patch;
@@ -79,7 +84,7 @@ export class IdentityProviderRegistry {
       if (scopes) changes.scopes = withOpenId(current.kind, scopes);
       if (secret !== undefined) changes.client_secret_sealed = secret === null ? null : seal(this.key, secret);
       const { client_secret_sealed: _sealed, ...merged } = { ...current, ...changes };
-      check(merged);
+      check(merged, this.allowPrivateUrls);
       const row = found(await updateProvider(trx, slug, changes));
       await recordAdminEvent(trx, principal, 'identity_provider.updated', { provider: slug, fields: Object.keys(patch) });
       return row;

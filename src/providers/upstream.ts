@@ -1,3 +1,5 @@
+import { publicOnlyFetch } from '../infra/public-addresses';
+import { hasAsciiLookalike, normalizeEmail } from '../email-address';
 import { randomUUID } from 'node:crypto';
 import type { IdentityProviderRow } from '../db/identity-providers';
 import { PRESETS } from './presets';
@@ -51,6 +53,9 @@ export interface AuthorizationRequest {
  */
 export class Upstream {
   private readonly discovered = new Map<string, { config: Promise<Configuration>; until: number }>();
+
+  /** `allowPrivateUrls` (PROVIDER_ALLOW_PRIVATE_URLS) off: every request goes to public addresses only, as resolved when it connects. */
+  constructor(private readonly allowPrivateUrls: boolean) {}
 
   static randomSecret(): Promise<string> {
     return openIdClient().then((client) => client.randomPKCECodeVerifier());
@@ -107,8 +112,8 @@ export class Upstream {
       // GitHub's shape: [{email, primary, verified}]; the primary address, verified or not, is the person's.
       const emails = await this.readJson(client, config, tokens.access_token, provider.emails_url);
       const primary = Array.isArray(emails) ? (emails as Record<string, unknown>[]).find((entry) => entry.primary === true) : undefined;
-      if (primary && typeof primary.email === 'string')
-        return { ...profile, email: primary.email, emailVerified: primary.verified === true };
+      const email = primary && upstreamEmail(primary.email);
+      if (email) return { ...profile, email, emailVerified: primary.verified === true };
       return { ...profile, emailVerified: false };
     }
     return profile;
@@ -156,6 +161,7 @@ export class Upstream {
         config = await client.discovery(new URL(provider.issuer!), provider.client_id, undefined, auth, {
           execute: insecure ? [client.allowInsecureRequests] : [],
           timeout: TIMEOUT_SECONDS,
+          ...(this.allowPrivateUrls ? {} : { [client.customFetch]: publicOnlyFetch }),
         });
       } catch (error) {
         throw new ProviderUnreachable(`The discovery document of ${provider.issuer} could not be read`, { cause: error });
@@ -177,8 +183,22 @@ export class Upstream {
       if (insecure) client.allowInsecureRequests(config);
     }
     config.timeout = TIMEOUT_SECONDS;
+    // Discovery, the token and user-info requests, the JWKS and the e-mails URL all pass through it.
+    if (!this.allowPrivateUrls) config[client.customFetch] = publicOnlyFetch;
     return config;
   }
+}
+
+/**
+ * A provider's address as stored: trimmed, ASCII letters lower-cased; none when it has no `@`. One
+ * holding a character that case folding or NFKC turns into ASCII (the Kelvin sign for `k`) refuses
+ * the answer: it would otherwise be taken for the account of the ASCII spelling.
+ */
+function upstreamEmail(value: unknown): string | undefined {
+  if (typeof value !== 'string' || !value.includes('@')) return undefined;
+  if (hasAsciiLookalike(value))
+    throw new ProviderAnswerRefused('The provider gave an e-mail address with a character that stands for ASCII');
+  return normalizeEmail(value);
 }
 
 /** The person, read from the fields the provider's `claims` name (dotted paths reach nested fields). */
@@ -192,7 +212,7 @@ function profileOf(provider: IdentityProviderRow, claims: unknown): UpstreamProf
   const name = read(provider.claims.name);
   return {
     subject: String(subject),
-    email: typeof email === 'string' && email.includes('@') ? email.trim().toLowerCase() : undefined,
+    email: upstreamEmail(email),
     // Some providers send the flag as a string.
     emailVerified: verified === true || verified === 'true',
     name: typeof name === 'string' && name.trim() ? name.trim().slice(0, 100) : undefined,

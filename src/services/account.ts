@@ -11,7 +11,7 @@ import { Conflict, InvalidToken, NotFound } from '../errors';
 import type { Logger } from '../logger';
 import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
-import { normalizeEmail } from './auth';
+import { normalizeEmail } from '../email-address';
 import type { BreachedPasswords } from './breached-passwords';
 import type { CurrentPassword } from './current-password';
 import type { LoginGuard } from './login-guard';

@@ -1,3 +1,4 @@
+import { normalizeEmail, requestedEmail } from '../email-address';
 import type { Kysely } from 'kysely';
 import type { SessionConfig } from '../config';
 import { Conflict, Forbidden, InvalidCredentials, MfaRequired, TokenExpired, Unauthorized } from '../errors';
@@ -47,10 +48,6 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** REQUIRE_VERIFIED_EMAIL's refusal: the password was right, so it may say why. */
 export const emailNotVerified = () => new Forbidden('Email address must be verified before signing in; follow the link sent to it');
 
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
 export class AuthService {
   constructor(
     private readonly db: Kysely<Database>,
@@ -99,12 +96,16 @@ export class AuthService {
     return registered;
   }
 
-  /** Checks credentials; never says which half was wrong. */
-  async login(email: string, password: string, client: ClientInfo) {
+  /**
+   * Checks credentials; never says which half was wrong. An address with a lookalike character is
+   * malformed (a 422 on `emailField`), never another spelling of an account's.
+   */
+  async login(email: string, password: string, client: ClientInfo, emailField = 'body.email') {
+    const address = requestedEmail(email, emailField);
     let user: UserRow | undefined;
     // The attempt is counted before the password is checked, so parallel guesses stay within the limit.
-    const { valid, locked } = await countedCheck(this.loginGuard, email, client.ip, async () => {
-      user = await findUserByEmail(this.db, normalizeEmail(email));
+    const { valid, locked } = await countedCheck(this.loginGuard, address, client.ip, async () => {
+      user = await findUserByEmail(this.db, address);
       // An unknown e-mail costs the same bcrypt work as a wrong password.
       const matches = await this.passwords.verify(password, user?.password_hash, clientCaller(client));
       return matches && user !== undefined && user.deleted_at === null;

@@ -1,3 +1,4 @@
+import { normalizeEmail } from '../email-address';
 import { createHmac } from 'node:crypto';
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import type { LimitsConfig } from '../config';
@@ -58,7 +59,7 @@ export class LoginGuard {
    * account's budget.
    */
   async begin(email: string, ip: string | null): Promise<LoginAttempt> {
-    const account = this.digest(email.trim().toLowerCase());
+    const account = this.digest(normalizeEmail(email));
     const pair = this.digest(`${account}\n${clientKey(ip)}`);
     const [clientLock, accountLock, client] = await Promise.all([
       this.locks.get(`c:${pair}`),
@@ -85,13 +86,13 @@ export class LoginGuard {
    * passkey): the client's count starts again; the account's keeps every other client's failures.
    */
   async signInCompleted(email: string, ip: string | null): Promise<void> {
-    const account = this.digest(email.trim().toLowerCase());
+    const account = this.digest(normalizeEmail(email));
     await this.clientFailures.delete(this.digest(`${account}\n${clientKey(ip)}`));
   }
 
   /** After a completed password reset: the account-wide count and lock, and the resetting client's. */
   async clear(email: string, ip: string | null): Promise<void> {
-    const account = this.digest(email.trim().toLowerCase());
+    const account = this.digest(normalizeEmail(email));
     const pair = this.digest(`${account}\n${clientKey(ip)}`);
     await Promise.all([
       this.accountFailures.delete(account),

@@ -14,15 +14,15 @@ export type ParsedHash =
   | { format: 'pbkdf2_sha256'; iterations: number; salt: string; derived: Buffer };
 
 /**
- * The dearest hash a sign-in may have to check, per format: a stored hash is checked on the shared
- * hashing pool, so one imported with absurd parameters would hold a slot for minutes. Above these
- * an import refuses the row.
+ * The dearest hash an import may bring, per format: a stored hash is checked on the shared hashing
+ * pool at every sign-in, wrong passwords included, so one with absurd parameters would hold a slot
+ * (and its memory) for seconds and delay everyone else's sign-in.
  */
-export const VERIFY_LIMITS = {
-  bcryptCost: 16,
-  argon2MemoryKib: 1024 * 1024,
-  argon2Iterations: 64,
-  argon2Parallelism: 16,
+export const IMPORT_HASH_CAPS = {
+  bcryptCost: 15,
+  argon2MemoryKib: 256 * 1024,
+  argon2Iterations: 10,
+  argon2Parallelism: 8,
   pbkdf2Iterations: 10_000_000,
 } as const;
 
@@ -59,26 +59,29 @@ export function parseHash(stored: string): ParsedHash | undefined {
 
 /** Why a hash cannot be imported, in words for the import's per-row reason; undefined when it can. */
 export function importProblem(stored: string): string | undefined {
-  const parsed = parseHash(stored);
-  if (!parsed) {
+  if (!parseHash(stored)) {
     return 'password_hash is in an unknown format (bcrypt $2a$/$2b$/$2y$, $argon2id$ or $argon2i$ v=19, or pbkdf2_sha256$ as Django writes it)';
   }
-  switch (parsed.format) {
+  return beyondCaps(stored);
+}
+
+/** Which of IMPORT_HASH_CAPS a hash in a known format exceeds, in words; undefined when none (or the format is unknown). */
+export function beyondCaps(stored: string): string | undefined {
+  const parsed = parseHash(stored);
+  const caps = IMPORT_HASH_CAPS;
+  switch (parsed?.format) {
+    case undefined:
+      return undefined;
     case 'bcrypt':
-      return parsed.cost > VERIFY_LIMITS.bcryptCost ? `password_hash has a bcrypt cost above ${VERIFY_LIMITS.bcryptCost}` : undefined;
+      return parsed.cost > caps.bcryptCost ? `password_hash has a bcrypt cost above ${caps.bcryptCost}` : undefined;
     case 'argon2id':
     case 'argon2i':
-      if (parsed.memoryKib > VERIFY_LIMITS.argon2MemoryKib)
-        return `password_hash uses more than ${VERIFY_LIMITS.argon2MemoryKib} KiB of memory`;
-      if (parsed.iterations > VERIFY_LIMITS.argon2Iterations)
-        return `password_hash has more than ${VERIFY_LIMITS.argon2Iterations} iterations`;
-      if (parsed.parallelism > VERIFY_LIMITS.argon2Parallelism)
-        return `password_hash has a parallelism above ${VERIFY_LIMITS.argon2Parallelism}`;
+      if (parsed.memoryKib > caps.argon2MemoryKib) return `password_hash uses more than ${caps.argon2MemoryKib} KiB (256 MiB) of memory`;
+      if (parsed.iterations > caps.argon2Iterations) return `password_hash has more than ${caps.argon2Iterations} iterations`;
+      if (parsed.parallelism > caps.argon2Parallelism) return `password_hash has a parallelism above ${caps.argon2Parallelism}`;
       return undefined;
     case 'pbkdf2_sha256':
-      return parsed.iterations > VERIFY_LIMITS.pbkdf2Iterations
-        ? `password_hash has more than ${VERIFY_LIMITS.pbkdf2Iterations} iterations`
-        : undefined;
+      return parsed.iterations > caps.pbkdf2Iterations ? `password_hash has more than ${caps.pbkdf2Iterations} iterations` : undefined;
   }
 }
 

@@ -44,7 +44,7 @@ export function requireSelfOrAdmin(principal: Principal, id: number): void {
 }
 
 const KEYS_CANNOT_MANAGE_CREDENTIALS =
-  'API keys cannot manage credentials (API keys, second factors, passkeys, passwords, e-mail, sessions, logout): sign in to do that';
+  'API keys cannot manage credentials or sign-in (API keys, second factors, passkeys, passwords, roles, e-mail, sessions, logout, identity providers, OAuth clients, user imports): sign in to do that';
 
 /** What an operation does, for the keys it refuses: managing credentials, or anything but reading. */
 export interface OperationKind {
@@ -53,8 +53,9 @@ export interface OperationKind {
 }
 
 /**
- * An API key may act for its user, but never manage their credentials, since a key that leaks must
- * not be able to take the account over or outlive its own deletion; a read-only key only reads.
+ * An API key may act for its user, but never manage their credentials nor what manages sign-in
+ * (identity providers, OAuth clients, anyone's password or role), since a key that leaks must not be
+ * able to take an account over or outlive its own deletion; a read-only key only reads.
  */
 export function requireKeyMay(principal: Principal, operation: OperationKind): void {
   if (!principal.apiKey) return;

@@ -1,10 +1,10 @@
 import type { Transact } from '../db/transaction';
 import type { NewUserRow } from '../db/types';
 import { insertImportedUsers } from '../db/user-import';
-import { isEmailAddress } from '../email-address';
+import { isEmailAddress, normalizeEmail } from '../email-address';
 import { recordEvents, type RequestOrigin } from './audit-events';
-import { normalizeEmail } from './auth';
-import { importProblem } from './password-hashes';
+import { Validation } from '../errors';
+import { beyondCaps, importProblem } from './password-hashes';
 import { requireAdmin, type Principal } from './principal';
 
 /** Rows per call of the API, and per transaction of the CLI. */
@@ -70,9 +70,20 @@ export function checkImportRow(value: unknown): Checked {
 export class UserImport {
   constructor(private readonly transact: Transact) {}
 
-  /** An admin's import of up to IMPORT_BATCH_SIZE rows (the contract bounds the request). */
+  /**
+   * An admin's import of up to IMPORT_BATCH_SIZE rows (the contract bounds the request). A hash
+   * dearer than IMPORT_HASH_CAPS refuses the whole request (422 on each such row's field), not
+   * only its row: it is an attempt on the hashing pool or a mistake in the export, and nothing is
+   * written.
+   */
   async importUsers(principal: Principal, users: unknown[]): Promise<ImportResult[]> {
     requireAdmin(principal);
+    const tooDear = users.flatMap((value, index) => {
+      const hash = (value as { password_hash?: unknown } | null)?.password_hash;
+      const problem = typeof hash === 'string' ? beyondCaps(hash) : undefined;
+      return problem === undefined ? [] : [{ field: `body.users.${index}.password_hash`, message: problem }];
+    });
+    if (tooDear.length > 0) throw new Validation(tooDear);
     return this.importBatch(
       principal.client,
       principal.user.id,

@@ -9,7 +9,7 @@ import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
 import type { AuditDetails } from '../db/audit';
 import * as users from '../db/users';
 import type { ListedUser } from '../db/users';
-import { normalizeEmail } from './auth';
+import { normalizeEmail } from '../email-address';
 import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
 import type { BreachedPasswords } from './breached-passwords';

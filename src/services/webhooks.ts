@@ -22,7 +22,7 @@ import {
 } from '../db/webhooks';
 import { NotFound, Validation } from '../errors';
 import { seal } from '../infra/sealed';
-import { checkResolvesPublic, RefusedWebhookAddress, urlProblem } from '../infra/webhook-addresses';
+import { checkResolvesPublic, RefusedAddress, urlProblem } from '../infra/public-addresses';
 import { webhookSealingKey } from '../infra/webhooks';
 import { recordEvent, type AuditEventType } from './audit-events';
 import { requireAdmin, type Principal } from './principal';
@@ -185,7 +185,7 @@ export class WebhookService {
     try {
       await checkResolvesPublic(url, this.config.timeoutMs);
     } catch (error) {
-      if (error instanceof RefusedWebhookAddress) throw error.internal ? allowable(error.message) : refuse(error.message);
+      if (error instanceof RefusedAddress) throw error.internal ? allowable(error.message) : refuse(error.message);
       throw error;
     }
   }
