@@ -18,6 +18,7 @@ export interface ProviderInput {
   claims?: Partial<ProviderClaims>;
   enabled?: boolean;
   allow_signup?: boolean;
+  trust_email?: boolean;
 }
 
 const URL_FIELDS = ['issuer', 'authorization_url', 'token_url', 'userinfo_url', 'emails_url'] as const;
@@ -46,6 +47,7 @@ export function settingsOf(input: ProviderInput): Omit<ProviderSettings, 'client
     claims: { ...OIDC_CLAIMS, ...fromPreset?.claims, ...input.claims },
     enabled: input.enabled ?? true,
     allow_signup: input.allow_signup ?? true,
+    trust_email: input.trust_email ?? false,
   };
   settings.scopes = withOpenId(kind, settings.scopes);
   check(settings);
