@@ -1886,8 +1886,49 @@ export interface paths {
          *     link with the user's token, and a link's code never exchanged links nothing. Access tokens of such a session carry
          *     `amr: ["fed"]` (after a second factor `["fed", "otp"|"hwk", "mfa"]` and `aal2`), and the
          *     audit trail's `login.succeeded` names the provider in `details.provider`.
+         *
+         *     A provider that does not vouch for the address it gives (an OpenID Connect provider's
+         *     `email_verified: false`; a GitHub-shaped provider whose primary address is not verified)
+         *     creates no account and links no identity by that address until its mailbox is proven,
+         *     unless an admin set the provider's `trust_email`: the exchange answers 403
+         *     `EMAIL_VERIFICATION_REQUIRED` with a `verification_token`, a six-digit code is mailed to
+         *     the address, and `POST /api/auth/providers/verify-email` with both finishes the sign-in
+         *     with this operation's answers. No user, identity or session exists before that. The code
+         *     obeys the e-mailed codes' rules (`EMAIL_CODE_EXPIRE_MINUTES`; one mail a minute and
+         *     `PASSWORD_RESET_MAILS_PER_HOUR` an hour per address, 429 `RATE_LIMITED` beyond; a newer
+         *     code for the address voids it). An identity already linked signs in as before.
          */
         post: operations["providerToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/providers/verify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finish a provider sign-in with the code mailed to its address
+         * @description The `verification_token` of a 403 `EMAIL_VERIFICATION_REQUIRED` answer of
+         *     `POST /api/auth/providers/token` and the six-digit code mailed to the address the provider
+         *     gave. The code proves the mailbox: the identity then signs in as a provider whose address
+         *     is verified would, with the answers of `POST /api/auth/providers/token`: it joins the
+         *     account holding the address (when the provider allows sign-ups, a new, verified account is
+         *     made otherwise), and tokens are issued, or 403 `MFA_REQUIRED` for a user with a second
+         *     factor. An account holding the address whose e-mail was never verified is claimed: every
+         *     way in set up before (its password, sessions, API keys, second factors, linked identities)
+         *     ends and a mail says so. A wrong code is a 400 `INVALID_CODE` and counts toward the
+         *     account's lockout; the fifth wrong code, or `EMAIL_CODE_EXPIRE_MINUTES`, voids it (400
+         *     `INVALID_CODE` after that too).
+         */
+        post: operations["verifyProviderEmail"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3164,7 +3205,16 @@ export interface components {
              * @default true
              */
             allow_signup: boolean;
+            trust_email?: components["schemas"]["ProviderTrustEmail"];
         };
+        /**
+         * @description Whether an address the provider reports unverified counts as verified all the same. Off, such
+         *     an address is proven with a mailed code before it creates an account or joins one
+         *     (`POST /api/auth/providers/verify-email`); turn it on only for a provider that checks
+         *     addresses itself without saying so.
+         * @default false
+         */
+        ProviderTrustEmail: boolean;
         UpdateIdentityProviderRequest: {
             name?: components["schemas"]["ProviderName"];
             client_id?: components["schemas"]["ProviderClientId"];
@@ -3187,6 +3237,7 @@ export interface components {
             claims?: components["schemas"]["ProviderClaims"];
             enabled?: boolean;
             allow_signup?: boolean;
+            trust_email?: components["schemas"]["ProviderTrustEmail"];
         };
         IdentityProvider: {
             /** @example google */
@@ -3228,6 +3279,8 @@ export interface components {
             };
             enabled: boolean;
             allow_signup: boolean;
+            /** @description Whether an address the provider reports unverified counts as verified. */
+            trust_email: boolean;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
@@ -3492,6 +3545,18 @@ export interface components {
             /** @description Apple's JSON of the person's name, sent on the first sign-in only; not used. */
             user?: string;
         };
+        ProviderEmailVerifyRequest: {
+            /**
+             * @description The `verification_token` of the 403 `EMAIL_VERIFICATION_REQUIRED` answer.
+             * @example Zm9yIGFuIGV4YW1wbGUgb25seSwgbm90IGEgcmVhbCB0b2tlbg
+             */
+            verification_token: string;
+            /**
+             * @description The six digits mailed to the address, leading zeros kept.
+             * @example 048213
+             */
+            code: string;
+        };
         ProviderTokenRequest: {
             /**
              * @description The one-time code from `redirect_to`.
@@ -3507,6 +3572,9 @@ export interface components {
         /**
          * @description `MFA_REQUIRED` (403) answers the right password of a user with a second factor: the error
          *     carries `mfa_token` and `methods`, and `POST /api/auth/mfa/verify` finishes the login.
+         *     `EMAIL_VERIFICATION_REQUIRED` (403) answers a provider sign-in whose provider does not vouch
+         *     for the address: a code was mailed to it, and the error's `verification_token` with that
+         *     code finishes the sign-in at `POST /api/auth/providers/verify-email`.
          *     `INVALID_CODE` (400): a TOTP or recovery code that is wrong or already used; or a provider
          *     sign-in's code that is unknown, used or expired, or presented with a wrong `code_verifier`.
          *     `INVALID_PASSKEY` (400): a passkey registration or assertion that does not check out.
@@ -3518,7 +3586,7 @@ export interface components {
          *     does a 400 `BAD_REQUEST` for a malformed request line; each closes the connection.
          * @enum {string}
          */
-        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "MFA_REQUIRED" | "INVALID_CODE" | "INVALID_PASSKEY" | "INVALID_REDIRECT";
+        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "MFA_REQUIRED" | "INVALID_CODE" | "INVALID_PASSKEY" | "INVALID_REDIRECT" | "EMAIL_VERIFICATION_REQUIRED";
         FieldError: {
             /**
              * @description `body.<name>`, `query.<name>` or `path.<name>`.
@@ -3541,6 +3609,11 @@ export interface components {
                 mfa_token?: string;
                 /** @description Only with `MFA_REQUIRED`: the second factors this user can use. */
                 methods?: components["schemas"]["MfaMethod"][];
+                /**
+                 * @description Only with `EMAIL_VERIFICATION_REQUIRED`: send it to `POST /api/auth/providers/verify-email` with the mailed code; valid as long as the code (`EMAIL_CODE_EXPIRE_MINUTES`).
+                 * @example Zm9yIGFuIGV4YW1wbGUgb25seSwgbm90IGEgcmVhbCB0b2tlbg
+                 */
+                verification_token?: string;
                 /**
                  * @description Present only for VALIDATION_ERROR: at most 20 entries. When a request has more problems,
                  *     the first 20 are listed and `message` says how many there were
@@ -3721,6 +3794,9 @@ export interface components {
          * @description The password was right, and: the user has a second factor (`MFA_REQUIRED`, with
          *     `mfa_token` and `methods`: finish with `POST /api/auth/mfa/verify`); or the account is
          *     disabled, or with `REQUIRE_VERIFIED_EMAIL` its e-mail address is not verified (`FORBIDDEN`).
+         *     A provider sign-in whose address the provider does not vouch for answers
+         *     `EMAIL_VERIFICATION_REQUIRED` with a `verification_token` (finish with
+         *     `POST /api/auth/providers/verify-email` and the mailed code).
          */
         LoginForbidden: {
             headers: {
@@ -6618,6 +6694,7 @@ export interface operations {
                      *           },
                      *           "enabled": true,
                      *           "allow_signup": true,
+                     *           "trust_email": false,
                      *           "created_at": "2026-01-02T03:04:05.000Z",
                      *           "updated_at": "2026-01-02T03:04:05.000Z"
                      *         }
@@ -6691,6 +6768,7 @@ export interface operations {
                      *         },
                      *         "enabled": true,
                      *         "allow_signup": true,
+                     *         "trust_email": false,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-02T03:04:05.000Z"
                      *       }
@@ -6758,6 +6836,7 @@ export interface operations {
                      *         },
                      *         "enabled": true,
                      *         "allow_signup": true,
+                     *         "trust_email": false,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-02T03:04:05.000Z"
                      *       }
@@ -6832,6 +6911,7 @@ export interface operations {
                      *         },
                      *         "enabled": false,
                      *         "allow_signup": true,
+                     *         "trust_email": false,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-04T10:00:00.000Z"
                      *       }
@@ -7950,6 +8030,79 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    verifyProviderEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "verification_token": "Zm9yIGFuIGV4YW1wbGUgb25seSwgbm90IGEgcmVhbCB0b2tlbg",
+                 *       "code": "048213"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProviderEmailVerifyRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0MiJ9.c2lnbmF0dXJl",
+                     *         "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0MiJ9.cmVmcmVzaA",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800,
+                     *         "user": {
+                     *           "id": 42,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "role": "user",
+                     *           "is_active": true,
+                     *           "email_verified": true,
+                     *           "pending_email": null,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LoginResponse"];
+                };
+            };
+            /** @description The body is malformed (`BAD_REQUEST`), or the code is wrong, used or expired, or the token unknown (`INVALID_CODE`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            403: components["responses"]["LoginForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

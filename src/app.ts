@@ -31,6 +31,7 @@ import { CurrentPassword } from './services/current-password';
 import { FactorService, type Clock } from './services/factors';
 import { HealthService } from './services/health';
 import { EmailCodeSignIn } from './email-code/email-code-sign-in';
+import { ProviderAddressProof } from './email-code/provider-address';
 import { Housekeeping } from './infra/housekeeping';
 import { LoginGuard } from './services/login-guard';
 import { MfaSignIn } from './services/mfa-sign-in';
@@ -41,6 +42,7 @@ import { PwnedPasswordsRange } from './infra/pwned-passwords';
 import { IdentityProviderRegistry } from './providers/registry';
 import { LinkedIdentities } from './providers/identities';
 import { ProviderSignIn } from './providers/sign-in';
+import { MailboxClaim } from './mailbox/claim';
 import { Upstream } from './providers/upstream';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory, StoreOutages } from './infra/rate-limiter';
@@ -161,6 +163,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         )
       : undefined;
     const providers = new IdentityProviderRegistry(db, transact, config.secret.key, config.providers.allowPrivateUrls);
+    const mailbox = new MailboxClaim(outbox, passwords);
     const oidc = config.oidc.enabled
       ? createOidcProvider({
           db,
@@ -186,7 +189,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       about: { version: config.server.appVersion, startedAt: Date.now() },
       jwks,
       auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, mfa, breached),
-      account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, loginGuard, breached),
+      account: new AccountService(db, config.account, mail, passwords, transact, logger, currentPassword, mailbox, loginGuard, breached),
       users: new UserService(db, config.pagination, mail, passwords, transact, currentPassword, breached),
       imports: new UserImport(transact),
       audit: new AuditService(db, config.pagination),
@@ -200,6 +203,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         redirects: withProviderReturn(config.redirects, config.account.appUrl),
         sessions: config.sessions,
         secretKey: config.secret.key,
+        addressProof: new ProviderAddressProof(config.emailCode, config.account, {
+          db,
+          transact,
+          outbox,
+          secret: config.secret.key,
+          loginGuard,
+        }),
+        mailbox,
         loginGuard,
         secondFactor: mfa,
       }),
@@ -216,6 +227,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         secret: config.secret.key,
         loginGuard,
         secondFactor: mfa,
+        mailbox,
       }),
     };
     if (config.admin) {

@@ -50,6 +50,16 @@ export class MfaRequired extends DomainError {
   }
 }
 
+/**
+ * A provider sign-in whose provider did not vouch for the address: a code was mailed to it, and
+ * the sign-in goes on with that code and `verificationToken`.
+ */
+export class EmailVerificationRequired extends DomainError {
+  constructor(readonly verificationToken: string) {
+    super('A code was sent to the e-mail address; enter it to finish signing in');
+  }
+}
+
 /** An address to send a person back to that AUTH_REDIRECT_URLS does not allow: shown, never followed. */
 export class InvalidRedirect extends DomainError {
   constructor(message = 'The redirect address is not on the allow-list') {

@@ -256,6 +256,8 @@ describe('wrong codes', () => {
 
   it('a right code clears the failures counted before it, as a password login does', async () => {
     const user = await t.register();
+    // A verified address: the code proves nothing new, and the password stays (an unproven one would end).
+    await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
     const code = codeIn(await mailFor(t, user.email));
     for (let i = 0; i < 4; i++) expectError(await verify(t, { email: user.email, code: wrong(code) }), 400, 'INVALID_CODE');
     expectSignedIn(await verify(t, { email: user.email, code }), user.email);
@@ -295,6 +297,8 @@ describe('a second factor', () => {
 
   it('is still asked for: 403 MFA_REQUIRED, and the session after it says both steps', async () => {
     const user = await t.register();
+    // A verified address: the factor stays (the first proof of an unproven address would remove it).
+    await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
     const api = t.clientFor(user.access);
     const started = await api.POST('/api/auth/mfa/totp', { body: { name: 'Phone' } });
     const { factor_id: id, secret } = started.data!.data;

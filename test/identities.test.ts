@@ -463,9 +463,15 @@ describe('unlinking', () => {
     expect(unlinked.verifiedBy).toHaveLength(1);
     expect(unlinked.payload.data.identity).toEqual({ id: account.identity.id, provider: 'corp', subject: account.identity.subject });
 
-    // The identity no longer signs in to the account: its address is not verified there, so it is account_exists now.
+    // The identity no longer signs in to the account: the provider does not vouch for the address, so a mailed code must prove it first.
     asCorp({ sub: account.identity.subject, email: account.user.email, email_verified: false });
-    expect(errorOf((await signIn('corp')).landed)).toEqual({ error: 'account_exists', at: APP });
+    const again = await signIn('corp');
+    const exchanged = await t.post('/api/auth/providers/token', {
+      code: again.landed.searchParams.get('code'),
+      code_verifier: again.pkce.verifier,
+    });
+    expectError(exchanged, 403, 'EMAIL_VERIFICATION_REQUIRED');
+    expect(await identitiesOf(id)).toHaveLength(1);
 
     expectError(await t.delete(`/api/auth/identities/${both[1].id}`, { token: account.access_token }), 409, 'CONFLICT');
   });

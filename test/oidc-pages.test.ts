@@ -246,6 +246,30 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
     expect(browser.has('oidc_provider_flow')).toBe(false);
   });
 
+  it('asks for the code mailed to an address the sign-in provider did not vouch for, and makes no account before it', async () => {
+    const email = `corp-${randomUUID()}@example.com`;
+    upstream.person = { sub: `corp-${randomUUID()}`, email, email_verified: false, name: 'Mallory' };
+    const browser = new FormBrowser(origin);
+    const { page, exchange } = await authorize(browser, firstPartyPublic);
+    const atProvider = await browser.open(new URL(/<a href="([^"]*\/provider\/corp)">Corp<\/a>/.exec(page.html)![1], page.url).href);
+    const answer = await fetch(atProvider.url, { redirect: 'manual' });
+    const asked = await browser.open(answer.headers.get('location')!);
+    expect(asked.status).toBe(200);
+    expect(asked.html).toContain('Confirm your e-mail address');
+    expect(await t.db.selectFrom('users').select('id').where('email', '=', email).execute()).toEqual([]);
+    const mail = await smtp.waitFor((m) => m.to.includes(email) && m.subject === 'Your code to confirm your e-mail address');
+    const code = /^ {4}(\d{6})$/m.exec(mail.text)![1];
+
+    const wrong = await browser.submit(formTo(asked, '/provider-verify'), { code: code === '000000' ? '111111' : '000000' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.html).toContain('That code is not right, or it has expired.');
+    expect(await t.db.selectFrom('users').select('id').where('email', '=', email).execute()).toEqual([]);
+    const claims = (await exchange(await browser.submit(formTo(wrong, '/provider-verify'), { code }))).claims()!;
+    const user = await t.db.selectFrom('users').select(['id', 'email_verified']).where('email', '=', email).executeTakeFirstOrThrow();
+    expect(user.email_verified).toBe(true);
+    expect(claims).toMatchObject({ sub: String(user.id), amr: ['fed'] });
+  });
+
   it('signs a person in with a code sent by e-mail', async () => {
     const user = await t.register();
     const browser = new FormBrowser(origin);

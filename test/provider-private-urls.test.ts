@@ -68,6 +68,7 @@ async function savedEarlier(settings: Partial<ProviderSettings>): Promise<string
     claims: OIDC_CLAIMS,
     enabled: true,
     allow_signup: true,
+    trust_email: false,
     ...settings,
   });
   return slug;

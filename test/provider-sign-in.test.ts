@@ -134,19 +134,12 @@ describe('OpenID Connect', () => {
     expect(await identitiesOf(first.body.data.user.id)).toHaveLength(1);
   });
 
-  it('links an existing account only when the provider and the account both say the e-mail is verified', async () => {
+  it('links an existing account when the provider vouches for the address; an address it does not vouch for waits for a mailed code', async () => {
     const user = await t.register();
-    // The account's address is not verified: even a verified identity is not linked.
-    oidc.person = { sub: `sub-a-${user.email}`, email: user.email, email_verified: true };
-    expect(errorOf(await signIn('corp'))).toEqual({ error: 'account_exists', at: APP });
-    expect(await identitiesOf(user.id)).toEqual([]);
-
     await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
-    // The provider does not vouch for the address: not linked either.
+    // The provider does not vouch for the address: nothing is linked, the exchange asks for the code mailed to it.
     oidc.person = { sub: `sub-b-${user.email}`, email: user.email, email_verified: false };
-    const unverified = await signIn('corp');
-    expect(errorOf(unverified)).toEqual({ error: 'account_exists', at: APP });
-    expect(unverified.url.searchParams.get('error_description')).toMatch(/sign in to it and link/);
+    expectError(await exchange(await signIn('corp')), 403, 'EMAIL_VERIFICATION_REQUIRED');
     expect(await identitiesOf(user.id)).toEqual([]);
 
     oidc.person = { sub: `sub-c-${user.email}`, email: user.email.toUpperCase(), email_verified: true };
@@ -330,12 +323,12 @@ describe('a GitHub-shaped OAuth2 provider', () => {
     expect(identity.subject).toBe(github.person.sub);
   });
 
-  it('links no existing account on an unverified primary address', async () => {
+  it('links no existing account on an unverified primary address until a mailed code proves it', async () => {
     const user = await t.register();
     await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
     github.person = { sub: String(200000 + Math.floor(Math.random() * 1e6)) };
     github.emails = [{ email: user.email, primary: true, verified: false }];
-    expect(errorOf(await signIn('github'))).toEqual({ error: 'account_exists', at: APP });
+    expectError(await exchange(await signIn('github')), 403, 'EMAIL_VERIFICATION_REQUIRED');
     expect(await identitiesOf(user.id)).toEqual([]);
   });
 });

@@ -186,11 +186,12 @@ describe('an OpenID provider built on oidc-provider', () => {
     expect((await auditRows(t, user.id, 'login.succeeded')).map((e) => e.details.provider)).toEqual(['corp', 'corp']);
   });
 
-  it('signs up with the e-mail unverified when the provider does not vouch for it', async () => {
+  it('makes no account for an address the provider does not vouch for: the exchange asks for a code mailed to it', async () => {
     const person = oidcAccount({ email_verified: false });
     const res = await exchange(await viaOidc(person.sub));
-    expect(res.status).toBe(200);
-    expect(res.body.data.user).toMatchObject({ email: person.email, email_verified: false });
+    expectError(res, 403, 'EMAIL_VERIFICATION_REQUIRED');
+    expect(await usersWith(person.email!)).toEqual([]);
+    expect(await identitiesWith(person.sub)).toEqual([]);
   });
 
   it('links an existing account when both the provider and the account say the e-mail is verified', async () => {
@@ -207,20 +208,18 @@ describe('an OpenID provider built on oidc-provider', () => {
   });
 
   it.each([
-    ['the account has not verified it', { account: false, provider: true }],
-    ['the provider does not vouch for it', { account: true, provider: false }],
-    ['neither side says it is verified', { account: false, provider: false }],
-  ])('answers account_exists, and links nothing, when %s', async (_case, verified) => {
+    ['the account has verified it', true],
+    ['the account has not verified it either', false],
+  ])('links nothing, and asks for a mailed code, when the provider does not vouch for the address and %s', async (_case, verified) => {
     const user = await t.register();
-    if (verified.account) await verify(user.id);
-    const person = oidcAccount({ email: user.email, email_verified: verified.provider });
+    if (verified) await verify(user.id);
+    const person = oidcAccount({ email: user.email, email_verified: false });
     const before = await footprint();
-    const landed = await viaOidc(person.sub);
-    expect(errorOf(landed)).toEqual(refusedWith('account_exists'));
-    expect(landed.url.searchParams.get('error_description')).toMatch(/sign in to it and link/);
-    expect(await footprint()).toEqual(before);
+    expectError(await exchange(await viaOidc(person.sub)), 403, 'EMAIL_VERIFICATION_REQUIRED');
+    // The exchange spent the code it was given and opened nothing.
+    expect(await footprint()).toEqual({ ...before, codes: before.codes + 1 });
     expect(await identitiesWith(person.sub)).toEqual([]);
-    expect((await auditRows(t, user.id, 'login.failed')).map((e) => e.details)).toEqual([{ reason: 'account_exists', provider: 'corp' }]);
+    expect((await t.post('/api/auth/login/json', { email: user.email, password: user.password })).status).toBe(200);
   });
 
   it('asks a user with a second factor for it: MFA_REQUIRED from the exchange, then the session once it is passed', async () => {
@@ -484,10 +483,10 @@ describe('linking by hand, from a signed-in session', () => {
     return res.body.data as { id: number; provider: string; subject: string; email: string | null }[];
   };
 
-  it('links the identity that met account_exists once the person signs in, after which it signs in to that account', async () => {
+  it('links the identity that met EMAIL_VERIFICATION_REQUIRED once the person signs in, after which it signs in to that account', async () => {
     const user = await t.register();
     const person = oidcAccount({ email: user.email, email_verified: false });
-    expect(errorOf(await viaOidc(person.sub))).toEqual(refusedWith('account_exists'));
+    expectError(await exchange(await viaOidc(person.sub)), 403, 'EMAIL_VERIFICATION_REQUIRED');
 
     const linked = await link(user.access, 'corp', (url) => oidc.signIn(url, person.sub));
     const res = await exchange(linked);
@@ -601,16 +600,13 @@ describe('a GitHub-shaped OAuth2 provider', () => {
     expect((await identitiesOf(user.id)).map((i) => i.subject)).toEqual([String(person.id)]);
   });
 
-  it.each([
-    ['GitHub has not verified the primary address', { account: true, provider: false }],
-    ['the account has not verified its address', { account: false, provider: true }],
-  ])('answers account_exists when %s', async (_case, verified) => {
+  it('links nothing, and asks for a mailed code, when GitHub has not verified the primary address', async () => {
     const user = await t.register();
-    if (verified.account) await verify(user.id);
-    const person = githubAccount(user.email, verified.provider);
+    await verify(user.id);
+    const person = githubAccount(user.email, false);
     const before = await footprint();
-    expect(errorOf(await viaGithub(person.login))).toEqual(refusedWith('account_exists'));
-    expect(await footprint()).toEqual(before);
+    expectError(await exchange(await viaGithub(person.login)), 403, 'EMAIL_VERIFICATION_REQUIRED');
+    expect(await footprint()).toEqual({ ...before, codes: before.codes + 1 });
     expect(await identitiesWith(String(person.id))).toEqual([]);
   });
 

@@ -7,6 +7,8 @@ export interface NewEmailCode {
   codeHash: string;
   tokenHash: string;
   expiresAt: Date;
+  /** The provider sign-in this code completes, for the proof of a provider's address. */
+  providerCodeId?: number;
 }
 
 /**
@@ -36,7 +38,14 @@ export async function insertEmailCode(db: Executor, code: NewEmailCode): Promise
   await voidEmailCodes(db, code.email);
   await db
     .insertInto('email_codes')
-    .values({ email: code.email, user_id: code.userId, code_hash: code.codeHash, token_hash: code.tokenHash, expires_at: code.expiresAt })
+    .values({
+      email: code.email,
+      user_id: code.userId,
+      code_hash: code.codeHash,
+      token_hash: code.tokenHash,
+      expires_at: code.expiresAt,
+      provider_code_id: code.providerCodeId ?? null,
+    })
     .execute();
 }
 
@@ -50,12 +59,13 @@ export async function voidEmailCodes(db: Executor, email: string): Promise<void>
     .execute();
 }
 
-/** The address's unused, unexpired code, locked for the rest of the transaction. */
+/** The address's unused, unexpired sign-in code, locked for the rest of the transaction. */
 export function findLiveEmailCode(db: Executor, email: string): Promise<EmailCodeRow | undefined> {
   return db
     .selectFrom('email_codes')
     .selectAll()
     .where('email', '=', email)
+    .where('provider_code_id', 'is', null)
     .where('used_at', 'is', null)
     .where('expires_at', '>', sql<Date>`now()`)
     .orderBy('id', 'desc')
@@ -83,6 +93,7 @@ export async function findLiveEmailCodeEmail(db: Executor, tokenHash: string): P
     .selectFrom('email_codes')
     .select('email')
     .where('token_hash', '=', tokenHash)
+    .where('provider_code_id', 'is', null)
     .where('used_at', 'is', null)
     .where('expires_at', '>', sql<Date>`now()`)
     .executeTakeFirst();
@@ -98,9 +109,23 @@ export function useEmailCodeToken(db: Executor, tokenHash: string): Promise<Emai
     .updateTable('email_codes')
     .set({ used_at: sql`now()` })
     .where('token_hash', '=', tokenHash)
+    .where('provider_code_id', 'is', null)
     .where('used_at', 'is', null)
     .where('expires_at', '>', sql<Date>`now()`)
     .returningAll()
+    .executeTakeFirst();
+}
+
+/** The live code proving a provider's address whose verification token hashes to `tokenHash`, locked for the rest of the transaction. */
+export function findLiveProviderEmailCode(db: Executor, tokenHash: string): Promise<EmailCodeRow | undefined> {
+  return db
+    .selectFrom('email_codes')
+    .selectAll()
+    .where('token_hash', '=', tokenHash)
+    .where('provider_code_id', 'is not', null)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .forUpdate()
     .executeTakeFirst();
 }
 

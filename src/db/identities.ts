@@ -30,12 +30,15 @@ export type ProviderFlowTable = {
 export type ProviderCodeTable = {
   id: Generated<number>;
   code_hash: string;
-  user_id: number;
+  /** Null while the provider's address waits for its mailed code: the account is chosen once it is proven. */
+  user_id: number | null;
   provider_id: number;
   code_challenge: string;
   /** For a link by hand: the provider's subject (and e-mail) to link when the code is exchanged. */
   link_subject: ColumnType<string | null, string | null | undefined, string | null>;
   link_email: ColumnType<string | null, string | null | undefined, string | null>;
+  /** For a sign-in waiting for its mailed code: the name the provider gave. */
+  link_name: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   expires_at: GivenTimestamp;
   used_at: NullableTimestamp;
@@ -106,6 +109,11 @@ export function takeCode(db: Executor, codeHash: string): Promise<ProviderCodeRo
     .where('expires_at', '>', sql<Date>`now()`)
     .returningAll()
     .executeTakeFirst();
+}
+
+/** A code by its id, spent or not: the provider sign-in a mailed code completes. */
+export function findCodeById(db: Executor, id: number): Promise<ProviderCodeRow | undefined> {
+  return tables(db).selectFrom('provider_codes').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /** An identity as its user sees it: with the slug of its provider. */

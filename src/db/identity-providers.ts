@@ -27,6 +27,8 @@ export type IdentityProviderTable = {
   claims: ColumnType<ProviderClaims, string, string>;
   enabled: Generated<boolean>;
   allow_signup: Generated<boolean>;
+  /** An address the provider does not vouch for counts as verified all the same (an admin's choice). */
+  trust_email: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
 };

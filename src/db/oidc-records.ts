@@ -187,3 +187,16 @@ export async function deleteUserGrant(db: Executor, userId: number, grantId: str
 export async function deleteClientRecords(db: Executor, clientId: string): Promise<void> {
   await records(db).deleteFrom('oidc_records').where('client_id', '=', clientId).execute();
 }
+
+/**
+ * Removes everything the OpenID Connect provider issued to a user (their provider sessions, grants,
+ * codes and tokens); sign-ins under way (interactions) stay. Returns how many records went.
+ */
+export async function deleteUserOidcRecords(db: Executor, userId: number): Promise<number> {
+  const result = await records(db)
+    .deleteFrom('oidc_records')
+    .where('user_id', '=', userId)
+    .where('model', '!=', 'Interaction')
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

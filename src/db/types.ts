@@ -156,6 +156,12 @@ export interface EmailCodeTable extends SingleUse {
   /** SHA-256 (hex) of the link's token. */
   token_hash: string;
   failures: Generated<number>;
+  /**
+   * Set for the code that proves a provider's unvouched address: the provider sign-in it completes.
+   * Its token is the `verification_token` the application holds, never a link; such a code signs in
+   * nothing by itself.
+   */
+  provider_code_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export type EmailCodeRow = Selectable<EmailCodeTable>;

@@ -1,36 +1,27 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AccountConfig, EmailCodeConfig, RedirectConfig } from '../config';
-import {
-  findLiveEmailCode,
-  findLiveEmailCodeEmail,
-  insertEmailCode,
-  recentEmailCodes,
-  recordEmailCodeFailure,
-  useEmailCode,
-  useEmailCodeToken,
-} from '../db/email-codes';
+import { findLiveEmailCode, findLiveEmailCodeEmail, insertEmailCode, recentEmailCodes, useEmailCodeToken } from '../db/email-codes';
 import type { Transact } from '../db/transaction';
 import type { Database, EmailCodeRow, UserRow } from '../db/types';
-import { findUserByEmail, findUserById, insertUser, markPasswordUnknown, updateLiveUser } from '../db/users';
+import { findUserByEmail, findUserById, insertUser, markPasswordUnknown } from '../db/users';
 import { Forbidden, InvalidCode, InvalidRedirect, InvalidToken, MfaRequired } from '../errors';
 import { AfterAnswer } from '../infra/after-answer';
 import type { Outbox } from '../infra/outbox';
 import type { Logger } from '../logger';
+import type { MailboxClaim } from '../mailbox/claim';
 import { allowedRedirect } from '../redirects/allow-list';
 import { recordEvent } from '../services/audit-events';
 import { type SecondFactorGate } from '../services/auth';
 import { normalizeEmail, requestedEmail } from '../email-address';
-import { countedCheck, type LoginGuard } from '../services/login-guard';
+import type { LoginGuard } from '../services/login-guard';
 import { emailCodeMail } from '../services/mail-templates';
 import { clientCaller, type PasswordHasher } from '../services/passwords';
 import type { ClientInfo } from '../services/principal';
 import { openSession, type TokenPair } from '../services/session-start';
 import { sha256, type Assurance, type TokenService } from '../services/tokens';
-import { codeMatches, EmailCodeDigest, newCode } from './codes';
-
-/** Wrong codes that void the code of an address. */
-export const EMAIL_CODE_MAX_FAILURES = 5;
+import { EmailCodeDigest, newCode } from './codes';
+import { spendCountedCode } from './counted-code';
 
 /**
  * RFC 8176 has no value for a secret sent to a mailbox; a single-use code is a one-time password,
@@ -56,6 +47,8 @@ export interface EmailCodeParts {
   loginGuard?: LoginGuard;
   /** Asks users with a second factor for it before any session opens. */
   secondFactor?: SecondFactorGate;
+  /** Hands an account whose address was never verified to the mailbox's holder. */
+  mailbox: MailboxClaim;
 }
 
 /**
@@ -205,57 +198,31 @@ export class EmailCodeSignIn {
     return spent;
   }
 
-  /**
-   * One counted attempt, as a password is: the attempt is taken before the code is compared, so
-   * parallel guesses stay within the lockout, and the fifth wrong code voids the address's code.
-   */
-  private async spendCode(email: string, code: string, client: ClientInfo): Promise<EmailCodeRow> {
+  private spendCode(email: string, code: string, client: ClientInfo): Promise<EmailCodeRow> {
     const address = requestedEmail(email, 'body.email');
-    const { transact } = this.parts;
-    let spent: EmailCodeRow | undefined;
-    let tried: EmailCodeRow | undefined;
-    const { valid, locked } = await countedCheck(this.parts.loginGuard, address, client.ip, () =>
-      transact(async (trx) => {
-        tried = await findLiveEmailCode(trx, address);
-        if (!codeMatches(tried?.code_hash, this.digest.of(address, code))) {
-          if (tried) await recordEmailCodeFailure(trx, tried.id, EMAIL_CODE_MAX_FAILURES);
-          return false;
-        }
-        spent = tried;
-        return useEmailCode(trx, tried!.id);
-      }),
-    );
-    if (valid && spent) return spent;
-    // The account the attempt was at, when one has the address, as for a wrong password.
-    const subject = tried?.user_id ?? (await findUserByEmail(this.parts.db, address))?.id ?? null;
-    await transact(async (trx) => {
-      await recordEvent(trx, {
-        type: 'login.failed',
-        actor: null,
-        subject,
-        details: { reason: 'invalid_code', method: 'email_code' },
-        origin: client,
-      });
-      if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject, details: { scope: locked }, origin: client });
+    return spendCountedCode(this.parts, this.digest, {
+      email: address,
+      code,
+      find: (trx) => findLiveEmailCode(trx, address),
+      method: 'email_code',
+      client,
     });
-    throw new InvalidCode();
   }
 
-  /** The code proved the address: it counts as verified from now on. */
+  /**
+   * The code proved the address: it counts as verified from now on, and an account whose address
+   * was never verified before becomes the mailbox holder's alone (every earlier way in ends).
+   */
   private async markVerified(user: UserRow, client: ClientInfo): Promise<UserRow> {
     if (user.email_verified) return user;
-    return this.parts.transact(async (trx) => {
-      const verified = await updateLiveUser(trx, user.id, { email_verified: true });
-      if (!verified) throw new InvalidCode();
-      await recordEvent(trx, {
-        type: 'email.verified',
-        actor: user.id,
-        subject: user.id,
-        details: { method: 'email_code' },
-        origin: client,
-      });
-      return verified;
+    const { mailbox } = this.parts;
+    const verified = await this.parts.transact(async (trx) => {
+      const current = await findUserById(trx, user.id);
+      if (!current || current.deleted_at !== null || current.email !== user.email) throw new InvalidCode();
+      return mailbox.prove(trx, current, 'email_code', client);
     });
+    mailbox.flush();
+    return verified;
   }
 
   /**

@@ -25,6 +25,7 @@ function providerView(row: IdentityProviderRow): IdentityProvider {
     claims: row.claims,
     enabled: row.enabled,
     allow_signup: row.allow_signup,
+    trust_email: row.trust_email,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -58,6 +59,11 @@ export const providerCallback: Handler<'providerCallback'> = async ({ path, quer
 
 export const providerToken: Handler<'providerToken'> = async ({ body, client }, { providerSignIn }) => {
   const { user, tokens } = await providerSignIn.exchange(body.code, body.code_verifier, client);
+  return ok({ ...tokenPairView(tokens), user: userView(user, user.role === 'admin') });
+};
+
+export const verifyProviderEmail: Handler<'verifyProviderEmail'> = async ({ body, client }, { providerSignIn }) => {
+  const { user, tokens } = await providerSignIn.verifyAddress(body.verification_token, body.code, client);
   return ok({ ...tokenPairView(tokens), user: userView(user, user.role === 'admin') });
 };
 

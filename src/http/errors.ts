@@ -2,6 +2,7 @@ import type { components } from '../../generated/openapi';
 import {
   Conflict,
   DomainError,
+  EmailVerificationRequired,
   Forbidden,
   InvalidCode,
   InvalidCredentials,
@@ -104,6 +105,11 @@ function fromDomain(error: DomainError): ApiError {
   if (error instanceof InvalidPassword) return new ApiError(400, 'INVALID_PASSWORD', message);
   if (error instanceof MfaRequired) {
     return new ApiError(403, 'MFA_REQUIRED', message, undefined, { fields: { mfa_token: error.mfaToken, methods: [...error.methods] } });
+  }
+  if (error instanceof EmailVerificationRequired) {
+    return new ApiError(403, 'EMAIL_VERIFICATION_REQUIRED', message, undefined, {
+      fields: { verification_token: error.verificationToken },
+    });
   }
   if (error instanceof InvalidCode) return new ApiError(400, 'INVALID_CODE', message);
   if (error instanceof InvalidPasskey) return new ApiError(400, 'INVALID_PASSKEY', message);

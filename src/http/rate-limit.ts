@@ -24,6 +24,7 @@ export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'passkeyLogin',
   'requestEmailCode',
   'verifyEmailCode',
+  'verifyProviderEmail',
 ]);
 
 /** Operations that hash a password only when their body carries one: on the tighter budget then too. */

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import {
+  EmailVerificationRequired,
   Forbidden,
   InvalidCode,
   InvalidCredentials,
@@ -39,7 +40,7 @@ export interface OidcPagesOptions {
   tokens: TokenService;
   /** The sign-in providers that are on, as `GET /api/auth/providers` lists them. */
   providers: Pick<IdentityProviderRegistry, 'enabled'>;
-  providerSignIn: Pick<ProviderSignIn, 'authorize' | 'exchange'>;
+  providerSignIn: Pick<ProviderSignIn, 'authorize' | 'exchange' | 'verifyAddress'>;
   emailCode: Pick<EmailCodeSignIn, 'request' | 'verify'>;
   /** EMAIL_CODE_ENABLED: the page offers a code by e-mail. */
   emailCodes: boolean;
@@ -69,6 +70,8 @@ export function withProviderReturn(redirects: RedirectConfig, appUrl: string): R
   return Object.freeze({ allowed: Object.freeze([...redirects.allowed, Object.freeze({ kind: 'exact' as const, href })]) });
 }
 
+/** The cookie that carries the verification token of a provider sign-in whose address waits for its mailed code. */
+const ADDRESS_PROOF_COOKIE = 'oidc_address_proof';
 /** The cookie that carries a provider sign-in's interaction and PKCE verifier, from the page to the provider and back. */
 const PROVIDER_COOKIE = 'oidc_provider_flow';
 const PROVIDER_FLOW_MS = 10 * 60 * 1000;
@@ -184,6 +187,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
   /** A person proved who they are: the service session opened, the provider takes it from here. */
   const signedIn = async (ctx: Context, view: InteractionView, userId: number, tokens: TokenPair) => {
     ctx.cookies.set(SECOND_STEP_COOKIE, null, { path: base(view) });
+    ctx.cookies.set(ADDRESS_PROOF_COOKIE, null, { path: base(view) });
     const verified = options.tokens.verify(tokens.accessToken, 'access');
     if (!verified.ok) throw new Error('a session just opened has no valid access token');
     const { sid, amr, aal } = verified.claims;
@@ -387,9 +391,58 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
       await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
+      if (error instanceof EmailVerificationRequired) return addressProofNeeded(ctx, view, error);
       if (error instanceof InvalidCode) return retry(400, 'The sign-in with the provider could not be completed. Try again.');
       if (error instanceof Forbidden) return retry(403, `${error.message}.`);
       await refusal(ctx, error, retry);
+    }
+  });
+
+  // A provider that did not vouch for the address: the code mailed to it, asked for on a page of its own.
+  const addressProofPage = (ctx: Context, view: InteractionView, status: number, notice?: Notice) =>
+    show(
+      ctx,
+      {
+        status,
+        title: 'Confirm your e-mail address',
+        notice,
+        body: views.providerAddressCode({ base: base(view), csrf: csrfFor(ctx, view) }),
+      },
+      view,
+    );
+  const addressProofNeeded = (ctx: Context, view: InteractionView, error: EmailVerificationRequired) => {
+    ctx.cookies.set(ADDRESS_PROOF_COOKIE, error.verificationToken, {
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: ctx.secure,
+      path: base(view),
+      overwrite: true,
+    });
+    addressProofPage(ctx, view, 200, { kind: 'success', text: 'A six-digit code is on its way to your e-mail address.' });
+  };
+
+  router.post(at('/provider-verify'), async (ctx) => {
+    const got = await posted(ctx, '/provider-verify', 'verifyProviderEmail');
+    if (!got) return;
+    const { view, fields } = got;
+    const token = ctx.cookies.get(ADDRESS_PROOF_COOKIE);
+    if (!token)
+      return signInPage(ctx, view, 401, errorNotice('This sign-in took too long or was already used. Sign in with the provider again.'));
+    const code = (fields.code ?? '').replace(/\s+/g, '');
+    const again = (status: number, text: string) => addressProofPage(ctx, view, status, errorNotice(text));
+    if (!/^\d{6}$/.test(code)) return again(422, 'Enter the six digits of the code from the e-mail.');
+    try {
+      const { user, tokens } = await options.providerSignIn.verifyAddress(token, code, clientOf(ctx));
+      await signedIn(ctx, view, user.id, tokens);
+    } catch (error) {
+      if (error instanceof MfaRequired) {
+        ctx.cookies.set(ADDRESS_PROOF_COOKIE, null, { path: base(view) });
+        return secondStepNeeded(ctx, view, error);
+      }
+      if (error instanceof InvalidCode)
+        return again(400, 'That code is not right, or it has expired. Check the latest e-mail, or sign in with the provider again.');
+      if (error instanceof Forbidden) return signInPage(ctx, view, 403, errorNotice(`${error.message}.`));
+      await refusal(ctx, error, again);
     }
   });
 

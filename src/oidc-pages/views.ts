@@ -194,6 +194,27 @@ export function emailCode({ base, csrf, email }: { base: string; csrf: Csrf; ema
   );
 }
 
+/** The code mailed to the address a sign-in provider gave without vouching for it. */
+export function providerAddressCode({ base, csrf }: { base: string; csrf: Csrf }): string {
+  return (
+    paragraph(
+      'The provider you signed in with has not confirmed your e-mail address. We sent a six-digit code to it: enter it to show the address is yours.',
+    ) +
+    formTo(
+      base,
+      csrf,
+      '/provider-verify',
+      field(
+        'code',
+        'Code from the e-mail',
+        'type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]*" maxlength="8" required',
+        'The six digits of the e-mail we just sent.',
+      ) + '<button type="submit">Continue</button>\n',
+    ) +
+    back(base)
+  );
+}
+
 /** A link back to the sign-in page of this interaction. */
 export const back = (base: string) => `<p><a href="${escape(base)}">Back to signing in</a></p>\n`;
 

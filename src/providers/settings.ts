@@ -19,6 +19,7 @@ export interface ProviderInput {
   claims?: Partial<ProviderClaims>;
   enabled?: boolean;
   allow_signup?: boolean;
+  trust_email?: boolean;
 }
 
 export const URL_FIELDS = ['issuer', 'authorization_url', 'token_url', 'userinfo_url', 'emails_url'] as const;
@@ -51,6 +52,7 @@ export function settingsOf(input: ProviderInput, allowPrivateUrls: boolean): Omi
     claims: { ...OIDC_CLAIMS, ...fromPreset?.claims, ...input.claims },
     enabled: input.enabled ?? true,
     allow_signup: input.allow_signup ?? true,
+    trust_email: input.trust_email ?? false,
   };
   settings.scopes = withOpenId(kind, settings.scopes);
   check(settings, allowPrivateUrls);

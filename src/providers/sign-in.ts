@@ -2,12 +2,33 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { RedirectConfig, SessionConfig } from '../config';
 import { findProvider, findProviderById, type IdentityProviderRow } from '../db/identity-providers';
-import { findIdentity, insertCode, insertFlow, insertIdentity, recordIdentityUse, takeCode, takeFlow } from '../db/identities';
+import {
+  findCodeById,
+  findIdentity,
+  insertCode,
+  insertFlow,
+  insertIdentity,
+  recordIdentityUse,
+  takeCode,
+  takeFlow,
+  type ProviderCodeRow,
+} from '../db/identities';
 import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, UserRow } from '../db/types';
 import { findUserByEmail, findUserById, insertUser, markPasswordUnknown } from '../db/users';
-import { Conflict, Forbidden, InvalidCode, InvalidRedirect, InvalidToken, MfaRequired, NotFound } from '../errors';
+import type { ProviderAddressProof } from '../email-code/provider-address';
+import {
+  Conflict,
+  EmailVerificationRequired,
+  Forbidden,
+  InvalidCode,
+  InvalidRedirect,
+  InvalidToken,
+  MfaRequired,
+  NotFound,
+} from '../errors';
 import { seal, unseal } from '../infra/sealed';
+import type { MailboxClaim } from '../mailbox/claim';
 import { allowedRedirect } from '../redirects/allow-list';
 import { recordEvent } from '../services/audit-events';
 import { emailNotVerified, type SecondFactorGate } from '../services/auth';
@@ -68,6 +89,10 @@ export interface SignInOptions {
   redirects: RedirectConfig;
   sessions: SessionConfig;
   secretKey: string;
+  /** Proves, with a mailed code, an address the provider gave without vouching for it. */
+  addressProof: ProviderAddressProof;
+  /** Hands an account whose address was never verified to whoever proves its mailbox. */
+  mailbox: MailboxClaim;
   loginGuard?: LoginGuard;
   secondFactor?: SecondFactorGate;
 }
@@ -177,6 +202,8 @@ export class ProviderSignIn {
       return refuse(error instanceof ProviderUnreachable ? 'temporarily_unavailable' : 'invalid_response');
     }
 
+    // An admin may take the provider's address as verified even where the provider does not say so.
+    if (provider.trust_email) profile = { ...profile, emailVerified: true };
     const code = randomToken();
     try {
       await this.transact(async (trx) => {
@@ -184,13 +211,16 @@ export class ProviderSignIn {
           linkUserId === null
             ? { user: await this.accountFor(trx, provider, profile, client), linkLater: false }
             : await this.linkTo(trx, linkUserId, provider, profile);
+        // No user: the address waits for its mailed code, and the code carries the identity until then.
+        const carried = linkLater || user === undefined;
         await insertCode(trx, {
           code_hash: sha256(code),
-          user_id: user.id,
+          user_id: user?.id ?? null,
           provider_id: provider.id,
           code_challenge: flow.code_challenge,
-          link_subject: linkLater ? profile.subject : null,
-          link_email: linkLater ? (profile.email ?? null) : null,
+          link_subject: carried ? profile.subject : null,
+          link_email: carried ? (profile.email ?? null) : null,
+          link_name: user === undefined ? (profile.name ?? null) : null,
           expires_at: new Date(Date.now() + CODE_TTL_MS),
         });
       });
@@ -198,6 +228,7 @@ export class ProviderSignIn {
       if (error instanceof Refusal) return refuse(error.code, (error as Refusal & { subject?: number }).subject ?? null);
       throw error;
     }
+    this.options.mailbox.flush();
     back.searchParams.set('code', code);
     return back.href;
   }
@@ -209,21 +240,12 @@ export class ProviderSignIn {
    */
   async exchange(code: string, codeVerifier: string, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
     const issued = await takeCode(this.db, sha256(code));
-    const user = issued && (await findUserById(this.db, issued.user_id));
     const provider = issued && (await this.providerById(issued.provider_id));
-    if (!issued || !user || !provider) throw new InvalidCode();
-    const fail = (reason: string, locked?: string) =>
-      this.transact(async (trx) => {
-        await recordEvent(trx, {
-          type: 'login.failed',
-          actor: null,
-          subject: user.id,
-          details: { reason, provider: provider.slug },
-          origin: client,
-        });
-        if (locked)
-          await recordEvent(trx, { type: 'login.locked', actor: null, subject: user.id, details: { scope: locked }, origin: client });
-      });
+    if (!issued || !provider) throw new InvalidCode();
+    if (issued.user_id === null) return this.askForAddressProof(issued, provider, codeVerifier, client);
+    const user = await findUserById(this.db, issued.user_id);
+    if (!user) throw new InvalidCode();
+    const fail = (reason: string, locked?: string) => this.recordFailure(user.id, provider, reason, client, locked);
     const { valid, locked } = await countedCheck(this.options.loginGuard, user.email, client.ip, () =>
       Promise.resolve(sameText(s256(codeVerifier), issued.code_challenge)),
     );
@@ -239,8 +261,89 @@ export class ProviderSignIn {
       const profile = { subject: issued.link_subject, email: issued.link_email ?? undefined, emailVerified: false, name: undefined };
       if (!(await this.completeLink(user, provider, profile, client))) throw new Conflict(DESCRIPTIONS.identity_in_use);
     }
+    return this.signIn(user, provider, client);
+  }
+
+  /**
+   * The code and the application's verification token of a sign-in whose address the provider did
+   * not vouch for: the mailbox is proven, so the identity now signs in as one with a verified
+   * address would (joining the account that holds the address, claiming it if that account's
+   * address was never verified, or making one), and the session opens.
+   */
+  async verifyAddress(verificationToken: string, code: string, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
+    const spent = await this.options.addressProof.spend(verificationToken, code, client);
+    const waiting = spent.provider_code_id === null ? undefined : await findCodeById(this.db, spent.provider_code_id);
+    const provider = waiting && (await this.providerById(waiting.provider_id));
+    if (!waiting || !provider || waiting.link_subject === null || waiting.link_email === null) throw new InvalidCode();
+    const profile: UpstreamProfile = {
+      subject: waiting.link_subject,
+      email: waiting.link_email,
+      emailVerified: true,
+      name: waiting.link_name ?? undefined,
+    };
+    let user: UserRow | undefined;
+    try {
+      if (!provider.enabled) throw new Refusal('provider_disabled');
+      user = await this.transact((trx) => this.accountFor(trx, provider, profile, client));
+    } catch (error) {
+      if (!(error instanceof Refusal)) throw error;
+      await this.recordFailure((error as Refusal & { subject?: number }).subject ?? null, provider, error.code, client);
+      throw new Forbidden(error.message);
+    }
+    this.options.mailbox.flush();
+    if (!user) throw new InvalidCode();
+    return this.signIn(user, provider, client);
+  }
+
+  /**
+   * A code that carries an identity whose address waits for proof: once the application's verifier
+   * matches, a code is mailed to the address and the answer is the token to send it back with.
+   */
+  private async askForAddressProof(
+    issued: ProviderCodeRow,
+    provider: IdentityProviderRow,
+    codeVerifier: string,
+    client: ClientInfo,
+  ): Promise<never> {
+    const email = issued.link_email;
+    if (email === null || issued.link_subject === null) throw new InvalidCode();
+    const holder = await findUserByEmail(this.db, email);
+    const { valid, locked } = await countedCheck(this.options.loginGuard, email, client.ip, () =>
+      Promise.resolve(sameText(s256(codeVerifier), issued.code_challenge)),
+    );
+    if (!valid) {
+      await this.recordFailure(holder?.id ?? null, provider, 'wrong_code_verifier', client, locked);
+      throw new InvalidCode();
+    }
+    const { addressProof } = this.options;
+    const token = await this.transact((trx) =>
+      addressProof.send(
+        trx,
+        {
+          email,
+          name: issued.link_name ?? holder?.name ?? email.slice(0, email.lastIndexOf('@')),
+          provider: { slug: provider.slug, name: provider.name },
+          providerCodeId: issued.id,
+          userId: holder?.id ?? null,
+        },
+        client,
+      ),
+    );
+    addressProof.flush();
+    throw new EmailVerificationRequired(token);
+  }
+
+  private recordFailure(subject: number | null, provider: IdentityProviderRow, reason: string, client: ClientInfo, locked?: string) {
+    return this.transact(async (trx) => {
+      await recordEvent(trx, { type: 'login.failed', actor: null, subject, details: { reason, provider: provider.slug }, origin: client });
+      if (locked) await recordEvent(trx, { type: 'login.locked', actor: null, subject, details: { scope: locked }, origin: client });
+    });
+  }
+
+  /** The last steps of every provider sign-in: the checks of a password login, the second factor, the session. */
+  private async signIn(user: UserRow, provider: IdentityProviderRow, client: ClientInfo): Promise<{ user: UserRow; tokens: TokenPair }> {
     if (this.options.sessions.requireVerifiedEmail && !user.email_verified) {
-      await fail('email_not_verified');
+      await this.recordFailure(user.id, provider, 'email_not_verified', client);
       throw emailNotVerified();
     }
     const second = await this.options.secondFactor?.challenge(user, client, FEDERATED.amr, provider.slug);
@@ -260,11 +363,18 @@ export class ProviderSignIn {
   }
 
   /**
-   * The account an upstream identity signs in: the one it is linked to; or the account with its
-   * e-mail, linked now when both the provider and the account say that e-mail is verified; or a new
-   * account. Throws a Refusal for anything else.
+   * The account an upstream identity signs in: the one it is linked to; or, when the provider
+   * vouches for the address, the account with its e-mail, linked now (an account whose address was
+   * never verified is claimed first: the provider proved the mailbox); or a new account. Undefined
+   * when the provider does not vouch for the address: nothing is made or linked until a mailed
+   * code proves it. Throws a Refusal for anything else.
    */
-  private async accountFor(trx: UnitOfWork, provider: IdentityProviderRow, profile: UpstreamProfile, client: ClientInfo): Promise<UserRow> {
+  private async accountFor(
+    trx: UnitOfWork,
+    provider: IdentityProviderRow,
+    profile: UpstreamProfile,
+    client: ClientInfo,
+  ): Promise<UserRow | undefined> {
     const refuse = (code: SignInError, subject?: number) => Object.assign(new Refusal(code), { subject });
     const identity = await findIdentity(trx, provider.id, profile.subject);
     if (identity) {
@@ -275,14 +385,16 @@ export class ProviderSignIn {
     }
     if (!profile.email) throw refuse('invalid_response');
     const existing = await findUserByEmail(trx, profile.email);
+    if (existing && (existing.deleted_at !== null || !existing.is_active)) throw refuse('account_disabled', existing.id);
+    if (!existing && !provider.allow_signup) throw refuse('signup_disabled');
+    // An address nobody has proven belongs to nobody: it makes no account and joins none yet.
+    if (!profile.emailVerified) return undefined;
     if (existing) {
-      if (existing.deleted_at !== null || !existing.is_active) throw refuse('account_disabled', existing.id);
-      // Linking hands the account to whoever holds the identity: only when both sides vouch for the address.
-      if (!profile.emailVerified || !existing.email_verified) throw refuse('account_exists', existing.id);
-      await this.link(trx, existing, provider, profile, client, 'verified_email');
-      return existing;
+      // The provider proved the mailbox: an account whose address never was is its holder's now.
+      const claimed = await this.options.mailbox.prove(trx, existing, 'provider', client);
+      await this.link(trx, claimed, provider, profile, client, 'verified_email');
+      return claimed;
     }
-    if (!provider.allow_signup) throw refuse('signup_disabled');
     // No password: nobody knows this one, and `password_set` says so; forgot-password sets a real one.
     const unusable = await this.passwords.hash(randomBytes(32).toString('base64url'));
     const user = await insertUser(trx, {
@@ -290,7 +402,7 @@ export class ProviderSignIn {
       name: profile.name ?? profile.email.split('@')[0].slice(0, 100),
       password_hash: unusable,
       role: 'user',
-      email_verified: profile.emailVerified,
+      email_verified: true,
     });
     if (!user) throw refuse('account_exists');
     await markPasswordUnknown(trx, user.id);

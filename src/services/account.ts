@@ -9,6 +9,7 @@ import { isUniqueViolation } from '../db/errors';
 import { findUserByEmail, findUserById, updateLiveUser } from '../db/users';
 import { Conflict, InvalidToken, NotFound } from '../errors';
 import type { Logger } from '../logger';
+import type { MailboxClaim } from '../mailbox/claim';
 import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
 import { normalizeEmail } from '../email-address';
@@ -32,6 +33,8 @@ export class AccountService {
     private readonly transact: Transact,
     private readonly logger: Logger,
     private readonly currentPassword: CurrentPassword,
+    /** Hands an account whose address was never verified to whoever proves its mailbox. */
+    private readonly mailbox: MailboxClaim,
     /** Lifted by a completed password reset; absent when rate limiting is off. */
     private readonly loginGuard?: LoginGuard,
     /** Refuses passwords known from breaches; absent unless PWNED_PASSWORDS_CHECK. */
@@ -93,7 +96,11 @@ export class AccountService {
       );
   }
 
-  /** Sets a new password with a reset token; every session ends and the e-mail counts as verified. */
+  /**
+   * Sets a new password with a reset token; every session ends and the e-mail counts as verified.
+   * The link proved the mailbox: an account whose address was never verified before also loses
+   * every other way in set up before (keys, factors, linked identities).
+   */
   async resetPassword(token: string, newPassword: string, client: ClientInfo): Promise<void> {
     checkNewPassword(newPassword, 'body.new_password');
     await this.breached?.refuse(newPassword, 'body.new_password');
@@ -103,6 +110,9 @@ export class AccountService {
       if (!owner) throw new InvalidToken();
       // Refused before anything is written: the transaction rolls back and the token stays usable.
       checkNotEmail(newPassword, owner.email, 'body.new_password');
+      const before = await findUserById(trx, owner.user_id);
+      if (!before || before.deleted_at !== null || before.email !== owner.email) throw new InvalidToken();
+      await this.mailbox.prove(trx, before, 'password_reset', client);
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
       if (!user || user.email !== owner.email) throw new InvalidToken();
       await revokeUserSessions(trx, user.id);

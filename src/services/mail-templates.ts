@@ -189,6 +189,30 @@ export function emailCodeMail(to: string, name: string, code: string, link: stri
   });
 }
 
+/**
+ * The code that proves an address a provider gave without vouching for it: no link (the sign-in
+ * goes on where it started, in the application that asked), the code alone.
+ */
+export function providerAddressMail(to: string, name: string, code: string, provider: string, expireMinutes: number): Mail {
+  return compose({
+    to,
+    subject: 'Your code to confirm your e-mail address',
+    name,
+    paragraphs: [
+      [
+        'Someone is signing in with ',
+        { value: provider },
+        ', which gave this e-mail address without confirming it. Enter this code where you are signing in to show the address is yours:',
+      ],
+      [`The code works once and expires in ${plural(expireMinutes, 'minute')}.`],
+    ],
+    code,
+    footer: [
+      'If you are not signing in, ignore this message: without the code nothing happens. Never tell the code to anyone who asks for it.',
+    ],
+  });
+}
+
 /** How a password came to change, in the notice about it. */
 export type PasswordChange = 'changed' | 'reset' | 'set_by_admin';
 
@@ -206,5 +230,50 @@ export function passwordChangedMail(to: string, name: string, how: PasswordChang
     name,
     paragraphs: [[PASSWORD_CHANGES[how]]],
     footer: ['If this was not you, reset your password now with "Forgot password", and contact your administrator.'],
+  });
+}
+
+/** How an address was proven, in the notice of a claimed account. */
+const PROOFS: Record<'email_code' | 'provider' | 'password_reset', string> = {
+  email_code: 'with a code or link sent to it',
+  provider: 'by signing in with a provider',
+  password_reset: 'with a password reset link sent to it',
+};
+
+/** What a claim of an account by its address ended, as its notice lists it. */
+export interface EndedWaysList {
+  password: boolean;
+  sessions: number;
+  apiKeys: number;
+  factors: number;
+  identities: string[];
+}
+
+/**
+ * Sent when an address that was never verified is proven and every way in set up before is
+ * removed: what went, and why, for the person who now holds the account.
+ */
+export function mailboxClaimedMail(to: string, name: string, route: keyof typeof PROOFS, ended: EndedWaysList): Mail {
+  const removed = [
+    ...(ended.password ? ['the password'] : []),
+    ...(ended.sessions > 0 ? [`${plural(ended.sessions, 'signed-in session')} (signed out)`] : []),
+    ...(ended.apiKeys > 0 ? [plural(ended.apiKeys, 'API key')] : []),
+    ...(ended.factors > 0 ? [plural(ended.factors, 'second factor')] : []),
+    ...(ended.identities.length > 0 ? [`the linked sign-in with ${ended.identities.join(', ')}`] : []),
+  ];
+  return compose({
+    to,
+    subject: 'Your e-mail address was confirmed, and earlier sign-in methods were removed',
+    name,
+    paragraphs: [
+      [
+        `This address was just confirmed for your account ${PROOFS[route]}. It had not been confirmed before, so everything set up on the account until now was removed: ${removed.join('; ')}.`,
+      ],
+      ['If you did not set these up yourself, someone else had tried to use your address; none of it can reach your account any more.'],
+      ...(route === 'password_reset' || !ended.password
+        ? []
+        : [['To sign in with a password again, choose a new one with "Forgot password".']]),
+    ],
+    footer: ['If you did not confirm this address just now, reset your password with "Forgot password" and contact your administrator.'],
   });
 }
