@@ -189,12 +189,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
     },
     // `acr` is the sign-in's assurance level, as the API's tokens' `aal`: aal2 after a second factor, else aal1.
     acrValues: ACR_VALUES,
-    claims: {
-      acr: null,
-      openid: ['sub', 'auth_time', 'amr'],
-      profile: ['name', 'updated_at'],
-      email: ['email', 'email_verified'],
-    },
+    claims: { openid: ['sub', 'auth_time', 'acr', 'amr'], profile: ['name', 'updated_at'], email: ['email', 'email_verified'] },
     scopes: SCOPES,
     responseTypes: ['code'],
     clientDefaults: {
