@@ -92,8 +92,11 @@ export function adapterClass(options: AdapterOptions) {
         serviceSessionId,
         expiresAt,
       });
-      // The service session the hosted sign-in opened lives as long as the provider session it backs.
-      if (this.model === 'Session' && expiresAt) await followProviderSession(db, id, expiresAt, options.sessionMaxDays);
+      // The service session the hosted sign-in opened lives as long as the provider session it backs
+      // (to the second the provider counts in).
+      if (this.model === 'Session' && typeof payload.exp === 'number') {
+        await followProviderSession(db, id, new Date(payload.exp * 1000), options.sessionMaxDays);
+      }
     }
 
     async find(id: string): Promise<Payload | undefined> {
