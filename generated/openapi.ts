@@ -163,7 +163,9 @@ export interface paths {
         /**
          * Log out
          * @description Revokes the session of the access token, or with `{"all": true}` every session of the user.
-         *     Access and refresh tokens of a revoked session fail at once. The body is optional.
+         *     Access and refresh tokens of a revoked session fail at once. With `all`, every token, code, session and grant the OpenID Connect provider issued the user ends too
+         *     (see `docs/oidc-provider.md`), whatever became of the session it was signed in through. The
+         *     body is optional.
          *
          *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
@@ -186,7 +188,8 @@ export interface paths {
         /**
          * Change the current user's password
          * @description Checks `current_password` and sets `new_password`. Every other session of the user is
-         *     revoked; the current one stays, and a notice goes to the account's address. A wrong current
+         *     revoked; the current one stays, and a notice goes to the account's address; every token, code, session and grant the OpenID Connect provider issued the user ends too,
+         *     whatever became of the session it was signed in through. A wrong current
          *     password answers 400 `INVALID_PASSWORD` and counts like a failed login of the account from
          *     this client (see `loginJson`): once locked, the answer is 429 `RATE_LIMITED`. Spends the
          *     credential budget (`AUTH_RATE_LIMIT_PER_MINUTE`).
@@ -314,7 +317,7 @@ export interface paths {
         /**
          * Set a new password with a reset token
          * @description Consumes a reset token (single use) and sets the password. Every session of the user is
-         *     revoked, the e-mail counts as verified, and a notice goes to the account's address. An unknown, expired or used token answers 400
+         *     revoked, every token, code, session and grant the OpenID Connect provider issued the user ends too, the e-mail counts as verified, and a notice goes to the account's address. An unknown, expired or used token answers 400
          *     `INVALID_TOKEN`.
          */
         post: operations["resetPassword"];
@@ -876,8 +879,8 @@ export interface paths {
          *       previous address is told; a taken one is a 409. The audit trail records which fields
          *       changed and by whom.
          *     - A new password revokes every other session of the user (all of them when an admin sets
-         *       it) and a notice goes to the account's address.
-         *     - Disabling a user (`is_active: false`) revokes every session of the user; enabling them
+         *       it) and a notice goes to the account's address; every token, code, session and grant the OpenID Connect provider issued the user ends too.
+         *     - Disabling a user (`is_active: false`) revokes every session of the user, and every token, code, session and grant the OpenID Connect provider issued the user ends; enabling them
          *       again brings none back.
          *     - The last admin (the only live, active user with role `admin`) cannot be demoted or
          *       disabled: 409 `CONFLICT`. The check holds under concurrent requests.
@@ -888,7 +891,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a user (admin, or the user)
-         * @description Soft delete: `deleted_at` is set, every session of the user is revoked, and the user no
+         * @description Soft delete: `deleted_at` is set, every session of the user is revoked (and every token, code, session and grant the OpenID Connect provider issued the user ends), and the user no
          *     longer logs in or appears in lists (but under `status=deleted`). Its e-mail stays taken
          *     until an admin restores it. Deleting a deleted user is a 404. The last admin (the only
          *     live, active user with role `admin`) cannot be deleted, by themselves or anyone: 409
@@ -1578,6 +1581,12 @@ export interface paths {
          * @description OpenID Connect Discovery: the issuer (`JWT_ISSUER`), the endpoints below, the JWK Set
          *     (`/.well-known/jwks.json`), and what the provider supports. Relying-party libraries
          *     configure themselves from it. Answered by `oidc-provider`, as every operation of this tag.
+         *     Every address in it is under the issuer, whatever `Host` the request names (or, behind a
+         *     trusted proxy, `X-Forwarded-Host` and `X-Forwarded-Proto`); so is every address the
+         *     provider sends a browser to. `acr_values_supported` is `[aal1, aal2]`: an ID token's `acr`
+         *     is the sign-in's assurance level, as the `aal` of the API's access tokens (`aal2` after a
+         *     second factor), and its `amr` says how the person signed in (`pwd`, `otp`, `hwk`, `mfa`,
+         *     `fed`…).
          */
         get: operations["openIdConfiguration"];
         put?: never;
@@ -1629,9 +1638,17 @@ export interface paths {
          * @description `grant_type=authorization_code` (with `code`, `redirect_uri` and `code_verifier`),
          *     `refresh_token` (with `refresh_token`; the answer carries a new refresh token and the one
          *     sent is spent: sending it again revokes the whole grant) or `client_credentials`
-         *     (confidential clients with that grant). A confidential client authenticates with HTTP
-         *     Basic (`client_id:client_secret`); a public one sends `client_id` alone. No implicit,
-         *     hybrid or password grant.
+         *     (confidential clients with that grant; there is no user, so a `scope` naming `openid`,
+         *     `profile`, `email` or `offline_access` is refused with `invalid_scope`). A confidential
+         *     client authenticates with HTTP Basic (`client_id:client_secret`); a public one sends
+         *     `client_id` alone. No implicit, hybrid or password grant.
+         *
+         *     The ID token (a JWT signed with the key of the JWK Set, with no `typ` but `JWT`) carries
+         *     `sub`, `auth_time`, `nonce`, `sid`, `acr` (`aal1`, or `aal2` after a second factor), `amr`
+         *     and the claims of the scopes granted; a refresh keeps the `acr` and `amr` of the sign-in.
+         *     It is never accepted as a bearer token by the API, nor are the provider's access tokens.
+         *     A refresh token of a person whose access was revoked (password changed or reset, logged out
+         *     everywhere, disabled, deleted) is refused with `invalid_grant`.
          */
         post: operations["oauth2Token"];
         delete?: never;
@@ -1651,7 +1668,9 @@ export interface paths {
          * The signed-in person's claims (userinfo endpoint)
          * @description With an access token the provider issued (`Authorization: Bearer`): `sub`, and `name`,
          *     `updated_at`, `email` and `email_verified` as the scopes allowed. A token that has ended
-         *     (revoked, its grant or session ended, its user disabled) is a 401 with
+         *     (revoked, its grant or session ended, its user's access revoked: password changed or reset,
+         *     logged out everywhere, disabled, deleted), and any token the provider did not issue (the
+         *     API's own access tokens among them), is a 401 with
          *     `WWW-Authenticate: Bearer error="invalid_token"`.
          */
         get: operations["oauth2UserInfo"];
@@ -1676,7 +1695,9 @@ export interface paths {
          * Whether a token is live (RFC 7662)
          * @description For clients (resource servers) holding a token: `{"active": true, ...}` with its
          *     `client_id`, `sub`, `scope`, `exp`, `iat`, `iss` and `token_type`, or `{"active": false}`.
-         *     A confidential client may ask about any token, a public one only about its own.
+         *     A confidential client may ask about any token, a public one only about its own. The
+         *     provider's tokens are opaque: a JWT (an ID token, or one of the API's access tokens) is
+         *     refused with 400 `unsupported_token_type`.
          */
         post: operations["oauth2Introspect"];
         delete?: never;
@@ -3413,6 +3434,8 @@ export interface components {
             jwks_uri: string;
             response_types_supported: string[];
             code_challenge_methods_supported?: string[];
+            /** @description `aal1` and `aal2`: the values of the ID tokens' `acr`, the assurance level of the sign-in. */
+            acr_values_supported?: string[];
         };
         OAuthTokenRequest: {
             /** @enum {string} */
@@ -7423,6 +7446,10 @@ export interface operations {
                      *       ],
                      *       "code_challenge_methods_supported": [
                      *         "S256"
+                     *       ],
+                     *       "acr_values_supported": [
+                     *         "aal1",
+                     *         "aal2"
                      *       ]
                      *     }
                      */

@@ -97,6 +97,50 @@ export async function findServiceSessionOfRecord(db: Executor, id: string): Prom
   return row?.service_session_id ?? undefined;
 }
 
+/**
+ * A provider session's record, found by its id or uid, while the service session the hosted sign-in
+ * opened for it is live: a provider session outlives neither the revocation nor the expiry of the
+ * session the person sees in their list (nor its removal by housekeeping). A record without a person
+ * (a browser that has not signed in) needs none.
+ */
+export function findLiveProviderSession(
+  db: Executor,
+  by: { id: string } | { uid: string },
+): Promise<Pick<OidcRecordRow, 'payload' | 'consumed_at'> | undefined> {
+  return records(db)
+    .selectFrom('oidc_records as r')
+    .leftJoin('sessions as s', 's.id', 'r.service_session_id')
+    .select(['r.payload', 'r.consumed_at'])
+    .where('r.model', '=', 'Session')
+    .where('id' in by ? 'r.id' : 'r.uid', '=', 'id' in by ? by.id : by.uid)
+    .where((eb) => eb.or([eb('r.expires_at', 'is', null), eb('r.expires_at', '>', sql<Date>`now()`)]))
+    .where((eb) =>
+      eb.or([eb('r.user_id', 'is', null), eb.and([eb('s.revoked_at', 'is', null), eb('s.expires_at', '>', sql<Date>`now()`)])]),
+    )
+    .executeTakeFirst();
+}
+
+/**
+ * The service session a provider session backs lives as long as the provider session: its expiry
+ * becomes the provider session's, never past its own absolute limit (`maxDays` from its opening). A
+ * revoked or already expired one stays as it is.
+ */
+export async function followProviderSession(db: Executor, recordId: string, expiresAt: Date, maxDays: number): Promise<void> {
+  await sql`
+    update sessions set expires_at = least(${expiresAt}::timestamptz, created_at + make_interval(days => ${maxDays}::int))
+    where id = (select service_session_id from oidc_records where model = 'Session' and id = ${recordId})
+      and revoked_at is null and expires_at > now()`.execute(db);
+}
+
+/**
+ * Ends everything the provider issued a person, found by the person rather than by the service
+ * session it came through: provider sessions, sign-ins under way, authorization codes, access and
+ * refresh tokens, and the grants (an application must be allowed again after a new sign-in).
+ */
+export async function endUserOidcRecords(db: Executor, userId: number): Promise<void> {
+  await records(db).deleteFrom('oidc_records').where('user_id', '=', userId).execute();
+}
+
 const live = (db: Executor) =>
   records(db)
     .selectFrom('oidc_records')

@@ -195,7 +195,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
       userId: String(userId),
       sessionId: sid,
       amr: amr ?? ['pwd'],
-      ...(aal === 'aal2' ? { acr: 'aal2' } : {}),
+      acr: aal ?? 'aal1',
     });
   };
 

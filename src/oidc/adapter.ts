@@ -7,7 +7,9 @@ import {
   findOidcRecord,
   findOidcRecordByUid,
   findOidcRecordByUserCode,
+  findLiveProviderSession,
   findServiceSessionOfRecord,
+  followProviderSession,
   upsertOidcRecord,
 } from '../db/oidc-records';
 import { revokeSession } from '../db/sessions';
@@ -35,6 +37,8 @@ export interface AdapterOptions {
   secretKey: Buffer;
   /** The request being answered, where the provider keeps the result of the hosted sign-in. */
   currentContext: () => ProviderContext | undefined;
+  /** SESSION_MAX_DAYS: no service session is carried past this many days from its opening. */
+  sessionMaxDays: number;
 }
 
 /** The metadata a client of `oauth_clients` is given to the provider with: its row's metadata, id and secret. */
@@ -74,6 +78,7 @@ export function adapterClass(options: AdapterOptions) {
       const login = this.model === 'Session' ? options.currentContext()?.oidc?.result?.login : undefined;
       const serviceSessionId = typeof login?.serviceSessionId === 'string' ? login.serviceSessionId : undefined;
       const params = payload.params as Payload | undefined;
+      const expiresAt = typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null;
       await upsertOidcRecord(db, {
         model: this.model,
         id,
@@ -82,11 +87,16 @@ export function adapterClass(options: AdapterOptions) {
         uid: text(payload.uid),
         sessionUid: text(payload.sessionUid) ?? (this.model === 'Session' ? text(payload.uid) : null),
         userCode: text(payload.userCode),
-        userId: userIdOf(payload.accountId),
+        userId: userIdOf(payload.accountId) ?? userOfInteraction(payload),
         clientId: text(payload.clientId) ?? text(params?.client_id),
         serviceSessionId,
-        expiresAt: typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null,
+        expiresAt,
       });
+      // The service session the hosted sign-in opened lives as long as the provider session it backs
+      // (to the second the provider counts in).
+      if (this.model === 'Session' && typeof payload.exp === 'number') {
+        await followProviderSession(db, id, new Date(payload.exp * 1000), options.sessionMaxDays);
+      }
     }
 
     async find(id: string): Promise<Payload | undefined> {
@@ -94,6 +104,7 @@ export function adapterClass(options: AdapterOptions) {
         const row = await findOauthClient(db, id);
         return row && clientMetadata(row, secretKey);
       }
+      if (this.model === 'Session') return withConsumed(await findLiveProviderSession(db, { id }));
       return withConsumed(await findOidcRecord(db, this.model, id));
     }
 
@@ -102,6 +113,7 @@ export function adapterClass(options: AdapterOptions) {
     }
 
     async findByUid(uid: string): Promise<Payload | undefined> {
+      if (this.model === 'Session') return withConsumed(await findLiveProviderSession(db, { uid }));
       return withConsumed(await findOidcRecordByUid(db, this.model, uid));
     }
 
@@ -128,6 +140,16 @@ export function adapterClass(options: AdapterOptions) {
       await deleteOidcRecordsOfGrant(db, this.model, grantId);
     }
   };
+}
+
+/**
+ * The person a sign-in under way belongs to once they are known (signed in already, or just now), so
+ * that ending the person's access ends it too.
+ */
+function userOfInteraction(payload: Payload): number | null {
+  const session = payload.session as Payload | undefined;
+  const login = (payload.result as { login?: Payload } | undefined)?.login;
+  return userIdOf(session?.accountId) ?? userIdOf(login?.accountId);
 }
 
 function withConsumed(row: { payload: Payload; consumed_at: Date | null } | undefined): Payload | undefined {

@@ -30,7 +30,7 @@ export interface OidcInteractions {
    * A person proved who they are (password + second factor if any, or passkey, or provider). sessionId is the
    * service session the page opened (listed by GET /api/auth/sessions); the provider session is tied to it.
    */
-  finishLogin(ctx: Koa.Context, result: { userId: string; sessionId: string; amr: string[]; acr?: string }): Promise<void>;
+  finishLogin(ctx: Koa.Context, result: { userId: string; sessionId: string; amr: string[]; acr: string }): Promise<void>;
   /** Consent given for these scopes (for first-party clients the core grants without asking). */
   finishConsent(ctx: Koa.Context, scopes: string[]): Promise<void>;
   /** The person refused or cancelled: the client receives error=access_denied. */
@@ -101,7 +101,7 @@ export function databaseInteractions(instance: () => Promise<Provider>, db: Kyse
           login: {
             accountId: result.userId,
             amr: result.amr,
-            ...(result.acr === undefined ? {} : { acr: result.acr }),
+            acr: result.acr,
             remember: true,
             serviceSessionId: result.sessionId,
           },

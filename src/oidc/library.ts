@@ -10,7 +10,14 @@ import type Koa from 'koa';
 // eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
 const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (
   specifier: string,
-) => Promise<{ default: ProviderClass; interactionPolicy: InteractionPolicy }>;
+) => Promise<ProviderModule>;
+
+/** The library's module: the Provider class, the interaction policy and the errors its endpoints answer with. */
+export interface ProviderModule {
+  default: ProviderClass;
+  interactionPolicy: InteractionPolicy;
+  errors: { InvalidScope: new (description: string, scope: string) => Error };
+}
 
 /** oidc-provider's interaction policy helpers: the base policy, its prompts and their checks. */
 export interface InteractionPolicy {
@@ -81,9 +88,10 @@ export interface Provider {
   on(event: string, listener: (...args: unknown[]) => void): void;
   readonly Grant: { new (properties: { accountId: string; clientId: string }): Grant; find(id: string): Promise<Grant | undefined> };
   readonly Client: { find(id: string): Promise<ClientModel | undefined>; prototype: ClientModel };
+  readonly ClientCredentials: { prototype: { save: (this: unknown, ...args: unknown[]) => Promise<string>; scope?: string } };
 }
 
-let library: Promise<{ default: ProviderClass; interactionPolicy: InteractionPolicy }> | undefined;
+let library: Promise<ProviderModule> | undefined;
 
 /**
  * oidc-provider's Provider class, loaded once per process. The library warns on any Node.js before
@@ -94,8 +102,8 @@ export async function providerClass(): Promise<ProviderClass> {
   return (await providerModule()).default;
 }
 
-/** The library's module: the Provider class and the interaction policy. */
-export function providerModule(): Promise<{ default: ProviderClass; interactionPolicy: InteractionPolicy }> {
+/** The library's module, loaded once per process. */
+export function providerModule(): Promise<ProviderModule> {
   library ??= (async () => {
     const warn = console.warn;
     console.warn = (...args: unknown[]) => {

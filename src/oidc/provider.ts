@@ -1,5 +1,6 @@
 import { publicOnlyFetch } from '../infra/public-addresses';
 import { createPublicKey } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import type { Kysely } from 'kysely';
 import type { OidcConfig, PublicJwk } from '../config';
@@ -53,11 +54,51 @@ export interface OidcProvider {
 }
 
 const SCOPES = ['openid', 'offline_access', 'profile', 'email'];
+/** The values of the ID token's `acr`: the assurance level of the sign-in, as the API's tokens' `aal`. */
+const ACR_VALUES = ['aal1', 'aal2'];
+
+/** How long a provider session signed in at `loginTs` (seconds) has left, at most `maxDays`; at least a second. */
+function sessionSeconds(loginTs: number | undefined, maxDays: number): number {
+  const max = maxDays * 24 * 3600;
+  if (loginTs === undefined) return max;
+  return Math.max(1, Math.min(max, loginTs + max - Math.floor(Date.now() / 1000)));
+}
+
+/**
+ * The client-credentials grant has no user: a request for an OpenID scope there is refused with
+ * invalid_scope, rather than given a token whose scope names a person who is not there.
+ */
+function refuseOpenIdScopesWithoutUser(
+  token: { save: (this: unknown, ...args: unknown[]) => Promise<string>; scope?: string },
+  InvalidScope: new (description: string, scope: string) => Error,
+): void {
+  const save = token.save;
+  Object.defineProperty(token, 'save', {
+    value(this: { scope?: string }, ...args: unknown[]) {
+      const refused = (this.scope ?? '').split(' ').filter((scope) => SCOPES.includes(scope));
+      if (refused.length > 0) throw new InvalidScope('OpenID scopes need a user; the client credentials grant has none', refused.join(' '));
+      return save.apply(this, args);
+    },
+  });
+}
 
 /** How a client authenticated, as the provider's policies are told. */
 interface ClientAuth {
   clientId: string;
   clientAuthMethod: string;
+}
+
+/**
+ * The provider writes its addresses (discovery's endpoints, the redirect to the hosted pages, the
+ * logout form's action) from the request's host: it is told the issuer's, whatever Host the request
+ * named. Behind a trusted proxy (TRUST_PROXY), the forwarded host and scheme become the issuer's too.
+ */
+function pinToIssuer(req: IncomingMessage, issuer: URL, trustProxy: boolean): void {
+  req.headers.host = issuer.host;
+  if (trustProxy) {
+    req.headers['x-forwarded-host'] = issuer.host;
+    req.headers['x-forwarded-proto'] = issuer.protocol.slice(0, -1);
+  }
 }
 
 /** Whether oidc-provider answers this path. */
@@ -73,6 +114,7 @@ export function isProviderPath(path: string): boolean {
  */
 export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
   const keys = new SigningKeys(options.db, options.config, options.secret);
+  const issuer = URL.canParse(options.issuer) ? new URL(options.issuer) : undefined;
   let made: Promise<Provider> | undefined;
   let handle: ReturnType<Provider['callback']> | undefined;
   const instance = (): Promise<Provider> => {
@@ -88,6 +130,7 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
       return;
     }
     const provider = await instance();
+    if (issuer) pinToIssuer(ctx.req, issuer, options.trustProxy);
     // The provider answers the request itself, as the Koa application it is.
     ctx.respond = false;
     handle ??= provider.callback();
@@ -106,7 +149,7 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
 
 async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Promise<Provider> {
   const { db, config, logger } = options;
-  const { default: Provider, interactionPolicy } = await providerModule();
+  const { default: Provider, interactionPolicy, errors } = await providerModule();
   if (!runtimeSupported()) {
     logger.warn(
       { node: process.versions.node },
@@ -128,7 +171,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
   }
 
   const configuration: Record<string, unknown> = {
-    adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx }),
+    adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx, sessionMaxDays: options.sessionDays }),
     clients: [],
     async findAccount(_ctx: unknown, sub: string) {
       const id = userIdOf(sub);
@@ -147,7 +190,9 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
         },
       };
     },
-    claims: { openid: ['sub', 'auth_time', 'amr'], profile: ['name', 'updated_at'], email: ['email', 'email_verified'] },
+    // `acr` is the sign-in's assurance level, as the API's tokens' `aal`: aal2 after a second factor, else aal1.
+    acrValues: ACR_VALUES,
+    claims: { openid: ['sub', 'auth_time', 'acr', 'amr'], profile: ['name', 'updated_at'], email: ['email', 'email_verified'] },
     scopes: SCOPES,
     responseTypes: ['code'],
     clientDefaults: {
@@ -170,7 +215,8 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
       IdToken: 3600,
       Interaction: 3600,
       RefreshToken: options.refreshTokenDays * 24 * 3600,
-      Session: options.sessionDays * 24 * 3600,
+      // At most SESSION_MAX_DAYS from the sign-in, however often the session is used since.
+      Session: (_ctx: unknown, session: { loginTs?: number }) => sessionSeconds(session.loginTs, options.sessionDays),
       Grant: options.sessionDays * 24 * 3600,
     },
     features: {
@@ -246,6 +292,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
   provider.proxy = options.trustProxy;
   // ID tokens carry `sid` for every client, not only those that asked for back-channel logout.
   Object.defineProperty(provider.Client.prototype, 'includeSid', { value: () => true });
+  refuseOpenIdScopesWithoutUser(provider.ClientCredentials.prototype, errors.InvalidScope);
   provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'the OpenID Connect provider failed to answer'));
   return provider;
 }

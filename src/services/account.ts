@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { AccountConfig } from '../config';
 import { AfterAnswer } from '../infra/after-answer';
 import { consumeAccountToken, recentAccountTokens } from '../db/account-tokens';
+import { endUserOidcRecords } from '../db/oidc-records';
 import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../db/sessions';
 import type { Transact } from '../db/transaction';
 import type { Database, SessionRow, UserRow } from '../db/types';
@@ -53,6 +54,7 @@ export class AccountService {
       const user = await updateLiveUser(trx, id, { password_hash: passwordHash });
       if (!user) throw new NotFound('User not found');
       await revokeUserSessions(trx, id, sessionId);
+      await endUserOidcRecords(trx, id);
       await this.mail.sendPasswordChangedNotice(trx, user, 'changed');
       await recordEvent(trx, { type: 'password.changed', actor: id, subject: id, origin: principal.client });
     });
@@ -116,6 +118,7 @@ export class AccountService {
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
       if (!user || user.email !== owner.email) throw new InvalidToken();
       await revokeUserSessions(trx, user.id);
+      await endUserOidcRecords(trx, user.id);
       await this.mail.sendPasswordChangedNotice(trx, user, 'reset');
       await recordEvent(trx, { type: 'password.reset_completed', actor: user.id, subject: user.id, origin: client });
       return user.email;

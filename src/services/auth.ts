@@ -11,6 +11,7 @@ import {
   revokeUserSessions,
   rotateRefreshToken,
 } from '../db/sessions';
+import { endUserOidcRecords } from '../db/oidc-records';
 import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow } from '../db/types';
 import { findUserByEmail, insertUser } from '../db/users';
@@ -222,8 +223,12 @@ export class AuthService {
     const id = principal.user.id;
     const sessionId = sessionOf(principal);
     await this.transact(async (trx) => {
-      if (all) await revokeUserSessions(trx, id);
-      else await revokeSession(trx, sessionId);
+      if (all) {
+        await revokeUserSessions(trx, id);
+        await endUserOidcRecords(trx, id);
+      } else {
+        await revokeSession(trx, sessionId);
+      }
       await recordEvent(trx, {
         type: 'session.logged_out',
         actor: id,

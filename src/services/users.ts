@@ -3,6 +3,7 @@ import type { PaginationConfig } from '../config';
 import { Conflict, Forbidden, NotFound, Validation } from '../errors';
 import { isUniqueViolation } from '../db/errors';
 import { deleteUserApiKeys } from '../db/api-keys';
+import { endUserOidcRecords } from '../db/oidc-records';
 import { listLiveSessions, revokeUserSessions } from '../db/sessions';
 import type { Transact } from '../db/transaction';
 import type { Database, Executor, UserRow, UserUpdate } from '../db/types';
@@ -185,11 +186,13 @@ export class UserService {
         const user = this.live(await users.updateLiveUser(trx, id, patch));
         if (patch.password_hash !== undefined) {
           await revokeUserSessions(trx, id, self ? principal.sessionId : undefined);
+          await endUserOidcRecords(trx, id);
           await this.mail.sendPasswordChangedNotice(trx, user, self ? 'changed' : 'set_by_admin');
         }
         // A disabled user's sessions and API keys end for good: enabling the user again brings none back.
         if (patch.is_active === false) {
           await revokeUserSessions(trx, id);
+          await endUserOidcRecords(trx, id);
           await deleteUserApiKeys(trx, id);
         }
         if (patch.email !== undefined) {
@@ -222,6 +225,7 @@ export class UserService {
       // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
       if (!(await users.softDeleteUser(trx, id))) throw new NotFound('User not found');
       await revokeUserSessions(trx, id);
+      await endUserOidcRecords(trx, id);
       await deleteUserApiKeys(trx, id);
       await recordEvent(trx, { type: 'user.deleted', actor: principal.user.id, subject: id, origin: principal.client });
     });
@@ -267,6 +271,7 @@ export class UserService {
     return this.transact(async (trx) => {
       const live = await listLiveSessions(trx, id);
       await revokeUserSessions(trx, id);
+      await endUserOidcRecords(trx, id);
       await recordEvent(trx, {
         type: 'session.revoked',
         actor: null,
