@@ -160,6 +160,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         )
       : undefined;
     const providers = new IdentityProviderRegistry(db, transact, config.secret.key);
+    const limits = limiter && (await rateLimitGuard(config.limits, limiter));
     const oidc = config.oidc.enabled
       ? createOidcProvider({
           db,
@@ -172,6 +173,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           trustProxy: config.server.trustProxy,
           logger,
           pages: providerPages(config.oidc.brandName),
+          guard: limits?.guard,
         })
       : undefined;
     // The JWK Set publishes the provider's key beside the API's (the same key when ALGORITHM is RS256 or ES256).
@@ -227,7 +229,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ...(config.oidc.enabled ? [] : OIDC_OPERATIONS),
     ];
     const document = contractFor(config.server, switchedOff);
-    const limits = limiter && (await rateLimitGuard(config.limits, limiter));
     // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
     const [regularBodies, importBodies] = [bodies(config.server.maxBodyBytes), bodies(config.server.importMaxBodyBytes)];
     const { router, compileValidators } = await buildApi(

@@ -10,7 +10,14 @@ import type Koa from 'koa';
 // eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
 const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (
   specifier: string,
-) => Promise<{ default: ProviderClass; interactionPolicy: InteractionPolicy }>;
+) => Promise<ProviderModule>;
+
+/** What this service takes from oidc-provider's module. */
+export interface ProviderModule {
+  default: ProviderClass;
+  interactionPolicy: InteractionPolicy;
+  errors: { InvalidClientMetadata: new (description: string) => Error };
+}
 
 /** oidc-provider's interaction policy helpers: the base policy, its prompts and their checks. */
 export interface InteractionPolicy {
@@ -67,6 +74,9 @@ export interface Interaction {
   returnTo: string;
 }
 
+/** Middleware around the provider's own routes (it runs before and after them): `Provider#use`. */
+export type ProviderMiddleware = (ctx: Koa.Context, next: () => Promise<void>) => Promise<void>;
+
 export interface Provider {
   proxy: boolean;
   readonly app: Koa;
@@ -83,7 +93,7 @@ export interface Provider {
   readonly Client: { find(id: string): Promise<ClientModel | undefined>; prototype: ClientModel };
 }
 
-let library: Promise<{ default: ProviderClass; interactionPolicy: InteractionPolicy }> | undefined;
+let library: Promise<ProviderModule> | undefined;
 
 /**
  * oidc-provider's Provider class, loaded once per process. The library warns on any Node.js before
@@ -94,8 +104,8 @@ export async function providerClass(): Promise<ProviderClass> {
   return (await providerModule()).default;
 }
 
-/** The library's module: the Provider class and the interaction policy. */
-export function providerModule(): Promise<{ default: ProviderClass; interactionPolicy: InteractionPolicy }> {
+/** The library's module: the Provider class, the interaction policy and the errors. */
+export function providerModule(): Promise<ProviderModule> {
   library ??= (async () => {
     const warn = console.warn;
     console.warn = (...args: unknown[]) => {
