@@ -1560,7 +1560,10 @@ export interface paths {
          *     to the hosted sign-in and consent pages as needed, then back to `redirect_uri` with `code`,
          *     `state` and `iss`, or with `error` (`access_denied`, `login_required`, `invalid_request`…).
          *     A request whose client or `redirect_uri` is wrong is answered here with an error page and
-         *     never redirected. `offline_access` (a refresh token) is granted only with `prompt=consent`.
+         *     never redirected. A client that registered itself (`OIDC_REGISTRATION`) gets no error back
+         *     until the person has acted on the hosted pages (signed in, allowed, denied or cancelled):
+         *     before that, every error, `login_required` of `prompt=none` included, is shown on the
+         *     service's error page. `offline_access` (a refresh token) is granted only with `prompt=consent`.
          */
         get: operations["oauth2Authorize"];
         put?: never;
@@ -1674,7 +1677,10 @@ export interface paths {
          * @description With `id_token_hint`, `post_logout_redirect_uri` (one of the client's) and `state`: a page
          *     asks the person whether to sign out; its form posts to `/oauth2/end_session/confirm`,
          *     which ends the provider session (and the service session the hosted sign-in opened) and
-         *     sends the browser to `post_logout_redirect_uri`, or shows that they are signed out.
+         *     sends the browser to `post_logout_redirect_uri`, or shows that they are signed out. When
+         *     the person has no provider session left, the page goes on by itself for a client an admin
+         *     made; for a client that registered itself it says they are signed out and asks before
+         *     sending them to `post_logout_redirect_uri`.
          */
         get: operations["oauth2EndSession"];
         put?: never;
@@ -1701,7 +1707,15 @@ export interface paths {
          *     (`client_name`, `redirect_uris`, `token_endpoint_auth_method`: `none` for a public
          *     client…); the answer is the client with its `client_id`, a `client_secret` for a
          *     confidential one, and a `registration_access_token`. Registered clients are never first
-         *     party.
+         *     party, and are held to the rules of `POST /api/oauth/clients`: at most 20 `redirect_uris`
+         *     and 20 `post_logout_redirect_uris`, each https (http only on localhost, 127.0.0.1 or
+         *     [::1]) or a native application's private-use scheme in reverse domain notation, without a
+         *     fragment, and never `javascript:`, `data:`, `file:`, `vbscript:` or `blob:`; `client_uri`,
+         *     `logo_uri`, `policy_uri`, `tos_uri` and `initiate_login_uri` follow the same rules;
+         *     `jwks_uri` and `sector_identifier_uri` (addresses the service would fetch) are refused; the
+         *     `client_name` is at most 200 characters, without control or text-direction characters.
+         *     A refused redirect URI is `invalid_redirect_uri`, any other refused field
+         *     `invalid_client_metadata` (RFC 7591). The answer's `self_registered` is always true.
          */
         post: operations["oauth2Register"];
         delete?: never;
@@ -3355,6 +3369,8 @@ export interface components {
             redirect_uris?: string[];
             token_endpoint_auth_method?: string;
             registration_access_token?: string;
+            /** @description True for a client that registered itself: its consent page says the service does not vouch for it. */
+            self_registered?: boolean;
         };
         SignInProvider: {
             /** @example google */
@@ -3502,6 +3518,9 @@ export interface components {
         /** @description An OAuth 2.0 error (RFC 6749 section 5.2), as the provider answers it, not the envelope. */
         OAuthError: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -3517,6 +3536,9 @@ export interface components {
         /** @description A request that cannot be sent back to the application (an unknown client, a redirect_uri not registered), shown as a page. */
         OAuthErrorPage: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -3524,9 +3546,54 @@ export interface components {
                 "text/html": string;
             };
         };
+        /**
+         * @description This address has used its budget of the minute: `AUTH_RATE_LIMIT_PER_MINUTE` on the token,
+         *     registration, introspection, revocation and authorization endpoints, `RATE_LIMIT_PER_MINUTE`
+         *     on the others. OAuth's shape rather than the envelope, with `error` `temporarily_unavailable`;
+         *     `Retry-After` says how many seconds to wait.
+         */
+        OAuthRateLimited: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "temporarily_unavailable",
+                 *       "error_description": "Too many requests: this client has used its 20 sign-in and credential requests a minute (AUTH_RATE_LIMIT_PER_MINUTE); try again in a minute"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthErrorBody"];
+            };
+        };
+        /**
+         * @description This address has used its budget of the minute (`AUTH_RATE_LIMIT_PER_MINUTE` for an
+         *     authorization, `RATE_LIMIT_PER_MINUTE` for a logout), shown to the person as a page with
+         *     `Error: temporarily_unavailable`; `Retry-After` says how many seconds to wait.
+         */
+        OAuthRateLimitedPage: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /** @example <!DOCTYPE html><html lang="en">…Error: <code>temporarily_unavailable</code>…</html> */
+                "text/html": string;
+            };
+        };
         /** @description The provider failed unexpectedly. */
         OAuthServerError: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -7275,6 +7342,9 @@ export interface operations {
             /** @description The metadata. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7297,6 +7367,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7345,6 +7416,7 @@ export interface operations {
             };
             400: components["responses"]["OAuthErrorPage"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimitedPage"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7372,6 +7444,9 @@ export interface operations {
             /** @description The tokens. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7391,6 +7466,7 @@ export interface operations {
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7406,6 +7482,9 @@ export interface operations {
             /** @description The claims. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7423,6 +7502,7 @@ export interface operations {
             };
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7447,6 +7527,9 @@ export interface operations {
             /** @description What the token is. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7468,6 +7551,7 @@ export interface operations {
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7492,6 +7576,9 @@ export interface operations {
             /** @description The token no longer works. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7499,6 +7586,7 @@ export interface operations {
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7523,6 +7611,9 @@ export interface operations {
             /** @description The page that asks to confirm. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7532,6 +7623,7 @@ export interface operations {
             };
             400: components["responses"]["OAuthErrorPage"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimitedPage"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7560,6 +7652,9 @@ export interface operations {
             /** @description The registered client. */
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7580,6 +7675,7 @@ export interface operations {
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
