@@ -32,7 +32,11 @@ it('refuses the 21st of 41 registrations from one address within the minute, and
   const name = `Burst ${ip}`;
   const answers = await Promise.all(
     Array.from({ length: 41 }, () =>
-      t.post('/oauth2/register', { client_name: name, redirect_uris: ['https://burst.example.com/cb'], token_endpoint_auth_method: 'none' }, from(ip)),
+      t.post(
+        '/oauth2/register',
+        { client_name: name, redirect_uris: ['https://burst.example.com/cb'], token_endpoint_auth_method: 'none' },
+        from(ip),
+      ),
     ),
   );
   expect(answers.filter((res) => res.status === 201)).toHaveLength(AUTH_LIMIT);
@@ -69,7 +73,10 @@ it('stops guessing a client secret at the token endpoint after the auth limit, t
   // Another address still reaches the provider, which takes the secret and refuses a grant the client does not have.
   const elsewhere = await tokenRequest(client.secret!, freshIp());
   expect(elsewhere.status).toBe(400);
-  expect(elsewhere.body).toMatchObject({ error: 'invalid_request', error_description: 'requested grant type is not allowed for this client' });
+  expect(elsewhere.body).toMatchObject({
+    error: 'invalid_request',
+    error_description: 'requested grant type is not allowed for this client',
+  });
 });
 
 it('answers a browser’s authorization request past the limit with the error page', async () => {

@@ -25,11 +25,17 @@ afterAll(() => t.close());
 const register = (metadata: Record<string, unknown>) =>
   t.post('/oauth2/register', { client_name: 'Connector', token_endpoint_auth_method: 'none', ...metadata });
 
-const clientRows = () => t.db.withTables<{ oauth_clients: { client_id: string; registered: boolean } }>().selectFrom('oauth_clients');
+const clientRows = () =>
+  t.db.withTables<{ oauth_clients: { client_id: string; name: string; registered: boolean } }>().selectFrom('oauth_clients');
 
 /** Registers a public client with the usual addresses; its client_id. */
 async function registered(metadata: Record<string, unknown> = {}): Promise<string> {
-  const res = await register({ redirect_uris: [REDIRECT], post_logout_redirect_uris: [AFTER_LOGOUT], scope: 'openid profile', ...metadata });
+  const res = await register({
+    redirect_uris: [REDIRECT],
+    post_logout_redirect_uris: [AFTER_LOGOUT],
+    scope: 'openid profile',
+    ...metadata,
+  });
   expect(res.status).toBe(201);
   return (res.body as { client_id: string }).client_id;
 }
@@ -53,11 +59,27 @@ function authorizeUrl(clientId: string, params: Record<string, string> = {}): st
 describe('registration holds a client to the admin API’s rules for addresses', () => {
   it.each([
     ['plain http on a public host', { redirect_uris: ['http://connector.example.com/callback'] }, 'invalid_redirect_uri'],
-    ['a scheme that is not a native application’s own', { redirect_uris: ['intent:/callback'], application_type: 'native' }, 'invalid_redirect_uri'],
-    ['the javascript: scheme', { redirect_uris: ['javascript:alert(document.domain)//'], application_type: 'native' }, 'invalid_redirect_uri'],
+    [
+      'a scheme that is not a native application’s own',
+      { redirect_uris: ['intent:/callback'], application_type: 'native' },
+      'invalid_redirect_uri',
+    ],
+    [
+      'the javascript: scheme',
+      { redirect_uris: ['javascript:alert(document.domain)//'], application_type: 'native' },
+      'invalid_redirect_uri',
+    ],
     ['2,000 addresses', { redirect_uris: Array.from({ length: 2000 }, (_, i) => `https://c.example/${i}`) }, 'invalid_redirect_uri'],
-    ['a post-logout address in plain http on a public host', { post_logout_redirect_uris: ['http://connector.example.com/bye'] }, 'invalid_client_metadata'],
-    ['21 post-logout addresses', { post_logout_redirect_uris: Array.from({ length: 21 }, (_, i) => `https://connector.example.com/bye/${i}`) }, 'invalid_client_metadata'],
+    [
+      'a post-logout address in plain http on a public host',
+      { post_logout_redirect_uris: ['http://connector.example.com/bye'] },
+      'invalid_client_metadata',
+    ],
+    [
+      '21 post-logout addresses',
+      { post_logout_redirect_uris: Array.from({ length: 21 }, (_, i) => `https://connector.example.com/bye/${i}`) },
+      'invalid_client_metadata',
+    ],
     ['a home page in plain http on a public host', { client_uri: 'http://connector.example.com/' }, 'invalid_client_metadata'],
     ['a key set the service would fetch', { jwks_uri: 'https://169.254.169.254/latest/meta-data/' }, 'invalid_client_metadata'],
     ['a sector identifier the service would fetch', { sector_identifier_uri: 'https://127.0.0.1:5432/' }, 'invalid_client_metadata'],
@@ -158,7 +180,12 @@ describe('errors of a client that registered itself stay on the service until a 
   });
 
   it('lets an admin’s client’s logout without a session go on by itself, its address allowed as the form’s target', async () => {
-    const admins = await seedOauthClient(t, { name: 'Wiki', type: 'public', redirect_uris: [REDIRECT], post_logout_redirect_uris: [AFTER_LOGOUT] });
+    const admins = await seedOauthClient(t, {
+      name: 'Wiki',
+      type: 'public',
+      redirect_uris: [REDIRECT],
+      post_logout_redirect_uris: [AFTER_LOGOUT],
+    });
     const query = new URLSearchParams({ client_id: admins.id, post_logout_redirect_uri: AFTER_LOGOUT });
     const page = await new FormBrowser(base).request(`/oauth2/end_session?${query.toString()}`);
     expect(page.status).toBe(200);

@@ -86,7 +86,12 @@ export function databaseInteractions(instance: () => Promise<Provider>, db: Kyse
         uid: interaction.uid,
         prompt: name as 'login' | 'consent',
         reasons: [...interaction.prompt.reasons],
-        client: { clientId, name: client?.name ?? clientId, firstParty: client?.first_party === true, registered: client?.registered !== false },
+        client: {
+          clientId,
+          name: client?.name ?? clientId,
+          firstParty: client?.first_party === true,
+          registered: client?.registered !== false,
+        },
         scopes: name === 'consent' && missing.length > 0 ? missing : requested,
         ...(typeof loginHint === 'string' && loginHint !== '' ? { loginHint } : {}),
         ...(interaction.session?.accountId ? { userId: interaction.session.accountId } : {}),

@@ -125,7 +125,8 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
       await next();
       return;
     }
-    if (options.guard && !(await withinLimit(ctx, providerOperation(ctx.path), options.guard, pages.renderError))) return;
+    const errorPage = (page: Koa.Context, out: Record<string, string>, error: unknown) => pages.renderError(page, out, error);
+    if (options.guard && !(await withinLimit(ctx, providerOperation(ctx.path), options.guard, errorPage))) return;
     const provider = await instance();
     // The provider answers the request itself, as the Koa application it is.
     ctx.respond = false;

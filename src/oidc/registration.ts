@@ -52,7 +52,8 @@ export function registrationValidator(InvalidClientMetadata: Refusal) {
         throw new InvalidClientMetadata(`${key}${problem.index === undefined ? '' : `.${problem.index}`} ${problem.message}`);
       }
     } else if (LINK_FIELDS.has(key) && typeof value === 'string') {
-      const problem = value.length > MAX_REDIRECT_URI_LENGTH ? `may be at most ${MAX_REDIRECT_URI_LENGTH} characters long` : redirectProblem(value);
+      const problem =
+        value.length > MAX_REDIRECT_URI_LENGTH ? `may be at most ${MAX_REDIRECT_URI_LENGTH} characters long` : redirectProblem(value);
       if (problem) refuse(problem);
     } else if (FETCHED_FIELDS.has(key)) {
       refuse('is not accepted from a client that registers itself: the service fetches no address a client names');
