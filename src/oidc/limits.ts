@@ -7,7 +7,7 @@ import { stateOf } from '../http/state';
 const BROWSER_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>(['oauth2Authorize', 'oauth2EndSession']);
 
 /** The error an exhausted budget is answered with: OAuth's registered code for a server that cannot take the request now. */
-export const RATE_LIMITED_ERROR = 'temporarily_unavailable';
+const RATE_LIMITED_ERROR = 'temporarily_unavailable';
 
 /**
  * The per-address rate limit of the API in front of the provider's endpoints: the request counts as
