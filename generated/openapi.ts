@@ -1613,7 +1613,10 @@ export interface paths {
          *     to the hosted sign-in and consent pages as needed, then back to `redirect_uri` with `code`,
          *     `state` and `iss`, or with `error` (`access_denied`, `login_required`, `invalid_request`…).
          *     A request whose client or `redirect_uri` is wrong is answered here with an error page and
-         *     never redirected. `offline_access` (a refresh token) is granted only with `prompt=consent`.
+         *     never redirected. A client that registered itself (`OIDC_REGISTRATION`) gets no error back
+         *     until the person has acted on the hosted pages (signed in, allowed, denied or cancelled):
+         *     before that, every error, `login_required` of `prompt=none` included, is shown on the
+         *     service's error page. `offline_access` (a refresh token) is granted only with `prompt=consent`.
          */
         get: operations["oauth2Authorize"];
         put?: never;
@@ -1739,7 +1742,10 @@ export interface paths {
          * @description With `id_token_hint`, `post_logout_redirect_uri` (one of the client's) and `state`: a page
          *     asks the person whether to sign out; its form posts to `/oauth2/end_session/confirm`,
          *     which ends the provider session (and the service session the hosted sign-in opened) and
-         *     sends the browser to `post_logout_redirect_uri`, or shows that they are signed out.
+         *     sends the browser to `post_logout_redirect_uri`, or shows that they are signed out. When
+         *     the person has no provider session left, the page goes on by itself for a client an admin
+         *     made; for a client that registered itself it says they are signed out and asks before
+         *     sending them to `post_logout_redirect_uri`.
          */
         get: operations["oauth2EndSession"];
         put?: never;
@@ -1766,7 +1772,15 @@ export interface paths {
          *     (`client_name`, `redirect_uris`, `token_endpoint_auth_method`: `none` for a public
          *     client…); the answer is the client with its `client_id`, a `client_secret` for a
          *     confidential one, and a `registration_access_token`. Registered clients are never first
-         *     party.
+         *     party, and are held to the rules of `POST /api/oauth/clients`: at most 20 `redirect_uris`
+         *     and 20 `post_logout_redirect_uris`, each https (http only on localhost, 127.0.0.1 or
+         *     [::1]) or a native application's private-use scheme in reverse domain notation, without a
+         *     fragment, and never `javascript:`, `data:`, `file:`, `vbscript:` or `blob:`; `client_uri`,
+         *     `logo_uri`, `policy_uri`, `tos_uri` and `initiate_login_uri` follow the same rules;
+         *     `jwks_uri` and `sector_identifier_uri` (addresses the service would fetch) are refused; the
+         *     `client_name` is at most 200 characters, without control or text-direction characters.
+         *     A refused redirect URI is `invalid_redirect_uri`, any other refused field
+         *     `invalid_client_metadata` (RFC 7591). The answer's `self_registered` is always true.
          */
         post: operations["oauth2Register"];
         delete?: never;
@@ -3483,6 +3497,8 @@ export interface components {
             redirect_uris?: string[];
             token_endpoint_auth_method?: string;
             registration_access_token?: string;
+            /** @description True for a client that registered itself: its consent page says the service does not vouch for it. */
+            self_registered?: boolean;
         };
         SignInProvider: {
             /** @example google */
@@ -3650,6 +3666,9 @@ export interface components {
         /** @description An OAuth 2.0 error (RFC 6749 section 5.2), as the provider answers it, not the envelope. */
         OAuthError: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -3665,6 +3684,9 @@ export interface components {
         /** @description A request that cannot be sent back to the application (an unknown client, a redirect_uri not registered), shown as a page. */
         OAuthErrorPage: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -3672,9 +3694,54 @@ export interface components {
                 "text/html": string;
             };
         };
+        /**
+         * @description This address has used its budget of the minute: `AUTH_RATE_LIMIT_PER_MINUTE` on the token,
+         *     registration, introspection, revocation and authorization endpoints, `RATE_LIMIT_PER_MINUTE`
+         *     on the others. OAuth's shape rather than the envelope, with `error` `temporarily_unavailable`;
+         *     `Retry-After` says how many seconds to wait.
+         */
+        OAuthRateLimited: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "temporarily_unavailable",
+                 *       "error_description": "Too many requests: this client has used its 20 sign-in and credential requests a minute (AUTH_RATE_LIMIT_PER_MINUTE); try again in a minute"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthErrorBody"];
+            };
+        };
+        /**
+         * @description This address has used its budget of the minute (`AUTH_RATE_LIMIT_PER_MINUTE` for an
+         *     authorization, `RATE_LIMIT_PER_MINUTE` for a logout), shown to the person as a page with
+         *     `Error: temporarily_unavailable`; `Retry-After` says how many seconds to wait.
+         */
+        OAuthRateLimitedPage: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /** @example <!DOCTYPE html><html lang="en">…Error: <code>temporarily_unavailable</code>…</html> */
+                "text/html": string;
+            };
+        };
         /** @description The provider failed unexpectedly. */
         OAuthServerError: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -7431,6 +7498,9 @@ export interface operations {
             /** @description The metadata. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7457,6 +7527,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7505,6 +7576,7 @@ export interface operations {
             };
             400: components["responses"]["OAuthErrorPage"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimitedPage"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7532,6 +7604,9 @@ export interface operations {
             /** @description The tokens. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7551,6 +7626,7 @@ export interface operations {
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7566,6 +7642,9 @@ export interface operations {
             /** @description The claims. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7583,6 +7662,7 @@ export interface operations {
             };
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7607,6 +7687,9 @@ export interface operations {
             /** @description What the token is. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7628,6 +7711,7 @@ export interface operations {
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7652,6 +7736,9 @@ export interface operations {
             /** @description The token no longer works. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7659,6 +7746,7 @@ export interface operations {
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7683,6 +7771,9 @@ export interface operations {
             /** @description The page that asks to confirm. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7692,6 +7783,7 @@ export interface operations {
             };
             400: components["responses"]["OAuthErrorPage"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimitedPage"];
             500: components["responses"]["OAuthServerError"];
         };
     };
@@ -7720,6 +7812,9 @@ export interface operations {
             /** @description The registered client. */
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7740,6 +7835,7 @@ export interface operations {
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
     };

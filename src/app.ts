@@ -164,6 +164,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       : undefined;
     const providers = new IdentityProviderRegistry(db, transact, config.secret.key, config.providers.allowPrivateUrls);
     const mailbox = new MailboxClaim(outbox, passwords);
+    const limits = limiter && (await rateLimitGuard(config.limits, limiter));
     const oidc = config.oidc.enabled
       ? createOidcProvider({
           db,
@@ -177,6 +178,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           allowPrivateUrls: config.providers.allowPrivateUrls,
           logger,
           pages: providerPages(config.oidc.brandName),
+          guard: limits?.guard,
         })
       : undefined;
     // The JWK Set publishes the provider's key beside the API's (the same key when ALGORITHM is RS256 or ES256).
@@ -241,7 +243,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ...(config.oidc.enabled ? [] : OIDC_OPERATIONS),
     ];
     const document = contractFor(config.server, switchedOff);
-    const limits = limiter && (await rateLimitGuard(config.limits, limiter));
     // The import route alone takes bodies up to IMPORT_MAX_BODY_BYTES, so that 1,000 rows fit.
     const [regularBodies, importBodies] = [bodies(config.server.maxBodyBytes), bodies(config.server.importMaxBodyBytes)];
     const { router, compileValidators } = await buildApi(

@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { startTestApp, type TestContext } from './support/app';
 import { addVirtualAuthenticator, describeInBrowser, launchChromium } from './support/browser';
 import { freePort } from './support/net';
+import { seedOauthClient } from './support/oauth-clients';
 
 // The hosted sign-in pages in headless Chromium: a person signs in on them and openid-client, the
 // relying party, completes the code exchange; a passkey (a virtual authenticator of the DevTools
@@ -86,7 +87,13 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
     application = await serve(appPort, (_req, res) => void res.writeHead(200, { 'Content-Type': 'text/plain' }).end('signed in'));
     const created = await t.post(
       '/api/oauth/clients',
-      { name: 'Reports', type: 'confidential', redirect_uris: [`${appOrigin}/callback`], scopes: ['openid', 'profile', 'email'] },
+      {
+        name: 'Reports',
+        type: 'confidential',
+        redirect_uris: [`${appOrigin}/callback`],
+        post_logout_redirect_uris: [`${appOrigin}/signed-out`],
+        scopes: ['openid', 'profile', 'email'],
+      },
       { token: await t.adminToken() },
     );
     expect(created.status).toBe(201);
@@ -212,6 +219,43 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
         await page.waitForSelector('h1:text("Signed out")');
         await checkAccessibility(page, 'signed out');
         expect(problems).toEqual([]);
+      } finally {
+        await context.close();
+      }
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'reaches the application’s post-logout address when the provider session is already gone, at once for an admin’s client and after a click for one that registered itself',
+    async () => {
+      const { context, page, problems } = await open();
+      const endSession = (client: string, back?: string) =>
+        `${origin}/oauth2/end_session?${new URLSearchParams({ client_id: client, ...(back ? { post_logout_redirect_uri: back } : {}) }).toString()}`;
+      try {
+        // No session in this browser: the provider's page posts its confirmation by itself, and its redirect leaves the service.
+        await page.goto(endSession(clientId, `${appOrigin}/signed-out`));
+        await page.waitForURL(`${appOrigin}/signed-out`);
+        expect(await page.textContent('body')).toBe('signed in');
+
+        // Without an address to go back to: the page that says it is done.
+        await page.goto(endSession(clientId));
+        await page.waitForSelector('h1:text("Signed out")');
+
+        // A client that registered itself: the person is asked first, and goes on only by pressing the button.
+        const registered = await seedOauthClient(t, {
+          name: 'Connector',
+          type: 'public',
+          redirect_uris: [`${appOrigin}/callback`],
+          post_logout_redirect_uris: [`${appOrigin}/bye`],
+          registered: true,
+        });
+        await page.goto(endSession(registered.id, `${appOrigin}/bye`));
+        await page.waitForSelector('h1:text("Signed out")');
+        expect(new URL(page.url()).origin).toBe(origin);
+        await checkAccessibility(page, 'signed out, going back');
+        await Promise.all([page.waitForURL(`${appOrigin}/bye`), page.getByRole('button', { name: /^Continue to / }).click()]);
+        expect(problems.filter((problem) => problem.startsWith('console:'))).toEqual([]);
       } finally {
         await context.close();
       }

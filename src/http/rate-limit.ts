@@ -25,6 +25,12 @@ export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'requestEmailCode',
   'verifyEmailCode',
   'verifyProviderEmail',
+  // The OpenID Connect provider's endpoints that take client secrets, codes or tokens, or register a client.
+  'oauth2Authorize',
+  'oauth2Token',
+  'oauth2Introspect',
+  'oauth2Revoke',
+  'oauth2Register',
 ]);
 
 /** Operations that hash a password only when their body carries one: on the tighter budget then too. */

@@ -1,11 +1,15 @@
 import type { Context } from 'koa';
+import { SELF_REGISTERED } from '../oidc/registration';
 import { escape, paragraph, show } from './layout';
+
+const upperFirst = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
 /** What oidc-provider's context carries that these pages read. */
 interface ProviderContext extends Context {
   oidc?: {
-    client?: { clientId?: string; clientName?: string };
+    client?: { clientId?: string; clientName?: string; metadata?(): Record<string, unknown> };
     params?: Record<string, unknown>;
+    session?: { accountId?: string };
   };
 }
 
@@ -23,11 +27,34 @@ const DEFAULT_SERVICE = 'Account Service';
 
 /** The provider's pages naming the product `service` (BRAND_NAME). */
 export function providerPages(service: string): ProviderPages {
-  const applicationOf = (ctx: ProviderContext) => ctx.oidc?.client?.clientName ?? ctx.oidc?.client?.clientId;
+  // A client that registered itself is named by its own claim, quoted, never as the service's wording.
+  const applicationOf = (ctx: ProviderContext) => {
+    const client = ctx.oidc?.client;
+    const name = client?.clientName ?? client?.clientId;
+    return name !== undefined && client?.metadata?.()[SELF_REGISTERED] === true ? `the application that calls itself “${name}”` : name;
+  };
   return {
     async logoutSource(ctx: ProviderContext, form: string) {
       const application = applicationOf(ctx);
       const back = ctx.oidc?.params?.post_logout_redirect_uri;
+      if (!ctx.oidc?.session?.accountId) {
+        // Signed out already: the person only says whether to go on to the application's address.
+        const url = typeof back === 'string' ? URL.parse(back) : null;
+        const host = url === null ? undefined : url.host !== '' ? url.host : url.protocol;
+        return show(ctx, service, {
+          status: 200,
+          title: 'Signed out',
+          body:
+            paragraph(`${upperFirst(application ?? 'The application')} asks to send you on to ${host ?? 'its own page'}.`) +
+            `${form}
+<div class="actions">
+<button type="submit" form="op.logoutForm" name="logout" value="yes">Continue to ${escape(host ?? 'the application')}</button>
+</div>
+`,
+          notice: { kind: 'success', text: `You are signed out of ${service}.` },
+          formTargets: typeof back === 'string' ? [back] : [],
+        });
+      }
       show(ctx, service, {
         status: 200,
         title: 'Sign out',

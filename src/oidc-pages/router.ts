@@ -134,7 +134,12 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
   const consentPage = (ctx: Context, view: InteractionView) =>
     show(
       ctx,
-      { status: 200, title: 'Allow access', body: views.consent({ view, base: base(view), csrf: csrfFor(ctx, view), service }) },
+      {
+        status: 200,
+        title: 'Allow access',
+        body: views.consent({ view, base: base(view), csrf: csrfFor(ctx, view), service }),
+        notice: view.client.registered ? unverifiedNotice(view, service) : undefined,
+      },
       view,
     );
 
@@ -522,8 +527,19 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
 /** Why the provider asks again, when it does: said on the page above the form. */
 function reasonNotice(view: InteractionView): Notice | undefined {
   if (view.reasons.includes('login_prompt') || view.reasons.includes('max_age'))
-    return { kind: 'success', text: `${view.client.name} asks you to sign in again.` };
+    return { kind: 'success', text: `${views.applicationText(view)} asks you to sign in again.` };
   return undefined;
+}
+
+/** The consent page of a client no admin made: the service does not vouch for it, and says where the browser goes. */
+function unverifiedNotice(view: InteractionView, service: string): Notice {
+  const host = views.redirectHost(view);
+  return {
+    kind: 'error',
+    text:
+      `This application is not verified by ${service}: it registered itself, and its name is its own claim.` +
+      (host === undefined ? '' : ` Allow it only if you trust ${host}, where it sends you next.`),
+  };
 }
 
 const errorNotice = (text: string): Notice => ({ kind: 'error', text });

@@ -18,6 +18,26 @@ const SCOPE_WORDS: Record<string, (service: string) => string> = {
   offline_access: () => 'Stay connected when you are not using it, until you sign out of it or remove its access',
 };
 
+/**
+ * The application in words: an admin's client by the name the admin gave it; a client that registered
+ * itself by the name it chose, quoted as its own claim and never as the service's wording.
+ */
+export const applicationText = (view: InteractionView): string =>
+  view.client.registered ? `The application that calls itself “${view.client.name}”` : view.client.name;
+
+/** applicationText as markup, the name in bold. */
+const applicationMarkup = (view: InteractionView): string =>
+  view.client.registered
+    ? `The application that calls itself “<strong>${escape(view.client.name)}</strong>”`
+    : `<strong>${escape(view.client.name)}</strong>`;
+
+/** Where the browser goes once the person has answered: the host of the redirect URI (or the scheme of a native app's). */
+export function redirectHost(view: InteractionView): string | undefined {
+  const url = view.redirectUri === undefined ? null : URL.parse(view.redirectUri);
+  if (!url) return undefined;
+  return url.host !== '' ? url.host : url.protocol;
+}
+
 /** A form that posts to `base + path` with its CSRF value; `inner` is markup. */
 const formTo = (base: string, csrf: Csrf, path: string, inner: string, attributes = '') =>
   `<form method="post" action="${escape(base + path)}"${attributes}>
@@ -31,7 +51,7 @@ const cancel = ({ view, base, csrf }: Parts) =>
     base,
     csrf,
     '/abort',
-    `<button type="submit" class="secondary">Cancel and go back to ${escape(view.client.name)}</button>\n`,
+    `<button type="submit" class="secondary">Cancel and go back to ${view.client.registered ? 'the application' : escape(view.client.name)}</button>\n`,
     ' class="divider"',
   );
 
@@ -73,7 +93,9 @@ ${providers.map((p) => `<li><a href="${escape(`${base}/provider/${encodeURICompo
 </nav>
 `;
   return (
-    `<p>Sign in to continue to <strong>${escape(view.client.name)}</strong>.</p>\n` +
+    (view.client.registered
+      ? `<p>Sign in to continue. ${applicationMarkup(view)} asks for it.</p>\n`
+      : `<p>Sign in to continue to <strong>${escape(view.client.name)}</strong>.</p>\n`) +
     password +
     `<p><a href="${escape(`${base}/forgot-password`)}">Forgot your password?</a></p>\n` +
     (emailCodes ? `<p><a href="${escape(`${base}/email-code`)}">Sign in with a code sent by e-mail</a></p>\n` : '') +
@@ -128,11 +150,14 @@ export function consent(parts: Parts & { service: string }): string {
   const { view, base, csrf, service } = parts;
   const words = view.scopes.map((scope) => escape(Object.hasOwn(SCOPE_WORDS, scope) ? SCOPE_WORDS[scope](service) : `Use "${scope}"`));
   return (
-    `<p><strong>${escape(view.client.name)}</strong> asks to:</p>
+    `<p>${applicationMarkup(view)} asks to:</p>
 <ul class="scopes">
 ${words.map((w) => `<li>${w}</li>`).join('\n')}
 </ul>
 ` +
+    (view.client.registered && redirectHost(view) !== undefined
+      ? `<p>If you allow it, you are sent on to <strong>${escape(redirectHost(view)!)}</strong>.</p>\n`
+      : '') +
     paragraph(`You can remove its access at any time from your ${service} account.`) +
     formTo(
       base,

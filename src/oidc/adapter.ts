@@ -16,6 +16,7 @@ import { revokeSession } from '../db/sessions';
 import type { Database } from '../db/types';
 import { seal, unseal } from '../infra/sealed';
 import type { ProviderContext } from './library';
+import { SELF_REGISTERED } from './registration';
 
 type Payload = Record<string, unknown>;
 
@@ -41,13 +42,18 @@ export interface AdapterOptions {
   sessionMaxDays: number;
 }
 
-/** The metadata a client of `oauth_clients` is given to the provider with: its row's metadata, id and secret. */
+/** The metadata a client of `oauth_clients` is given to the provider with: its row's metadata, id, secret and whether it registered itself. */
 export function clientMetadata(
-  row: { client_id: string; metadata: Payload; client_secret_sealed: string | null },
+  row: { client_id: string; metadata: Payload; client_secret_sealed: string | null; registered: boolean },
   secretKey: Buffer,
 ): Payload {
   const secret = row.client_secret_sealed === null ? undefined : unseal(secretKey, row.client_secret_sealed);
-  return { ...row.metadata, client_id: row.client_id, ...(secret === undefined ? {} : { client_secret: secret }) };
+  return {
+    ...row.metadata,
+    client_id: row.client_id,
+    ...(secret === undefined ? {} : { client_secret: secret }),
+    [SELF_REGISTERED]: row.registered,
+  };
 }
 
 /**
@@ -62,7 +68,8 @@ export function adapterClass(options: AdapterOptions) {
     async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
       if (this.model === 'Client') {
         // A client registered (or updated) through dynamic registration; never first party.
-        const { client_secret: secret, ...metadata } = payload;
+        // The column says whether it registered itself; the metadata does not keep a copy.
+        const { client_secret: secret, [SELF_REGISTERED]: _registered, ...metadata } = payload;
         const confidential = payload.token_endpoint_auth_method !== 'none';
         await upsertRegisteredClient(db, {
           client_id: id,

@@ -79,8 +79,32 @@ export function clientView(row: OauthClientRow): ClientView {
   };
 }
 
+/** How many addresses a client may list in each of its redirect fields, and how long each may be (as the contract says). */
+export const MAX_REDIRECT_URIS = 20;
+export const MAX_REDIRECT_URI_LENGTH = 2000;
+
+/**
+ * What is wrong with a list of redirect addresses, each problem with the index of the address it is
+ * about (undefined for the list as a whole): the rules of every client, whether an admin made it or
+ * it registered itself.
+ */
+export function redirectListProblems(uris: readonly unknown[]): Array<{ index?: number; message: string }> {
+  if (uris.length > MAX_REDIRECT_URIS) return [{ message: `may list at most ${MAX_REDIRECT_URIS} addresses` }];
+  const problems: Array<{ index?: number; message: string }> = [];
+  uris.forEach((uri, index) => {
+    const problem =
+      typeof uri !== 'string'
+        ? 'must be a string'
+        : uri.length > MAX_REDIRECT_URI_LENGTH
+          ? `may be at most ${MAX_REDIRECT_URI_LENGTH} characters long`
+          : redirectProblem(uri);
+    if (problem) problems.push({ index, message: problem });
+  });
+  return problems;
+}
+
 /** An exact redirect URI the provider will compare against: https, http on loopback, or a native app's own scheme. */
-function redirectProblem(text: string): string | undefined {
+export function redirectProblem(text: string): string | undefined {
   let url: URL;
   try {
     url = new URL(text);
@@ -102,10 +126,8 @@ function redirectProblem(text: string): string | undefined {
 function check(settings: Required<Omit<ClientInput, 'first_party'>> & { first_party: boolean; registered: boolean }): void {
   const problems: FieldProblem[] = [];
   for (const field of ['redirect_uris', 'post_logout_redirect_uris'] as const) {
-    settings[field].forEach((uri, index) => {
-      const problem = redirectProblem(uri);
-      if (problem) problems.push({ field: `body.${field}.${index}`, message: problem });
-    });
+    for (const { index, message } of redirectListProblems(settings[field]))
+      problems.push({ field: index === undefined ? `body.${field}` : `body.${field}.${index}`, message });
   }
   const grants = new Set(settings.grant_types);
   if (grants.has('authorization_code') && settings.redirect_uris.length === 0)

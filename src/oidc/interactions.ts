@@ -11,7 +11,8 @@ export interface InteractionView {
   prompt: 'login' | 'consent';
   /** oidc-provider's prompt reasons (e.g. 'max_age', 'login_prompt'). */
   reasons: string[];
-  client: { clientId: string; name: string; firstParty: boolean };
+  /** `registered`: the client registered itself (RFC 7591); no admin made it, and its name is its own claim. */
+  client: { clientId: string; name: string; firstParty: boolean; registered: boolean };
   /** The requested scopes; for consent, those not yet allowed. */
   scopes: string[];
   loginHint?: string;
@@ -85,7 +86,12 @@ export function databaseInteractions(instance: () => Promise<Provider>, db: Kyse
         uid: interaction.uid,
         prompt: name as 'login' | 'consent',
         reasons: [...interaction.prompt.reasons],
-        client: { clientId, name: client?.name ?? clientId, firstParty: client?.first_party === true },
+        client: {
+          clientId,
+          name: client?.name ?? clientId,
+          firstParty: client?.first_party === true,
+          registered: client?.registered !== false,
+        },
         scopes: name === 'consent' && missing.length > 0 ? missing : requested,
         ...(typeof loginHint === 'string' && loginHint !== '' ? { loginHint } : {}),
         ...(interaction.session?.accountId ? { userId: interaction.session.accountId } : {}),

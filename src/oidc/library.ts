@@ -16,7 +16,10 @@ const importModule = new Function('specifier', `return import(specifier); // ${r
 export interface ProviderModule {
   default: ProviderClass;
   interactionPolicy: InteractionPolicy;
-  errors: { InvalidScope: new (description: string, scope: string) => Error };
+  errors: {
+    InvalidScope: new (description: string, scope: string) => Error;
+    InvalidClientMetadata: new (description: string) => Error;
+  };
 }
 
 /** oidc-provider's interaction policy helpers: the base policy, its prompts and their checks. */
@@ -73,6 +76,9 @@ export interface Interaction {
   lastSubmission?: Record<string, unknown>;
   returnTo: string;
 }
+
+/** Middleware around the provider's own routes (it runs before and after them): `Provider#use`. */
+export type ProviderMiddleware = (ctx: Koa.Context, next: () => Promise<void>) => Promise<void>;
 
 export interface Provider {
   proxy: boolean;

@@ -12,10 +12,14 @@ import { deriveKey } from '../infra/sealed';
 import type { Logger } from '../logger';
 import { adapterClass, userIdOf } from './adapter';
 import { clientSealingKey } from './clients';
+import type { OperationId } from '../handlers/types';
 import { plainPages, type ProviderPages } from './default-pages';
 import { databaseInteractions, type OidcInteractions } from './interactions';
-import { providerModule, runtimeSupported, type Grant, type Provider, type ProviderContext } from './library';
+import { providerModule, runtimeSupported, type Grant, type Provider, type ProviderContext, type ProviderMiddleware } from './library';
 import { SigningKeys } from './keys';
+import { withinLimit } from './limits';
+import { logoutWithoutSession } from './logout';
+import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
 export const OIDC_PREFIX = '/oauth2/';
@@ -41,6 +45,8 @@ export interface OidcProviderOptions {
   logger: Logger;
   /** The logout and error pages; plain ones of the provider's own when not given. */
   pages?: ProviderPages;
+  /** The API's per-address rate limit, when on: each request counts as the operation `providerOperation` names. */
+  guard?: (ctx: Koa.Context) => Promise<void>;
 }
 
 export interface OidcProvider {
@@ -106,6 +112,40 @@ export function isProviderPath(path: string): boolean {
   return path === DISCOVERY_PATH || (path.startsWith(OIDC_PREFIX) && !path.startsWith(INTERACTION_PREFIX));
 }
 
+const ROUTES = {
+  authorization: '/oauth2/authorize',
+  token: '/oauth2/token',
+  userinfo: '/oauth2/userinfo',
+  revocation: '/oauth2/revoke',
+  introspection: '/oauth2/introspect',
+  end_session: '/oauth2/end_session',
+  registration: '/oauth2/register',
+  jwks: JWKS_PATH,
+  // Routes the service does not offer, kept under the prefix all the same.
+  backchannel_authentication: '/oauth2/backchannel',
+  code_verification: '/oauth2/device',
+  device_authorization: '/oauth2/device/auth',
+  pushed_authorization_request: '/oauth2/par',
+  challenge: '/oauth2/challenge',
+};
+
+/** The contract's operation of each endpoint, with the paths under it (an authorization's resumption, a logout's confirmation). */
+const OPERATIONS: ReadonlyArray<[string, OperationId]> = [
+  [ROUTES.authorization, 'oauth2Authorize'],
+  [ROUTES.token, 'oauth2Token'],
+  [ROUTES.userinfo, 'oauth2UserInfo'],
+  [ROUTES.introspection, 'oauth2Introspect'],
+  [ROUTES.revocation, 'oauth2Revoke'],
+  [ROUTES.end_session, 'oauth2EndSession'],
+  [ROUTES.registration, 'oauth2Register'],
+];
+
+/** The operation of the contract a provider's path belongs to, which the rate limit counts it as. */
+export function providerOperation(path: string): OperationId | undefined {
+  if (path === DISCOVERY_PATH) return 'openIdConfiguration';
+  return OPERATIONS.find(([route]) => path === route || path.startsWith(`${route}/`))?.[1];
+}
+
 /**
  * The service as an OpenID Connect provider: oidc-provider, configured for the OAuth 2.1 profile
  * (authorization code with PKCE S256 for every client, refresh tokens rotated on every use, client
@@ -115,10 +155,11 @@ export function isProviderPath(path: string): boolean {
 export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
   const keys = new SigningKeys(options.db, options.config, options.secret);
   const issuer = URL.canParse(options.issuer) ? new URL(options.issuer) : undefined;
+  const pages = options.pages ?? plainPages(options.config.brandName);
   let made: Promise<Provider> | undefined;
   let handle: ReturnType<Provider['callback']> | undefined;
   const instance = (): Promise<Provider> => {
-    made ??= makeProvider(options, keys).catch((error: unknown) => {
+    made ??= makeProvider(options, keys, pages).catch((error: unknown) => {
       made = undefined;
       throw error;
     });
@@ -129,6 +170,8 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
       await next();
       return;
     }
+    const errorPage = (page: Koa.Context, out: Record<string, string>, error: unknown) => pages.renderError(page, out, error);
+    if (options.guard && !(await withinLimit(ctx, providerOperation(ctx.path), options.guard, errorPage))) return;
     const provider = await instance();
     if (issuer) pinToIssuer(ctx.req, issuer, options.trustProxy);
     // The provider answers the request itself, as the Koa application it is.
@@ -147,7 +190,7 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
   };
 }
 
-async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Promise<Provider> {
+async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pages: ProviderPages): Promise<Provider> {
   const { db, config, logger } = options;
   const { default: Provider, interactionPolicy, errors } = await providerModule();
   if (!runtimeSupported()) {
@@ -159,7 +202,6 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
   const signing = await keys.ensure();
   const jwk = publicJwk(createPublicKey(signing.key));
   const privateJwk = { ...signing.key.export({ format: 'jwk' }), kid: jwk.kid, alg: signing.algorithm, use: 'sig' };
-  const pages = options.pages ?? plainPages(config.brandName);
   const secretKey = clientSealingKey(options.secret);
   const firstParty = async (clientId: string) => (await findOauthClient(db, clientId))?.first_party === true;
   // The requests of first-party clients, which are granted what they ask for without a consent page.
@@ -195,6 +237,8 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
     claims: { openid: ['sub', 'auth_time', 'acr', 'amr'], profile: ['name', 'updated_at'], email: ['email', 'email_verified'] },
     scopes: SCOPES,
     responseTypes: ['code'],
+    // Clients that register themselves are marked, and held to the admin API's rules for addresses.
+    extraClientMetadata: { properties: CHECKED_METADATA, validator: registrationValidator(errors.InvalidClientMetadata) },
     clientDefaults: {
       grant_types: ['authorization_code'],
       response_types: ['code'],
@@ -271,28 +315,23 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys): Pr
       return grant;
     },
     interactions: { policy, url: (_ctx: unknown, interaction: { uid: string }) => `${INTERACTION_PREFIX}${interaction.uid}` },
-    routes: {
-      authorization: '/oauth2/authorize',
-      token: '/oauth2/token',
-      userinfo: '/oauth2/userinfo',
-      revocation: '/oauth2/revoke',
-      introspection: '/oauth2/introspect',
-      end_session: '/oauth2/end_session',
-      registration: '/oauth2/register',
-      jwks: JWKS_PATH,
-      // Routes the service does not offer, kept under the prefix all the same.
-      backchannel_authentication: '/oauth2/backchannel',
-      code_verification: '/oauth2/device',
-      device_authorization: '/oauth2/device/auth',
-      pushed_authorization_request: '/oauth2/par',
-      challenge: '/oauth2/challenge',
-    },
+    routes: ROUTES,
   };
   const provider = new Provider(options.issuer, configuration);
   provider.proxy = options.trustProxy;
   // ID tokens carry `sid` for every client, not only those that asked for back-channel logout.
   Object.defineProperty(provider.Client.prototype, 'includeSid', { value: () => true });
   refuseOpenIdScopesWithoutUser(provider.ClientCredentials.prototype, errors.InvalidScope);
+  // A client that registered itself may have named anyone's address as its redirect URI. Until a person has
+  // acted in the sign-in (the authorization resumes after a form of the hosted pages), its errors are shown
+  // on the service's page rather than sent there: the library redirects an error that allows it, after
+  // emitting this event.
+  provider.on('authorization.error', (ctx, error) => {
+    const oidc = (ctx as { oidc?: { route?: string; client?: { metadata(): Record<string, unknown> } } }).oidc;
+    if (oidc?.route !== 'resume' && oidc?.client?.metadata()[SELF_REGISTERED] === true)
+      (error as { allow_redirect?: boolean }).allow_redirect = false;
+  });
+  (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(logoutWithoutSession(pages));
   provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'the OpenID Connect provider failed to answer'));
   return provider;
 }

@@ -10,6 +10,8 @@ export interface ClientInput {
   post_logout_redirect_uris?: string[];
   scopes?: string[];
   first_party?: boolean;
+  /** Registered by the application itself (RFC 7591) rather than made by an admin; false unless said. */
+  registered?: boolean;
   /** How a confidential client sends its secret to the token endpoint; client_secret_basic unless said. */
   token_endpoint_auth_method?: 'client_secret_basic' | 'client_secret_post';
 }
@@ -36,7 +38,7 @@ export async function seedOauthClient(t: TestContext, input: ClientInput): Promi
       token_endpoint_auth_method: secret === undefined ? 'none' : (input.token_endpoint_auth_method ?? 'client_secret_basic'),
     },
     first_party: input.first_party ?? false,
-    registered: false,
+    registered: input.registered ?? false,
   });
   return { id, secret };
 }
