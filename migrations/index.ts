@@ -16,6 +16,7 @@ import * as rateLimits from './20261203141700_rate_limits';
 import * as oidcProvider from './20261204090000_oidc_provider';
 import * as identityLinks from './20261204100000_identity_links';
 import * as providerCodeLinks from './20261204110000_provider_code_links';
+import * as sessionAuthenticatedAt from './20261205100000_session_authenticated_at';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '20261204090000_oidc_provider': oidcProvider,
   '20261204100000_identity_links': identityLinks,
   '20261204110000_provider_code_links': providerCodeLinks,
+  '20261205100000_session_authenticated_at': sessionAuthenticatedAt,
 };

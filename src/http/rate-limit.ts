@@ -14,6 +14,7 @@ export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'loginJson',
   'refreshToken',
   'changePassword',
+  'reauthenticate',
   'forgotPassword',
   'resetPassword',
   'verifyEmail',
