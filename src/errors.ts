@@ -98,9 +98,7 @@ export class InvalidPassword extends DomainError {
  */
 export class ReauthRequired extends DomainError {
   constructor() {
-    super(
-      'This adds a way to sign in: confirm your password (current_password) or re-authenticate (POST /api/auth/reauthenticate) first',
-    );
+    super('This adds a way to sign in: confirm your password (current_password) or re-authenticate (POST /api/auth/reauthenticate) first');
   }
 }
 

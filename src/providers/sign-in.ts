@@ -377,7 +377,8 @@ export class ProviderSignIn {
       origin: client,
     });
     // A new way into an account that was there before: its owner hears of it (a sign-up is no news).
-    if (how !== 'signup') await this.options.mail.sendNewSignInMethodNotice(trx, user, { kind: 'identity', provider: provider.name }, client);
+    if (how !== 'signup')
+      await this.options.mail.sendNewSignInMethodNotice(trx, user, { kind: 'identity', provider: provider.name }, client);
     return true;
   }
 

@@ -9,7 +9,13 @@ import type { TotpCodes } from './totp';
  * Takes a current code of one of the user's confirmed TOTP apps: the factor's id, or undefined for a
  * wrong code or one whose 30-second step was taken already (a code is good once).
  */
-export async function takeTotpCode(trx: UnitOfWork, totp: TotpCodes, userId: number, code: string, now: number): Promise<number | undefined> {
+export async function takeTotpCode(
+  trx: UnitOfWork,
+  totp: TotpCodes,
+  userId: number,
+  code: string,
+  now: number,
+): Promise<number | undefined> {
   for (const factor of await listConfirmedFactors(trx, userId, 'totp')) {
     const taken = totp.stepOf(factor.totp_secret_sealed!, code, now);
     if (taken !== undefined && (await takeTotpStep(trx, factor.id, taken))) return factor.id;
