@@ -526,7 +526,8 @@ export interface paths {
          *
          *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
          *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
-         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login), or the session's
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
          *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
          *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
          *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. The
@@ -587,7 +588,8 @@ export interface paths {
          *
          *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
          *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
-         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login), or the session's
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
          *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
          *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
          *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. The new
@@ -672,7 +674,8 @@ export interface paths {
          *
          *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
          *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
-         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login), or the session's
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
          *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
          *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
          *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. Proof is
@@ -802,7 +805,8 @@ export interface paths {
          *
          *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
          *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
-         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login), or the session's
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
          *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
          *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
          *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. The new
@@ -1997,7 +2001,8 @@ export interface paths {
          *
          *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
          *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
-         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login), or the session's
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
          *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
          *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
          *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. Proof is

@@ -330,6 +330,8 @@ describe('guessing the password with a stolen token', () => {
     expectError(await reauthenticate('guess-2'), 400, 'INVALID_PASSWORD');
     const guess = await limited.post('/api/auth/api-keys', { name: 'Key', current_password: 'guess-3' }, { token: user.access });
     expectError(guess, 400, 'INVALID_PASSWORD');
+    // A password to check spends the credential budget (AUTH_RATE_LIMIT_PER_MINUTE), not only the general one.
+    expect(guess.headers['ratelimit-limit']).toBe('1000');
 
     // The lock holds for the right password too, here and at the login.
     expectError(await reauthenticate(user.password), 429, 'RATE_LIMITED');
