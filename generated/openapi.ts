@@ -203,6 +203,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/auth/reauthenticate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prove presence again, for the operations that add a way in
+         * @description Renews the session's last authentication, which the operations marked `x-reauthentication`
+         *     (linking an identity, passkey registration, TOTP enrolment, new recovery codes, API keys)
+         *     want younger than `REAUTH_MAX_AGE_MINUTES` (5) when they are not sent `current_password`.
+         *     The body is `{"password"}`, or `{"code"}`: a current code of one of the user's TOTP apps (each
+         *     30-second step is taken once) or an unused recovery code (spent by this). A wrong one is a
+         *     400 (`INVALID_PASSWORD` or `INVALID_CODE`) and counts like a failed login of the account from
+         *     this client (see `loginJson`): once locked, the answer is 429 `RATE_LIMITED`. Spends the
+         *     credential budget (`AUTH_RATE_LIMIT_PER_MINUTE`). A passkey is not accepted here: a user
+         *     with only a passkey signs in with it again (`POST /api/auth/passkeys/login`).
+         *
+         *     The answer is a new access token of this session, with `auth_time` now; use it for the
+         *     operation that asked (an access token issued before keeps its older `auth_time`, and so is
+         *     still refused those operations). The refresh token does not change, and tokens refreshed
+         *     from it carry the renewed `auth_time`. Recorded in the audit trail as
+         *     `session.reauthenticated`.
+         *
+         *     A person whose account has no password and no second factor (signed up with a provider or
+         *     an e-mailed code) re-authenticates by signing in again the way they did
+         *     (`GET /api/auth/providers/{slug}/authorize`, `POST /api/auth/email-code`): a session just
+         *     opened is recent.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
+         */
+        post: operations["reauthenticate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/forgot-password": {
         parameters: {
             query?: never;
@@ -489,6 +530,15 @@ export interface paths {
          *     code from the app. Starting again replaces a pending factor. The secret is shown only
          *     here and is kept sealed.
          *
+         *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
+         *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
+         *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
+         *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
+         *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. The
+         *     confirmation of the factor is mailed to the account ("a new sign-in method was added").
+         *
          *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["enrolTotp"];
@@ -514,7 +564,9 @@ export interface paths {
          *     codes, shown this once; every other session of the user is revoked, and this session is
          *     raised to `aal2` (tokens refreshed from it say so). From then on a password login asks for
          *     a second factor (403 `MFA_REQUIRED`). A wrong code is a 400 `INVALID_CODE`; a confirmed
-         *     factor is a 409; a factor of another user, or a passkey, a 404.
+         *     factor is a 409; a factor of another user, or a passkey, a 404. The account's address is
+         *     told that a sign-in method was added. Proof of presence was asked when the factor was
+         *     enrolled (`POST /api/auth/mfa/totp`), whose secret only that answer showed.
          *
          *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
@@ -538,7 +590,16 @@ export interface paths {
          * A new set of recovery codes
          * @description Ten new recovery codes, shown this once; the earlier set stops working. Each code signs in
          *     once in place of a second factor (`POST /api/auth/mfa/verify` with `method: recovery_code`).
-         *     A user without a confirmed factor is a 409.
+         *     A user without a confirmed factor is a 409. The body is optional.
+         *
+         *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
+         *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
+         *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
+         *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
+         *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. The new
+         *     set is mailed to the account ("a new sign-in method was added"), without the codes.
          *
          *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
@@ -615,7 +676,17 @@ export interface paths {
          * @description WebAuthn creation options (their JSON form, for `PublicKeyCredential.parseCreationOptionsFromJSON`)
          *     for a discoverable credential of the current user on this relying party (`WEBAUTHN_RP_ID`),
          *     excluding the passkeys the user has already. The challenge is good for one registration
-         *     within 5 minutes.
+         *     within 5 minutes. The body is optional.
+         *
+         *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
+         *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
+         *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
+         *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
+         *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. Proof is
+         *     asked here, where the registration begins; the registration of the passkey is mailed to the
+         *     account ("a new sign-in method was added").
          *
          *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
@@ -644,7 +715,9 @@ export interface paths {
          *     (`POST /api/auth/passkeys/login`) and serves as a second factor after a password. When it
          *     is the user's first factor, every other session of the user is revoked and this one is
          *     raised to `aal2`, as on TOTP confirmation. An answer that does not check out is a 400
-         *     `INVALID_PASSKEY`; a credential already registered, a 409.
+         *     `INVALID_PASSKEY`; a credential already registered, a 409. The account's address is told
+         *     that a sign-in method was added. Proof of presence was asked for the creation options,
+         *     whose challenge only this user can answer.
          *
          *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
@@ -735,6 +808,15 @@ export interface paths {
          *     `body.expires_in_days`. A `read_only` key is refused every method but GET (403
          *     `FORBIDDEN`). A user holds at most 100 keys, expired ones included: one more is a 409
          *     `CONFLICT` until one is deleted. Recorded in the audit trail as `api_key.created`.
+         *
+         *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
+         *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
+         *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
+         *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
+         *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. The new
+         *     key is mailed to the account ("a new sign-in method was added"), without the key.
          *
          *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
@@ -979,7 +1061,8 @@ export interface paths {
          *     `login.locked` (the failure that started a lockout), `session.refreshed`,
          *     `session.refresh_reuse_detected` (a replaced refresh token presented after the grace
          *     period; the session is revoked), `session.logged_out` (`details.all`), `session.revoked`
-         *     (`details.session_id`), `password.changed`, `password.reset_requested` (only when a link is
+         *     (`details.session_id`), `session.reauthenticated` (`details.session_id`, `details.method`:
+         *     `password`, `totp` or `recovery_code`), `password.changed`, `password.reset_requested` (only when a link is
          *     sent), `password.reset_completed`, `email.verified`, `user.created`, `user.updated`
          *     (`details.fields` names what changed, `role` and `is_active` their new values),
          *     `user.deleted`, `user.restored`.
@@ -2036,6 +2119,16 @@ export interface paths {
          *     provider is a 404. When the provider cannot be reached, `authorization_url` is `redirect_to`
          *     with `error=temporarily_unavailable`, and nothing is kept.
          *
+         *     Proof of presence (`x-reauthentication`): this adds a way to sign in or to act as the user,
+         *     so the request carries `current_password` (checked as on `POST /api/auth/change-password`: a
+         *     wrong one is a 400 `INVALID_PASSWORD` and counts like a failed login, and the request spends
+         *     the credential budget, `AUTH_RATE_LIMIT_PER_MINUTE`), or the session's
+         *     last authentication (its sign-in, or `POST /api/auth/reauthenticate`; never a refresh) is
+         *     younger than `REAUTH_MAX_AGE_MINUTES` (5), as the access token's `auth_time` and the
+         *     session both say. Otherwise the answer is 403 `REAUTH_REQUIRED` and nothing changes. Proof is
+         *     asked here, where the link begins; the link itself is mailed to the account ("a new sign-in
+         *     method was added") when it is made.
+         *
          *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
          */
         post: operations["linkIdentity"];
@@ -2227,6 +2320,22 @@ export interface components {
             current_password: string;
             new_password: components["schemas"]["Password"];
         };
+        /**
+         * @description One proof: `password`, or `code` (a TOTP code or a recovery code), never both. The service
+         *     checks the body against the two schemas in `x-one-of`, as a `oneOf` of them would be checked.
+         */
+        ReauthenticateRequest: {
+            /**
+             * Format: password
+             * @description The user's password.
+             */
+            password?: string;
+            /**
+             * @description A 6-digit code of one of the user's TOTP apps, or a recovery code (case, spaces and dashes do not matter).
+             * @example 492039
+             */
+            code?: string;
+        };
         ForgotPasswordRequest: {
             email: components["schemas"]["Email"];
         };
@@ -2287,12 +2396,12 @@ export interface components {
         };
         TokenPair: {
             /**
-             * @description JWT with iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; amr (how the session was signed in, RFC 8176: pwd, otp, hwk, mfa) and aal: [pwd] and aal1 for a password alone, aal2 after a second factor or a passkey sign-in. A refreshed token carries the amr and aal of its session.
+             * @description JWT with header typ "access+jwt", and claims iss, aud, sub, email, email_verified, type "access", exp, iat, jti, sid; amr (how the session was signed in, RFC 8176: pwd, otp, hwk, mfa) and aal: [pwd] and aal1 for a password alone, aal2 after a second factor or a passkey sign-in; auth_time, when the session last proved who holds it (its sign-in or a re-authentication). A refreshed token carries the amr, aal and auth_time of its session.
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl
              */
             access_token: string;
             /**
-             * @description JWT with iss, aud, sub, type "refresh", exp, iat, jti and sid.
+             * @description JWT with header typ "refresh+jwt", and claims iss, aud, sub, type "refresh", exp, iat, jti and sid.
              * @example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3IiwidHlwZSI6InJlZnJlc2gifQ.c2lnbmF0dXJl
              */
             refresh_token: string;
@@ -2303,6 +2412,25 @@ export interface components {
              * @example 1800
              */
             expires_in: number;
+        };
+        AccessToken: {
+            /**
+             * @description A JWT as the token pair's access token, its `auth_time` now.
+             * @example eyJhbGciOiJIUzI1NiIsInR5cCI6ImFjY2Vzcytqd3QifQ.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl
+             */
+            access_token: string;
+            /** @enum {string} */
+            token_type: "bearer";
+            /**
+             * @description Seconds the access token is valid (1800 by default).
+             * @example 1800
+             */
+            expires_in: number;
+        };
+        AccessTokenResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["AccessToken"];
         };
         TokenPairWithUser: {
             user: components["schemas"]["User"];
@@ -2523,7 +2651,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -2611,6 +2739,19 @@ export interface components {
         };
         TotpEnrolmentRequest: {
             name?: components["schemas"]["FactorName"];
+            /**
+             * Format: password
+             * @description The user's password, as proof of presence when the session's last authentication is older than `REAUTH_MAX_AGE_MINUTES`.
+             */
+            current_password?: string;
+        };
+        /** @description Only proof of presence; may be left out while the session's last authentication is recent. */
+        CurrentPasswordRequest: {
+            /**
+             * Format: password
+             * @description The user's password, as proof of presence when the session's last authentication is older than `REAUTH_MAX_AGE_MINUTES`.
+             */
+            current_password?: string;
         };
         TotpEnrolment: {
             /**
@@ -2870,6 +3011,11 @@ export interface components {
              * @example true
              */
             read_only?: boolean;
+            /**
+             * Format: password
+             * @description The user's password, as proof of presence when the session's last authentication is older than `REAUTH_MAX_AGE_MINUTES`.
+             */
+            current_password?: string;
         };
         ApiKey: {
             /** @example 5 */
@@ -3557,6 +3703,11 @@ export interface components {
              * @enum {string}
              */
             code_challenge_method: "S256";
+            /**
+             * Format: password
+             * @description The user's password, as proof of presence when the session's last authentication is older than `REAUTH_MAX_AGE_MINUTES`.
+             */
+            current_password?: string;
         };
         AuthorizationUrlResponse: {
             /** @enum {boolean} */
@@ -3620,12 +3771,16 @@ export interface components {
          *     `INVALID_REDIRECT` (400): an address to send the person back to that is not on the allow-list
          *     `AUTH_REDIRECT_URLS` (exact URLs, or an origin followed by `/*`; by default the origin of
          *     `APP_URL` with `/*`); it is shown, never followed.
+         *     `REAUTH_REQUIRED` (403): an operation that adds a way to sign in (`x-reauthentication`) was
+         *     asked without `current_password` by a session whose last authentication is older than
+         *     `REAUTH_MAX_AGE_MINUTES`; send the password, or renew the session's authentication with
+         *     `POST /api/auth/reauthenticate` (or sign in again) and retry.
          *     `REQUEST_TIMEOUT` (408) and `HEADERS_TOO_LARGE` (431) come from the HTTP server before a request
          *     reaches an operation (headers or body not received in time; headers over Node's 16 KiB), as
          *     does a 400 `BAD_REQUEST` for a malformed request line; each closes the connection.
          * @enum {string}
          */
-        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "MFA_REQUIRED" | "INVALID_CODE" | "INVALID_PASSKEY" | "INVALID_REDIRECT" | "EMAIL_VERIFICATION_REQUIRED";
+        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "MFA_REQUIRED" | "INVALID_CODE" | "INVALID_PASSKEY" | "INVALID_REDIRECT" | "EMAIL_VERIFICATION_REQUIRED" | "REAUTH_REQUIRED";
         FieldError: {
             /**
              * @description `body.<name>`, `query.<name>` or `path.<name>`.
@@ -3877,6 +4032,18 @@ export interface components {
                  *       }
                  *     }
                  */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description The session's last authentication is older than `REAUTH_MAX_AGE_MINUTES` and the body has no `current_password` (`REAUTH_REQUIRED`): send the password, or call `POST /api/auth/reauthenticate`, and try again; or the request came with an API key, and API keys cannot manage credentials (`FORBIDDEN`). */
+        ReauthRequired: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
@@ -4496,6 +4663,62 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    reauthenticate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReauthenticateRequest"];
+            };
+        };
+        responses: {
+            /** @description A new access token of this session, its `auth_time` now. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6ImFjY2Vzcytqd3QifQ.eyJzdWIiOiI3IiwidHlwZSI6ImFjY2VzcyJ9.c2lnbmF0dXJl",
+                     *         "token_type": "bearer",
+                     *         "expires_in": 1800
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccessTokenResponse"];
+                };
+            };
+            /** @description The body is malformed (`BAD_REQUEST`), the password is wrong (`INVALID_PASSWORD`), or the code is wrong or already used (`INVALID_CODE`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyRefused"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     forgotPassword: {
         parameters: {
             query?: never;
@@ -4984,7 +5207,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Phone"
+                 *       "name": "Phone",
+                 *       "current_password": "correct-horse-battery"
                  *     }
                  */
                 "application/json": components["schemas"]["TotpEnrolmentRequest"];
@@ -5013,9 +5237,9 @@ export interface operations {
                     "application/json": components["schemas"]["TotpEnrolmentResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["InvalidPassword"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyRefused"];
+            403: components["responses"]["ReauthRequired"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -5086,7 +5310,16 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct-horse-battery"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CurrentPasswordRequest"];
+            };
+        };
         responses: {
             /** @description The new codes. */
             200: {
@@ -5119,9 +5352,12 @@ export interface operations {
                     "application/json": components["schemas"]["RecoveryCodesResponse"];
                 };
             };
+            400: components["responses"]["InvalidPassword"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyRefused"];
+            403: components["responses"]["ReauthRequired"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5265,7 +5501,16 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct-horse-battery"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CurrentPasswordRequest"];
+            };
+        };
         responses: {
             /** @description The creation options. */
             200: {
@@ -5322,8 +5567,11 @@ export interface operations {
                     "application/json": components["schemas"]["WebAuthnCreationOptionsResponse"];
                 };
             };
+            400: components["responses"]["InvalidPassword"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyRefused"];
+            403: components["responses"]["ReauthRequired"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5642,9 +5890,9 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedApiKeyResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["InvalidPassword"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyRefused"];
+            403: components["responses"]["ReauthRequired"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
@@ -8319,7 +8567,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuthorizationUrlResponse"];
                 };
             };
-            /** @description The body is malformed (`BAD_REQUEST`), or `redirect_to` is not on the allow-list (`INVALID_REDIRECT`). */
+            /** @description The body is malformed (`BAD_REQUEST`), `redirect_to` is not on the allow-list (`INVALID_REDIRECT`), or `current_password` is wrong (`INVALID_PASSWORD`). */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -8332,7 +8580,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["ApiKeyRefused"];
+            403: components["responses"]["ReauthRequired"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];

@@ -17,6 +17,7 @@ import * as oidcProvider from './20261204090000_oidc_provider';
 import * as identityLinks from './20261204100000_identity_links';
 import * as providerCodeLinks from './20261204110000_provider_code_links';
 import * as mailboxProof from './20261205090000_mailbox_proof';
+import * as sessionAuthenticatedAt from './20261205100000_session_authenticated_at';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '20261204100000_identity_links': identityLinks,
   '20261204110000_provider_code_links': providerCodeLinks,
   '20261205090000_mailbox_proof': mailboxProof,
+  '20261205100000_session_authenticated_at': sessionAuthenticatedAt,
 };

@@ -43,6 +43,7 @@ import { IdentityProviderRegistry } from './providers/registry';
 import { LinkedIdentities } from './providers/identities';
 import { ProviderSignIn } from './providers/sign-in';
 import { MailboxClaim } from './mailbox/claim';
+import { Reauthentication } from './reauthentication/reauthentication';
 import { Upstream } from './providers/upstream';
 import { PasswordHasher } from './services/passwords';
 import { limiterFactory, StoreOutages } from './infra/rate-limiter';
@@ -149,7 +150,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const now = options.clock ?? Date.now;
     const totp = new TotpCodes(config.mfa.totp, config.secret.key);
     const webauthn = new WebAuthnParty(config.mfa.webauthn);
-    const factors = new FactorService(db, transact, totp, webauthn, now);
+    const factors = new FactorService(db, transact, totp, webauthn, now, mail);
     const mfa = new MfaSignIn(db, tokens, transact, totp, webauthn, factors, {
       now,
       requireVerifiedEmail: config.sessions.requireVerifiedEmail,
@@ -198,10 +199,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       health: new HealthService(db, lifecycle),
       factors,
       mfa,
-      apiKeys: new ApiKeyService(db, transact, config.apiKeys),
+      apiKeys: new ApiKeyService(db, transact, config.apiKeys, mail),
       webhooks: new WebhookService(db, transact, config.webhooks, config.pagination, config.secret.key),
       providers,
       providerSignIn: new ProviderSignIn(db, transact, providers, new Upstream(config.providers.allowPrivateUrls), tokens, passwords, {
+        mail,
         redirects: withProviderReturn(config.redirects, config.account.appUrl),
         sessions: config.sessions,
         secretKey: config.secret.key,
@@ -219,6 +221,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       oauthClients: new OauthClients(db, transact, config.secret.key),
       oauthGrants: new OauthGrants(db, transact),
       identities: new LinkedIdentities(db, transact),
+      reauthentication: new Reauthentication(db, transact, tokens, currentPassword, totp, config.sessions, { now, loginGuard }),
       emailCode: new EmailCodeSignIn(config.emailCode, config.account, config.redirects, {
         db,
         transact,
@@ -251,6 +254,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       {
         // A bearer token is an access token or an API key, told apart by the key's prefix.
         authenticate: (token, client) => (isApiKey(token) ? services.apiKeys : services.auth).authenticate(token, client),
+        requirePresence: (principal, currentPassword) => services.reauthentication.requirePresence(principal, currentPassword),
         guard: limits?.guard,
         bodyGuard: limits?.bodyGuard,
         parseBody: (ctx, next) => (stateOf(ctx).operationId === 'importUsers' ? importBodies : regularBodies)(ctx, next),

@@ -102,6 +102,16 @@ export class InvalidPassword extends DomainError {
   }
 }
 
+/**
+ * An operation that adds a way to sign in, asked without the current password by a session whose
+ * last authentication is older than REAUTH_MAX_AGE_MINUTES.
+ */
+export class ReauthRequired extends DomainError {
+  constructor() {
+    super('This adds a way to sign in: confirm your password (current_password) or re-authenticate (POST /api/auth/reauthenticate) first');
+  }
+}
+
 export class Forbidden extends DomainError {
   constructor(message = 'Not allowed') {
     super(message);

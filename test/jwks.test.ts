@@ -84,9 +84,8 @@ describe.each([
     const { jwks } = await jwksOf(app);
     const keySet = jose.createLocalJWKSet(jwks);
 
-    for (const token of [login!.data.access_token, login!.data.refresh_token]) {
-      expect(headerOf(token)).toEqual({ alg: algorithm, typ: 'JWT', kid: jwks.keys[0].kid });
-    }
+    expect(headerOf(login!.data.access_token)).toEqual({ alg: algorithm, typ: 'access+jwt', kid: jwks.keys[0].kid });
+    expect(headerOf(login!.data.refresh_token)).toEqual({ alg: algorithm, typ: 'refresh+jwt', kid: jwks.keys[0].kid });
     // As the README tells other services to verify them: algorithm, issuer and audience.
     const verifyOptions = { algorithms: [algorithm], issuer, audience };
     const { payload, protectedHeader } = await jose.jwtVerify(login!.data.access_token, keySet, verifyOptions);
@@ -130,34 +129,44 @@ describe.each([
     const { jwks } = await jwksOf(app);
     const other = algorithm === 'RS256' ? rsaKey() : ecKey();
 
-    const noKid = jwt.sign({ ...claims, jti: randomUUID() }, keys.privateKey, { algorithm });
-    const unknownKid = jwt.sign({ ...claims, jti: randomUUID() }, keys.privateKey, { algorithm, keyid: 'some-other-key' });
-    const forged = jwt.sign({ ...claims, jti: randomUUID() }, other.privateKey, { algorithm, keyid: jwks.keys[0].kid });
+    const header = ACCESS_HEADER;
+    const noKid = jwt.sign({ ...claims, jti: randomUUID() }, keys.privateKey, { algorithm, header });
+    const unknownKid = jwt.sign({ ...claims, jti: randomUUID() }, keys.privateKey, { algorithm, keyid: 'some-other-key', header });
+    const forged = jwt.sign({ ...claims, jti: randomUUID() }, other.privateKey, { algorithm, keyid: jwks.keys[0].kid, header });
     // The public key as an HMAC secret: the classic algorithm confusion.
-    const confused = jwt.sign({ ...claims, jti: randomUUID() }, spki(keys.publicKey), { algorithm: 'HS256', keyid: jwks.keys[0].kid });
+    const confused = jwt.sign({ ...claims, jti: randomUUID() }, spki(keys.publicKey), {
+      algorithm: 'HS256',
+      keyid: jwks.keys[0].kid,
+      header,
+    });
     // Our own key, for another audience or issuer.
     const otherAudience = jwt.sign({ ...claims, aud: 'another-service', jti: randomUUID() }, keys.privateKey, {
       algorithm,
       keyid: jwks.keys[0].kid,
+      header,
     });
     const otherIssuer = jwt.sign({ ...claims, iss: 'https://staging.example.com', jti: randomUUID() }, keys.privateKey, {
       algorithm,
       keyid: jwks.keys[0].kid,
+      header,
     });
     for (const token of [noKid, unknownKid, forged, confused, otherAudience, otherIssuer])
       expectError(await me(app, token), 401, 'UNAUTHORIZED');
 
     // The same claims, signed properly, pass: the refusals above are about the key alone.
-    const good = jwt.sign({ ...claims, jti: randomUUID() }, keys.privateKey, { algorithm, keyid: jwks.keys[0].kid });
+    const good = jwt.sign({ ...claims, jti: randomUUID() }, keys.privateKey, { algorithm, keyid: jwks.keys[0].kid, header });
     expect((await me(app, good)).status).toBe(200);
   });
 });
 
 /** A token's claims, with a fresh expiry, to sign again under another header. */
 function freshClaims(token: string) {
-  const { iss, aud, sub, email, type, sid } = jwt.decode(token) as Record<string, string>;
-  return { iss, aud, sub, email, type, sid, iat: now(), exp: now() + 600 };
+  const { iss, aud, sub, email, type, sid, auth_time } = jwt.decode(token) as Record<string, string>;
+  return { iss, aud, sub, email, type, sid, auth_time, iat: now(), exp: now() + 600 };
 }
+
+/** The header `typ` of the service's access tokens, which it takes no other token for (`alg` is the signer's). */
+const ACCESS_HEADER = { typ: 'access+jwt' } as unknown as jwt.JwtHeader;
 
 describe('key rotation', () => {
   it('a restart with a new key (even of another algorithm) keeps accepting tokens of the retired key', async () => {
@@ -206,6 +215,7 @@ describe('key rotation', () => {
       const wrongAlg = jwt.sign({ sub, email, sid, type: 'access', jti: randomUUID(), exp: now() + 600 }, key1.privateKey, {
         algorithm: 'RS512',
         keyid: jwks.keys[2].kid,
+        header: ACCESS_HEADER,
       });
       expectError(await me(b, wrongAlg), 401, 'UNAUTHORIZED');
     } finally {
@@ -251,8 +261,12 @@ describe('ALGORITHM=HS256', () => {
 
   it('signs without a kid, and ignores one a token brings', async () => {
     const user = await app.register();
-    expect(headerOf(user.access)).toEqual({ alg: 'HS256', typ: 'JWT' });
-    const withKid = jwt.sign({ ...freshClaims(user.access), jti: randomUUID() }, TEST_SECRET, { algorithm: 'HS256', keyid: 'anything' });
+    expect(headerOf(user.access)).toEqual({ alg: 'HS256', typ: 'access+jwt' });
+    const withKid = jwt.sign({ ...freshClaims(user.access), jti: randomUUID() }, TEST_SECRET, {
+      algorithm: 'HS256',
+      keyid: 'anything',
+      header: ACCESS_HEADER,
+    });
     expect((await me(app, withKid)).status).toBe(200);
   });
 

@@ -47,9 +47,16 @@ describe('with the default settings', () => {
     ).length;
   /** Moves the session's opening back in time: the clock this test controls. */
   const openedAt = (id: string, at: Date) => t.db.updateTable('sessions').set({ created_at: at }).where('id', '=', id).execute();
-  /** A token signed with the service's secret, its claims chosen by the test (`iat` now unless given, or left out with `noTimestamp`). */
+  /**
+   * A token signed with the service's secret, its claims chosen by the test (`iat` now unless given, or
+   * left out with `noTimestamp`), under the header `typ` of its `type` (an access token authenticated now).
+   */
   const sign = (claims: Record<string, unknown>, options: jwt.SignOptions = {}) =>
-    jwt.sign({ jti: randomUUID(), ...claims }, TEST_SECRET, { algorithm: 'HS256', ...options });
+    jwt.sign({ jti: randomUUID(), ...(claims.type === 'access' ? { auth_time: now() } : {}), ...claims }, TEST_SECRET, {
+      algorithm: 'HS256',
+      header: { alg: 'HS256', typ: `${String(claims.type)}+jwt` },
+      ...options,
+    });
 
   describe('SESSION_MAX_DAYS: a session ends 30 days after it was opened, however often it is refreshed', () => {
     it('a refresh near the end carries neither the session nor its refresh token past it', async () => {

@@ -106,6 +106,11 @@ export interface SessionConfig {
   readonly refreshReuseGraceSeconds: number;
   /** Sign-in (logins and refresh) waits until the account's e-mail address is verified. */
   readonly requireVerifiedEmail: boolean;
+  /**
+   * How recent a session's last authentication must be for its holder to add a way in (a passkey, a
+   * TOTP app, recovery codes, an API key, a linked identity) without giving their password again.
+   */
+  readonly reauthMaxAgeMinutes: number;
 }
 
 export interface PasswordConfig {

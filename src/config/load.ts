@@ -409,6 +409,7 @@ function sessionPart(read: EnvReader): SessionConfig {
     maxDays: read.integer('SESSION_MAX_DAYS', 30, 1, 3650),
     refreshReuseGraceSeconds: read.integer('REFRESH_REUSE_GRACE_SECONDS', 10, 0, 3600),
     requireVerifiedEmail: read.boolean('REQUIRE_VERIFIED_EMAIL', false),
+    reauthMaxAgeMinutes: read.integer('REAUTH_MAX_AGE_MINUTES', 5, 1, 24 * 60),
   });
 }
 

@@ -150,9 +150,31 @@ export async function revokeOwnSession(db: Executor, userId: number, sessionId: 
   return revoked !== undefined;
 }
 
-/** How a session was signed in: undefined for an unknown session. */
-export function findSessionAssurance(db: Executor, sessionId: string): Promise<{ amr: string[]; aal: AssuranceLevel } | undefined> {
-  return db.selectFrom('sessions').select(['amr', 'aal']).where('id', '=', sessionId).executeTakeFirst();
+/** How a session was signed in, and when its holder last proved who they are: undefined for an unknown session. */
+export function findSessionAssurance(
+  db: Executor,
+  sessionId: string,
+): Promise<{ amr: string[]; aal: AssuranceLevel; authenticated_at: Date } | undefined> {
+  return db.selectFrom('sessions').select(['amr', 'aal', 'authenticated_at']).where('id', '=', sessionId).executeTakeFirst();
+}
+
+/** When the holder of a session last proved who they are; undefined for an unknown session. */
+export async function findSessionAuthenticatedAt(db: Executor, sessionId: string): Promise<Date | undefined> {
+  const row = await db.selectFrom('sessions').select('authenticated_at').where('id', '=', sessionId).executeTakeFirst();
+  return row?.authenticated_at;
+}
+
+/** Records a new proof of who holds a live session; false when the session is not (or no longer) live. */
+export async function renewSessionAuthentication(db: Executor, sessionId: string, at: Date): Promise<boolean> {
+  const renewed = await db
+    .updateTable('sessions')
+    .set({ authenticated_at: at })
+    .where('id', '=', sessionId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .returning('id')
+    .executeTakeFirst();
+  return renewed !== undefined;
 }
 
 /** Raises a session's assurance once a second factor has been shown in it. */

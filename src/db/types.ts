@@ -47,6 +47,8 @@ export interface SessionTable {
   aal: ColumnType<AssuranceLevel, AssuranceLevel | undefined, AssuranceLevel>;
   /** The upstream provider (its slug) the session was signed in with; null for the service's own credentials. */
   provider: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the holder last proved who they are: the sign-in that opened it, or a re-authentication since; never a refresh. */
+  authenticated_at: Timestamp;
 }
 
 export type SessionRow = Selectable<SessionTable>;

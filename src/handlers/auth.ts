@@ -1,8 +1,9 @@
 import type { components } from '../../generated/openapi';
+import type { ReauthenticationProof } from '../reauthentication/reauthentication';
 import { sessionOf } from '../services/principal';
 import { created, noContent, ok, signedIn } from './reply';
 import type { Handler } from './types';
-import { sessionView, tokenPairView, userView } from './views';
+import { accessTokenView, sessionView, tokenPairView, userView } from './views';
 
 export const register: Handler<'register'> = async ({ body, client }, { auth }) => {
   const { user, tokens } = await auth.register(body, client);
@@ -53,6 +54,10 @@ export const changePassword: Handler<'changePassword'> = async (input, { account
   await account.changePassword(signedIn(input), input.body.current_password, input.body.new_password);
   return ok({ message: 'Password changed; every other session has been signed out' });
 };
+
+export const reauthenticate: Handler<'reauthenticate'> = async (input, { reauthentication }) =>
+  // Validation held the body to one of the two proofs (`x-one-of`).
+  ok(accessTokenView(await reauthentication.reauthenticate(signedIn(input), input.body as ReauthenticationProof)));
 
 export const forgotPassword: Handler<'forgotPassword'> = async ({ body, client }, { account }) => {
   account.forgotPassword(body.email, client);

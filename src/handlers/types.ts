@@ -5,6 +5,7 @@ import type { KeyRing } from '../config/keys';
 import type { LinkedIdentities } from '../providers/identities';
 import type { IdentityProviderRegistry } from '../providers/registry';
 import type { ProviderSignIn } from '../providers/sign-in';
+import type { Reauthentication } from '../reauthentication/reauthentication';
 import type { AuthService } from '../services/auth';
 import type { ClientInfo, Principal } from '../services/principal';
 import type { AccountService } from '../services/account';
@@ -110,6 +111,8 @@ export interface Services {
   /** What people allowed the provider's clients. */
   oauthGrants: OauthGrants;
   identities: LinkedIdentities;
+  /** Proof of presence before a new way in, and its renewal. */
+  reauthentication: Reauthentication;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

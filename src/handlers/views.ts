@@ -11,6 +11,7 @@ export { userView } from '../services/user-view';
 
 type Session = components['schemas']['Session'];
 type WireTokenPair = components['schemas']['TokenPair'];
+type WireAccessToken = components['schemas']['AccessToken'];
 type AuditEvent = components['schemas']['AuditEvent'];
 type Factor = components['schemas']['Factor'];
 type WireImportResult = components['schemas']['ImportResult'];
@@ -37,6 +38,11 @@ export function sessionView(row: SessionRow, currentSessionId: string): Session 
 /** A session's tokens as OAuth2 clients read them (RFC 6749 §5.1). */
 export function tokenPairView(pair: TokenPair): WireTokenPair {
   return { access_token: pair.accessToken, refresh_token: pair.refreshToken, token_type: 'bearer', expires_in: pair.expiresInSeconds };
+}
+
+/** A new access token alone, named as in the token pair. */
+export function accessTokenView(token: { accessToken: string; expiresInSeconds: number }): WireAccessToken {
+  return { access_token: token.accessToken, token_type: 'bearer', expires_in: token.expiresInSeconds };
 }
 
 /** An audit event as the contract shows it. */

@@ -7,6 +7,7 @@ import { principalOf, securityFailure, type Authenticate } from './authenticatio
 import type { OpenApiDocument } from './contract';
 import { dispatcher, type DispatchOptions, type Handle } from './dispatch';
 import { direct, routeOnce } from './openapi-backend-overrides';
+import { presenceFor, type RequirePresence } from './reauthentication';
 import { operationRequest } from './request';
 import { rejectNulCharacters, validatingBackend, validationFailure } from './validation';
 
@@ -24,6 +25,8 @@ export interface ContractApi {
 export interface ApiOptions extends DispatchOptions {
   /** Checks the bearer token of the operations with a security requirement. */
   authenticate: Authenticate;
+  /** Asks the operations marked `x-reauthentication` for proof of presence. */
+  requirePresence: RequirePresence;
 }
 
 /**
@@ -31,7 +34,7 @@ export interface ApiOptions extends DispatchOptions {
  * validates the request (security, path, query, body) and dispatches to the operation by operationId.
  */
 export async function buildApi(document: OpenApiDocument, operations: Operations, options: ApiOptions): Promise<ContractApi> {
-  const { authenticate } = options;
+  const { authenticate, requirePresence } = options;
   const api = validatingBackend(document);
   await api.init();
   const contractOperations = api.router.getOperations();
@@ -42,6 +45,8 @@ export async function buildApi(document: OpenApiDocument, operations: Operations
   // The caller of a secured operation, once per request: a token's user, or an API key's, admitted
   // only where the contract lets keys in.
   const admitKey = keyAccessFor(contractOperations);
+  // Once the request is valid, and before the operation changes anything.
+  const presence = presenceFor(contractOperations, requirePresence);
   const authenticateRequest = async (ctx: KoaContext) => {
     const principal = await principalOf(ctx, authenticate);
     admitKey(ctx, principal);
@@ -49,14 +54,16 @@ export async function buildApi(document: OpenApiDocument, operations: Operations
   };
 
   for (const operation of contractOperations) {
-    api.register(operation.operationId!, (c: ApiContext, ctx: KoaContext) => {
+    api.register(operation.operationId!, async (c: ApiContext, ctx: KoaContext) => {
       rejectNulCharacters(c.request);
       const {
         requestBody: body,
         query,
         params: path,
       } = c.request as { requestBody: unknown; query: Record<string, unknown>; params: Record<string, unknown> };
-      return run(operation, operationRequest(ctx, { body, query, path }));
+      const request = operationRequest(ctx, { body, query, path });
+      await presence(operation.operationId!, request.principal, body);
+      return run(operation, request);
     });
   }
   api.register({

@@ -13,6 +13,7 @@ import {
   MfaRequired,
   NotFound,
   RateLimited,
+  ReauthRequired,
   TokenExpired,
   Unauthorized,
   Unavailable,
@@ -114,6 +115,7 @@ function fromDomain(error: DomainError): ApiError {
   if (error instanceof InvalidCode) return new ApiError(400, 'INVALID_CODE', message);
   if (error instanceof InvalidPasskey) return new ApiError(400, 'INVALID_PASSKEY', message);
   if (error instanceof InvalidRedirect) return new ApiError(400, 'INVALID_REDIRECT', message);
+  if (error instanceof ReauthRequired) return new ApiError(403, 'REAUTH_REQUIRED', message);
   if (error instanceof Forbidden) return new ApiError(403, 'FORBIDDEN', message);
   if (error instanceof NotFound) return new ApiError(404, 'NOT_FOUND', message);
   if (error instanceof Conflict) return new ApiError(409, 'CONFLICT', message);

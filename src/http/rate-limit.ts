@@ -14,6 +14,7 @@ export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'loginJson',
   'refreshToken',
   'changePassword',
+  'reauthenticate',
   'forgotPassword',
   'resetPassword',
   'verifyEmail',
@@ -33,8 +34,18 @@ export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'oauth2Register',
 ]);
 
-/** Operations that hash a password only when their body carries one: on the tighter budget then too. */
-const PASSWORD_FIELD_OPERATIONS: ReadonlyMap<OperationId, string> = new Map<OperationId, string>([['updateUser', 'password']]);
+/**
+ * Operations that hash a password only when their body carries one: on the tighter budget then too.
+ * `current_password` is the proof of presence of the operations marked `x-reauthentication`.
+ */
+const PASSWORD_FIELD_OPERATIONS: ReadonlyMap<OperationId, string> = new Map<OperationId, string>([
+  ['updateUser', 'password'],
+  ['createApiKey', 'current_password'],
+  ['enrolTotp', 'current_password'],
+  ['passkeyRegistrationOptions', 'current_password'],
+  ['regenerateRecoveryCodes', 'current_password'],
+  ['linkIdentity', 'current_password'],
+]);
 
 const WINDOW_SECONDS = 60;
 

@@ -30,6 +30,7 @@ import {
 import { seal, unseal } from '../infra/sealed';
 import type { MailboxClaim } from '../mailbox/claim';
 import { allowedRedirect } from '../redirects/allow-list';
+import type { AccountMail } from '../services/account-mail';
 import { recordEvent } from '../services/audit-events';
 import { emailNotVerified, type SecondFactorGate } from '../services/auth';
 import { countedCheck, type LoginGuard } from '../services/login-guard';
@@ -86,6 +87,8 @@ export interface AuthorizeRequest {
 }
 
 export interface SignInOptions {
+  /** Tells the account's address of an identity linked to it. */
+  mail: AccountMail;
   redirects: RedirectConfig;
   sessions: SessionConfig;
   secretKey: string;
@@ -229,6 +232,7 @@ export class ProviderSignIn {
       throw error;
     }
     this.options.mailbox.flush();
+    this.options.mail.flush();
     back.searchParams.set('code', code);
     return back.href;
   }
@@ -421,8 +425,8 @@ export class ProviderSignIn {
    * A link by hand, at the exchange of its code: the identity joins the user, unless another account
    * took it since the callback (false, and an `identity.link_failed` is recorded).
    */
-  private completeLink(user: UserRow, provider: IdentityProviderRow, profile: UpstreamProfile, client: ClientInfo): Promise<boolean> {
-    return this.transact(async (trx) => {
+  private async completeLink(user: UserRow, provider: IdentityProviderRow, profile: UpstreamProfile, client: ClientInfo): Promise<boolean> {
+    const linked = await this.transact(async (trx) => {
       const identity = await findIdentity(trx, provider.id, profile.subject);
       if (identity ? identity.user_id === user.id : await this.link(trx, user, provider, profile, client, 'manual')) return true;
       await recordEvent(trx, {
@@ -434,6 +438,8 @@ export class ProviderSignIn {
       });
       return false;
     });
+    this.options.mail.flush();
+    return linked;
   }
 
   /**
@@ -482,6 +488,9 @@ export class ProviderSignIn {
       details: { provider: provider.slug, identity_id: identity.id, subject: profile.subject, how },
       origin: client,
     });
+    // A new way into an account that was there before: its owner hears of it (a sign-up is no news).
+    if (how !== 'signup')
+      await this.options.mail.sendNewSignInMethodNotice(trx, user, { kind: 'identity', provider: provider.name }, client);
     return true;
   }
 

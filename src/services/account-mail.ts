@@ -8,11 +8,14 @@ import {
   emailChangedMail,
   emailChangeMail,
   emailChangeRequestedMail,
+  newSignInMethodMail,
   passwordChangedMail,
   passwordResetMail,
   verificationMail,
+  type NewSignInMethod,
   type PasswordChange,
 } from './mail-templates';
+import type { ClientInfo } from './principal';
 import { sha256 } from './tokens';
 
 type Recipient = Pick<UserRow, 'id' | 'email' | 'name'>;
@@ -73,6 +76,12 @@ export class AccountMail {
   /** Tells the account's address that its password changed. */
   async sendPasswordChangedNotice(db: Executor, user: Recipient, how: PasswordChange): Promise<void> {
     await this.outbox.enqueue(db, passwordChangedMail(user.email, user.name, how));
+  }
+
+  /** Tells the account's address that a way to sign in or to act as the user was added, and from where. */
+  async sendNewSignInMethodNotice(db: Executor, user: Recipient, method: NewSignInMethod, client: ClientInfo): Promise<void> {
+    const origin = { at: new Date(), ip: client.ip, userAgent: client.userAgent };
+    await this.outbox.enqueue(db, newSignInMethodMail(user.email, user.name, method, origin));
   }
 
   sendPasswordReset(db: Executor, user: Recipient): Promise<void> {

@@ -4,6 +4,7 @@ import { deleteApiKey, findApiKeyHolder, insertApiKey, listApiKeys, lockAndCount
 import type { Transact } from '../db/transaction';
 import type { ApiKeyRow, Database } from '../db/types';
 import { Conflict, NotFound, TokenExpired, Unauthorized, Validation } from '../errors';
+import type { AccountMail } from './account-mail';
 import { isWellFormedApiKey, newApiKey } from './api-key-secrets';
 import { recordEvent } from './audit-events';
 import type { ClientInfo, Principal } from './principal';
@@ -24,13 +25,15 @@ export interface NewApiKeyInput {
  * API keys: a user's keys for programs that call the API on their behalf. The key is shown once,
  * at creation; the service keeps its SHA-256. Which operations a key may call is the contract's
  * to say (see `requireKeyMay`); a key stops at once when it is deleted, when it expires, and when
- * its user is deleted or disabled (whose keys are then deleted with their sessions).
+ * its user is deleted or disabled (whose keys are then deleted with their sessions). Each new key
+ * is mailed to the account, without the key.
  */
 export class ApiKeyService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly transact: Transact,
     private readonly config: ApiKeyConfig,
+    private readonly mail: AccountMail,
   ) {}
 
   async create(principal: Principal, input: NewApiKeyInput): Promise<{ row: ApiKeyRow; key: string }> {
@@ -64,8 +67,10 @@ export class ApiKeyService {
         details: { api_key_id: created.id, prefix, read_only: created.read_only, expires_in_days: days },
         origin: principal.client,
       });
+      await this.mail.sendNewSignInMethodNotice(trx, user, { kind: 'api_key', name: created.name, prefix }, principal.client);
       return created;
     });
+    this.mail.flush();
     return { row, key };
   }
 

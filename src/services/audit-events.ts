@@ -16,6 +16,7 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'session.refresh_reuse_detected': true,
   'session.logged_out': true,
   'session.revoked': true,
+  'session.reauthenticated': true,
   'password.changed': true,
   'password.reset_requested': true,
   'password.reset_completed': true,

@@ -23,7 +23,7 @@ import { countedCheck, type LoginGuard } from './login-guard';
 import { sessionOf, type ClientInfo, type Principal } from './principal';
 import { checkNewPassword, clientCaller, lowerHelperThreadPriority, type PasswordHasher } from './passwords';
 import { openSession, type TokenPair } from './session-start';
-import { PASSWORD_ONLY, sha256, type TokenService } from './tokens';
+import { sha256, type TokenService } from './tokens';
 
 export type { TokenPair } from './session-start';
 
@@ -193,7 +193,10 @@ export class AuthService {
         // Thrown, so the rotation rolls back: the session waits, intact, for the address to be verified.
         if (this.config.requireVerifiedEmail && !user.email_verified) throw emailNotVerified();
         await recordEvent(trx, { type: 'session.refreshed', actor: userId, subject: userId, details, origin: client });
-        return { user, refreshToken: answer, assurance: (await findSessionAssurance(trx, sessionId)) ?? PASSWORD_ONLY };
+        // A refresh carries the session's last authentication as it was: it proves nobody's presence.
+        const signedIn = await findSessionAssurance(trx, sessionId);
+        if (!signedIn) return undefined;
+        return { user, refreshToken: answer, assurance: signedIn, authenticatedAt: signedIn.authenticated_at };
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
@@ -204,7 +207,7 @@ export class AuthService {
     });
     if (!rotation) throw new Unauthorized();
     return {
-      accessToken: this.tokens.issueAccess(rotation.user, sessionId, rotation.assurance),
+      accessToken: this.tokens.issueAccess(rotation.user, sessionId, rotation.authenticatedAt, rotation.assurance),
       refreshToken: rotation.refreshToken,
       expiresInSeconds: this.tokens.accessTtlSeconds,
     };
@@ -216,7 +219,7 @@ export class AuthService {
     if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
     const user = await findAuthenticatedUser(this.db, Number(verified.claims.sub), verified.claims.sid);
     if (!user) throw new Unauthorized();
-    return { user, sessionId: verified.claims.sid, client };
+    return { user, sessionId: verified.claims.sid, authenticatedAt: new Date(verified.claims.auth_time! * 1000), client };
   }
 
   async logout(principal: Principal, all: boolean): Promise<void> {

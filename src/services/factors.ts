@@ -21,6 +21,7 @@ import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, MfaFactorRow } from '../db/types';
 import { findUserById } from '../db/users';
 import { Conflict, InvalidCode, InvalidPasskey, NotFound } from '../errors';
+import type { AccountMail } from './account-mail';
 import { recordEvent } from './audit-events';
 import { requireAdmin, sessionOf, type Principal } from './principal';
 import { newRecoveryCodes, recoveryCodeHash } from './recovery-codes';
@@ -35,8 +36,9 @@ type PasskeyCredential = { id: string; response: { clientDataJSON: string } } & 
 /**
  * A user's second factors: enrolling and confirming TOTP apps, registering passkeys, listing and
  * removing them, recovery codes, and an admin's reset. The first factor a user confirms makes every
- * live session of theirs `aal2`: the others are revoked and the current one is raised. Spent and
- * expired challenges are purged by housekeeping.
+ * live session of theirs `aal2`: the others are revoked and the current one is raised. Each factor
+ * confirmed and each new set of recovery codes is mailed to the account. Spent and expired
+ * challenges are purged by housekeeping.
  */
 export class FactorService {
   constructor(
@@ -45,6 +47,7 @@ export class FactorService {
     private readonly totp: TotpCodes,
     private readonly webauthn: WebAuthnParty,
     private readonly now: Clock,
+    private readonly mail: AccountMail,
   ) {}
 
   async list(principal: Principal): Promise<{ factors: MfaFactorRow[]; recoveryCodesRemaining: number }> {
@@ -89,6 +92,7 @@ export class FactorService {
     const confirmed = await this.transact(async (trx) => {
       const factor = step === undefined ? undefined : await confirmTotpFactor(trx, id, step);
       if (!factor) return undefined;
+      await this.mail.sendNewSignInMethodNotice(trx, user, { kind: 'totp', name: factor.name }, principal.client);
       const first = await this.recordAdded(trx, principal, factor.id, 'totp');
       if (!first) return { factor };
       await this.raiseToFirstFactor(trx, principal, 'otp');
@@ -106,6 +110,7 @@ export class FactorService {
       );
       throw new InvalidCode();
     }
+    this.mail.flush();
     return confirmed;
   }
 
@@ -129,11 +134,14 @@ export class FactorService {
 
   /** A new set of recovery codes; the old set is void. Only for a user with a factor. */
   async regenerateRecoveryCodes(principal: Principal): Promise<string[]> {
-    return this.transact(async (trx) => {
+    const codes = await this.transact(async (trx) => {
       if ((await countConfirmedFactors(trx, principal.user.id)) === 0)
         throw new Conflict('Recovery codes need a second factor; enrol one first');
+      await this.mail.sendNewSignInMethodNotice(trx, principal.user, { kind: 'recovery_codes' }, principal.client);
       return this.issueRecoveryCodes(trx, principal);
     });
+    this.mail.flush();
+    return codes;
   }
 
   /** Creation options for a new passkey of the user; the challenge is kept for one registration. */
@@ -173,7 +181,7 @@ export class FactorService {
     if (!issued) throw await fail('unknown_challenge', 'Unknown, used or expired challenge');
     const passkey = await this.webauthn.verifyRegistration(credential, issued.challenge!);
     if (!passkey) throw await fail('not_verified');
-    return this.transact(async (trx) => {
+    const registered = await this.transact(async (trx) => {
       const factor = await insertFactor(trx, {
         user_id: user.id,
         type: 'webauthn',
@@ -188,10 +196,13 @@ export class FactorService {
         if (isUniqueViolation(error)) throw new Conflict('This passkey is registered already');
         throw error;
       });
+      await this.mail.sendNewSignInMethodNotice(trx, user, { kind: 'passkey', name: factor.name }, principal.client);
       const first = await this.recordAdded(trx, principal, factor.id, 'webauthn');
       if (first) await this.raiseToFirstFactor(trx, principal, 'hwk');
       return factor;
     });
+    this.mail.flush();
+    return registered;
   }
 
   /** An admin removes every factor and recovery code of a user, and voids their pending login steps. */

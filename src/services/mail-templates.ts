@@ -277,3 +277,64 @@ export function mailboxClaimedMail(to: string, name: string, route: keyof typeof
     footer: ['If you did not confirm this address just now, reset your password with "Forgot password" and contact your administrator.'],
   });
 }
+
+/** A way to sign in or to act as the user, added to an account, as its notice names it. */
+export type NewSignInMethod =
+  | { kind: 'identity'; provider: string }
+  | { kind: 'passkey'; name: string }
+  | { kind: 'totp'; name: string }
+  | { kind: 'recovery_codes' }
+  | { kind: 'api_key'; name: string; prefix: string };
+
+/** Where the change was made from, as the session that made it knows it. */
+export interface ChangeOrigin {
+  at: Date;
+  ip: string | null;
+  userAgent: string | null;
+}
+
+/** What was added, in the notice's words, and how its owner takes it away if it was not them. */
+function described(method: NewSignInMethod): { what: Paragraph; undo: string } {
+  switch (method.kind) {
+    case 'identity':
+      return { what: ['A sign-in with the provider "', { value: method.provider }, '" was linked to your account'], undo: 'unlink it' };
+    case 'passkey':
+      return { what: ['A passkey ("', { value: method.name }, '") was registered for your account'], undo: 'remove the passkey' };
+    case 'totp':
+      return {
+        what: ['An authenticator app ("', { value: method.name }, '") was added to your account as a second factor'],
+        undo: 'remove the authenticator app',
+      };
+    case 'recovery_codes':
+      return { what: ['A new set of recovery codes was made for your account; the earlier set no longer works'], undo: 'make a new set' };
+    case 'api_key':
+      return {
+        what: ['An API key ("', { value: method.name }, '", starting ', { value: method.prefix }, ') was created for your account'],
+        undo: 'delete the key',
+      };
+  }
+}
+
+/** Sent to the account's address each time a way to sign in or to act as the user is added. */
+export function newSignInMethodMail(to: string, name: string, method: NewSignInMethod, origin: ChangeOrigin): Mail {
+  const { what, undo } = described(method);
+  const when = `${origin.at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return compose({
+    to,
+    subject: 'A new sign-in method was added to your account',
+    name,
+    paragraphs: [
+      [...what, ' on ', when, '.'],
+      [
+        'It was done from the address ',
+        { value: origin.ip ?? 'unknown' },
+        ', with ',
+        { value: origin.userAgent ?? 'an unknown browser or program' },
+        '.',
+      ],
+    ],
+    footer: [
+      `If this was not you, someone else can use your account: ${undo}, change your password (or reset it with "Forgot password"), sign out of every session, and contact your administrator.`,
+    ],
+  });
+}

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { countRecoveryCodes, findPasskey, listConfirmedFactors, recordPasskeyUse, takeTotpStep, useRecoveryCode } from '../db/factors';
+import { countRecoveryCodes, findPasskey, listConfirmedFactors, recordPasskeyUse } from '../db/factors';
 import { consumeChallenge, findLiveMfaChallenge, insertChallenge, recordMfaFailure, setMfaWebAuthnChallenge } from '../db/mfa-challenges';
 import type { AuditDetails } from '../db/audit';
 import type { Transact, UnitOfWork } from '../db/transaction';
@@ -12,7 +12,7 @@ import { emailNotVerified, type SecondFactorGate } from './auth';
 import type { Clock, FactorService } from './factors';
 import { countedCheck, type LoginGuard } from './login-guard';
 import type { ClientInfo } from './principal';
-import { recoveryCodeHash } from './recovery-codes';
+import { spendRecoveryCode, takeTotpCode } from './second-factor-codes';
 import { openSession, type TokenPair } from './session-start';
 import { sha256, type Assurance, type TokenService } from './tokens';
 import type { TotpCodes } from './totp';
@@ -222,18 +222,12 @@ export class MfaSignIn implements SecondFactorGate {
     client: ClientInfo,
   ): Promise<Shown | undefined> {
     if (proof.method === 'totp') {
-      const now = this.options.now();
-      for (const factor of await listConfirmedFactors(trx, user.id, 'totp')) {
-        const taken = this.totp.stepOf(factor.totp_secret_sealed!, proof.code!, now);
-        if (taken !== undefined && (await takeTotpStep(trx, factor.id, taken))) return { amr: 'otp', factorId: factor.id };
-      }
-      return undefined;
+      const factorId = await takeTotpCode(trx, this.totp, user.id, proof.code!, this.options.now());
+      return factorId === undefined ? undefined : { amr: 'otp', factorId };
     }
     if (proof.method === 'recovery_code') {
-      if (!(await useRecoveryCode(trx, user.id, recoveryCodeHash(proof.code!)))) return undefined;
-      const remaining = await countRecoveryCodes(trx, user.id);
-      await recordEvent(trx, { type: 'mfa.recovery_code_used', actor: user.id, subject: user.id, details: { remaining }, origin: client });
-      return { amr: 'otp', details: { recovery_codes_remaining: remaining } };
+      const remaining = await spendRecoveryCode(trx, user.id, proof.code!, client);
+      return remaining === undefined ? undefined : { amr: 'otp', details: { recovery_codes_remaining: remaining } };
     }
     const credential = proof.credential!;
     const passkey = await findPasskey(trx, credential.id);

@@ -10,6 +10,8 @@ interface Caller {
 /** A user signed in: the session their access token belongs to. */
 export interface SessionPrincipal extends Caller {
   sessionId: string;
+  /** When the session's holder last proved who they are, as the access token says (`auth_time`). */
+  authenticatedAt: Date;
   apiKey?: undefined;
 }
 

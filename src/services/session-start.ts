@@ -8,8 +8,8 @@ import { PASSWORD_ONLY, type Assurance, type IssuedPair, type TokenService } fro
 export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
 
 /**
- * Opens a session for the user, signed in as `assurance` says, and issues its token pair; the
- * session keeps only the refresh token's hash.
+ * Opens a session for the user, signed in as `assurance` says and authenticated now, and issues its
+ * token pair; the session keeps only the refresh token's hash.
  */
 export async function openSession(
   db: Executor,
@@ -21,7 +21,9 @@ export async function openSession(
   provider: string | null = null,
 ): Promise<{ sessionId: string; tokens: TokenPair }> {
   const sessionId = randomUUID();
-  const { refreshTokenHash, refreshExpiresAt, ...pair } = tokens.issuePair(user, sessionId, assurance);
+  // The sign-in that opens a session is its holder's latest proof of who they are.
+  const authenticatedAt = new Date();
+  const { refreshTokenHash, refreshExpiresAt, ...pair } = tokens.issuePair(user, sessionId, authenticatedAt, assurance);
   await insertSession(db, {
     id: sessionId,
     user_id: user.id,
@@ -32,6 +34,7 @@ export async function openSession(
     amr: [...assurance.amr],
     aal: assurance.aal,
     provider,
+    authenticated_at: authenticatedAt,
   });
   return { sessionId, tokens: pair };
 }

@@ -6,6 +6,20 @@ import { deriveKey, seal, unseal } from '../infra/sealed';
 
 export type TokenType = 'access' | 'refresh';
 
+/**
+ * The JWT header `typ` of each type (RFC 8725 §3.11, RFC 9068's `at+jwt` in spirit): a token signed
+ * with the same key for another purpose (an ID token of the OpenID Connect provider, `JWT`) is
+ * never taken for one of these.
+ */
+export const TOKEN_TYP: Readonly<Record<TokenType, string>> = Object.freeze({ access: 'access+jwt', refresh: 'refresh+jwt' });
+
+/**
+ * Refresh tokens issued before they had a `typ` of their own carry `JWT`; they are still taken until
+ * they expire. Only a session's own refresh token is ever accepted (its hash is checked), so no other
+ * token signed with the key could pass as one.
+ */
+const LEGACY_REFRESH_TYP = 'JWT';
+
 export interface TokenClaims {
   iss: string;
   aud: string;
@@ -21,6 +35,8 @@ export interface TokenClaims {
   /** Access tokens only: how the session was signed in (RFC 8176) and the assurance that gives. */
   amr?: string[];
   aal?: AssuranceLevel;
+  /** Access tokens only: when the session's holder last proved who they are (seconds, as OpenID Connect's `auth_time`). */
+  auth_time?: number;
 }
 
 /** How a session was signed in: RFC 8176 `amr` values, and the authenticator assurance level. */
@@ -88,10 +104,11 @@ export class TokenService {
     this.refreshTtlSeconds = config.refreshTokenExpireDays * 24 * 60 * 60;
   }
 
-  issuePair(user: TokenSubject, sessionId: string, assurance: Assurance = PASSWORD_ONLY): IssuedPair {
+  /** `authenticatedAt`: when the session's holder last proved who they are (the session's `authenticated_at`). */
+  issuePair(user: TokenSubject, sessionId: string, authenticatedAt: Date, assurance: Assurance = PASSWORD_ONLY): IssuedPair {
     const refresh = this.issueRefresh(user.id, sessionId);
     return {
-      accessToken: this.issueAccess(user, sessionId, assurance),
+      accessToken: this.issueAccess(user, sessionId, authenticatedAt, assurance),
       refreshToken: refresh.token,
       expiresInSeconds: this.accessTtlSeconds,
       refreshTokenHash: refresh.hash,
@@ -99,9 +116,9 @@ export class TokenService {
     };
   }
 
-  issueAccess(user: TokenSubject, sessionId: string, assurance: Assurance = PASSWORD_ONLY): string {
+  issueAccess(user: TokenSubject, sessionId: string, authenticatedAt: Date, assurance: Assurance = PASSWORD_ONLY): string {
     const now = Math.floor(Date.now() / 1000);
-    return this.sign({
+    return this.sign('access', {
       iss: this.issuer,
       aud: this.audience,
       sub: String(user.id),
@@ -114,6 +131,7 @@ export class TokenService {
       exp: now + this.accessTtlSeconds,
       amr: [...assurance.amr],
       aal: assurance.aal,
+      auth_time: Math.floor(authenticatedAt.getTime() / 1000),
     });
   }
 
@@ -121,7 +139,7 @@ export class TokenService {
   issueRefresh(userId: number, sessionId: string, notAfter?: Date): { token: string; hash: string; expiresAt: Date } {
     const now = Math.floor(Date.now() / 1000);
     const exp = Math.min(now + this.refreshTtlSeconds, notAfter === undefined ? Infinity : Math.floor(notAfter.getTime() / 1000));
-    const token = this.sign({
+    const token = this.sign('refresh', {
       iss: this.issuer,
       aud: this.audience,
       sub: String(userId),
@@ -145,8 +163,9 @@ export class TokenService {
   }
 
   /**
-   * Verifies signature, algorithm (pinned to the configured one, or to a retired key's own, chosen
-   * by `kid`), issuer, audience, expiry, age and the claims this service puts in its tokens. A
+   * Verifies the header's `typ` (TOKEN_TYP), signature, algorithm (pinned to the configured one, or to
+   * a retired key's own, chosen by `kid`), issuer, audience, expiry, age and the claims this service
+   * puts in its tokens. A
    * token older than its type's lifetime counts as expired whatever its `exp` says, so a token
    * signed with a longer lifetime (by another holder of an HS* secret, or under an earlier
    * setting) lasts no longer than the service's own. Never throws.
@@ -154,17 +173,21 @@ export class TokenService {
   verify(token: string, type: TokenType): Verified {
     const verifier = this.keys.verifierFor(token);
     if (!verifier) return { ok: false, reason: 'invalid' };
-    let payload: unknown;
+    let complete: jwt.Jwt;
     try {
-      payload = jwt.verify(token, verifier.key, {
+      complete = jwt.verify(token, verifier.key, {
         algorithms: [verifier.algorithm],
         issuer: this.issuer,
         audience: this.audience,
         maxAge: type === 'access' ? this.accessTtlSeconds : this.refreshTtlSeconds,
+        complete: true,
       });
     } catch (error) {
       return { ok: false, reason: error instanceof jwt.TokenExpiredError ? 'expired' : 'invalid' };
     }
+    const { header, payload } = complete;
+    const typ = header.typ;
+    if (typ !== TOKEN_TYP[type] && !(type === 'refresh' && typ === LEGACY_REFRESH_TYP)) return { ok: false, reason: 'invalid' };
     const claims = payload as Partial<TokenClaims>;
     const valid =
       typeof payload === 'object' &&
@@ -176,12 +199,14 @@ export class TokenService {
       Number(claims.sub) <= 2147483647 &&
       typeof claims.sid === 'string' &&
       UUID.test(claims.sid) &&
-      typeof claims.exp === 'number';
+      typeof claims.exp === 'number' &&
+      (type === 'refresh' || typeof claims.auth_time === 'number');
     return valid ? { ok: true, claims: claims as TokenClaims } : { ok: false, reason: 'invalid' };
   }
 
-  private sign(claims: TokenClaims): string {
+  private sign(type: TokenType, claims: TokenClaims): string {
     const { key, algorithm, kid } = this.keys.signing;
-    return jwt.sign(claims, key, kid === undefined ? { algorithm } : { algorithm, keyid: kid });
+    const header = { alg: algorithm, typ: TOKEN_TYP[type] };
+    return jwt.sign(claims, key, kid === undefined ? { algorithm, header } : { algorithm, keyid: kid, header });
   }
 }
