@@ -144,7 +144,7 @@ async function timeImport(rows: number, passwordHash: string): Promise<{ seconds
   }
 }
 
-/** The statements the service runs for each request measured, as it sends them (see src/db/users.ts). */
+/** The statements the service runs for each request measured, as it sends them (see src/users/user-repository.ts). */
 const COLUMNS = '"id", "email", "name", "password_hash", "role", "is_active", "email_verified", "created_at", "updated_at", "deleted_at"';
 const LIVE = '"deleted_at" is null';
 const SEARCH = `("email" like $1 or lower("name") like $1)`;

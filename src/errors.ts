@@ -119,10 +119,13 @@ export class Forbidden extends DomainError {
 }
 
 export class NotFound extends DomainError {
-  constructor(message = 'Not found') {
-    super(message);
+  constructor(message = 'Not found', options?: { cause?: unknown }) {
+    super(message, options);
   }
 }
+
+/** A request that cannot be acted on as it stands (a sign-in request of another window, say). */
+export class BadRequest extends DomainError {}
 
 export class Conflict extends DomainError {}
 

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config';
-import type { ProviderFlowTable, UserIdentityTable } from '../src/db/identities';
-import type { IdentityProviderTable } from '../src/db/identity-providers';
-import { listOauthClients } from '../src/db/oidc-clients';
+import type { ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository';
+import type { IdentityProviderTable } from '../src/providers/provider-repository';
+import { listOauthClients } from '../src/oidc/client-repository';
 import { startTestApp, type RegisteredUser, type Response, type TestContext } from './support/app';
 import { auditRows as auditEventsOf } from './support/audit';
 import { document } from './support/contract';

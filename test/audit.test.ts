@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { sql } from 'kysely';
 import request from 'supertest';
-import type { AuditEventRow, AuditEventTable } from '../src/db/audit';
+import type { AuditEventRow, AuditEventTable } from '../src/audit/audit-repository';
 import { ADMIN, startTestApp, uniqueEmail, type Options, type Response, type TestContext } from './support/app';
 import { expectError } from './support/expect';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';

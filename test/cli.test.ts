@@ -6,7 +6,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { sql } from 'kysely';
 import { main, type CliIo } from '../src/cli';
 import { migrations } from '../migrations';
-import type { AuditEventTable } from '../src/db/audit';
+import type { AuditEventTable } from '../src/audit/audit-repository';
 import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
 import { builtSources } from './support/build';
 import { expectError } from './support/expect';

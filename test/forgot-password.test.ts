@@ -1,4 +1,4 @@
-import type { AuditEventTable } from '../src/db/audit';
+import type { AuditEventTable } from '../src/audit/audit-repository';
 import { outboxDrained } from './support/outbox';
 import { startTestApp, uniqueEmail, type TestContext } from './support/app';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/db/identities';
+import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository';
 import { Housekeeping } from '../src/infra/housekeeping';
 import { createLogger } from '../src/logger';
 import { startTestApp, uniqueEmail, type TestContext } from './support/app';

@@ -1,4 +1,4 @@
-import type { IdentityProviderTable } from '../src/db/identity-providers';
+import type { IdentityProviderTable } from '../src/providers/provider-repository';
 import { unseal } from '../src/infra/sealed';
 import { providerSealingKey } from '../src/providers/registry';
 import { startTestApp, TEST_SECRET, type TestContext } from './support/app';

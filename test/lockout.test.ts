@@ -1,4 +1,4 @@
-import type { AuditEventTable } from '../src/db/audit';
+import type { AuditEventTable } from '../src/audit/audit-repository';
 import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
 import { expectError } from './support/expect';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';

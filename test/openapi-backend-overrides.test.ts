@@ -10,7 +10,7 @@ import { validationContractFor } from '../src/http/contract';
 import { bodies } from '../src/http/middleware';
 import { routeOnce } from '../src/http/openapi-backend-overrides';
 import { rejectNulCharacters, validatingBackend, validationFailure } from '../src/http/validation';
-import type { Principal } from '../src/services/principal';
+import type { Principal } from '../src/principal';
 
 /*
  * src/http/openapi-backend-overrides.ts replaces openapi-backend's routing (routeOnce) and skips it

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config';
-import { findProvider, insertProvider, listProviders, type ProviderSettings } from '../src/db/identity-providers';
+import { findProvider, insertProvider, listProviders, type ProviderSettings } from '../src/providers/provider-repository';
 import { OIDC_CLAIMS } from '../src/providers/presets';
 import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
 import { expectError } from './support/expect';

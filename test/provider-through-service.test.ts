@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { UserIdentityTable } from '../src/db/identities';
+import type { UserIdentityTable } from '../src/providers/identity-repository';
 import { startTestApp, type TestContext } from './support/app';
 import { FormBrowser, formTo } from './support/hosted-pages';
 import { freePort } from './support/net';

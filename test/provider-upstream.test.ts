@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/db/identities';
+import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository';
 import { startTestApp, uniqueEmail, type TestContext } from './support/app';
 import { auditRows, auditTable } from './support/audit';
 import { expectError } from './support/expect';

@@ -3,7 +3,7 @@ import { Pool } from 'pg';
 import request from 'supertest';
 import { loadConfig } from '../src/config';
 import { toApiError } from '../src/http/errors';
-import { LoginGuard } from '../src/services/login-guard';
+import { LoginGuard } from '../src/sessions/login-guard';
 import { limiterFactory, StoreOutages } from '../src/infra/rate-limiter';
 import { createLogger } from '../src/logger';
 import { startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { Secret, TOTP } from 'otpauth';
-import type { ProviderFlowTable, UserIdentityTable } from '../src/db/identities';
+import type { ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository';
 import { startTestApp, TEST_SECRET, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
 import { auditRows } from './support/audit';
 import { expectError } from './support/expect';

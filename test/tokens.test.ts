@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import type { AuditEventTable } from '../src/db/audit';
-import { sha256 } from '../src/services/tokens';
+import type { AuditEventTable } from '../src/audit/audit-repository';
+import { sha256 } from '../src/sessions/tokens';
 import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
 import { expectError } from './support/expect';
 import { claimsOf } from './support/jwt';

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import type { IdentityProviderTable } from '../src/db/identity-providers';
-import type { ProviderCodeTable, UserIdentityTable } from '../src/db/identities';
+import type { IdentityProviderTable } from '../src/providers/provider-repository';
+import type { ProviderCodeTable, UserIdentityTable } from '../src/providers/identity-repository';
 import { startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
 import { auditRows } from './support/audit';
 import { expectError } from './support/expect';

@@ -1,10 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { Webhook } from 'standardwebhooks';
-import type { WebhookAttemptTable, WebhookDeliveryTable, WebhookEndpointTable, WebhookMessageTable } from '../src/db/webhooks';
+import type {
+  WebhookAttemptTable,
+  WebhookDeliveryTable,
+  WebhookEndpointTable,
+  WebhookMessageTable,
+} from '../src/webhooks/webhook-repository';
 import { loadConfig } from '../src/config';
 import { unseal } from '../src/infra/sealed';
-import { webhookSealingKey } from '../src/infra/webhooks';
+import { webhookSealingKey } from '../src/webhooks/delivery';
 import vectors from './fixtures/password-hashes.json';
 import { startTestApp, TEST_SECRET, uniqueEmail, type TestContext } from './support/app';
 import { auditTable } from './support/audit';

@@ -7,9 +7,9 @@ import { contentSecurityPolicyWith } from '../http/security';
 import { stateOf } from '../http/state';
 import type { OperationId } from '../handlers/types';
 import { allowedRedirect, type RedirectConfig } from '../redirects/allow-list';
-import type { AccountService } from '../services/account';
-import { MIN_PASSWORD_LENGTH } from '../services/passwords';
-import type { TokenPair } from '../services/session-start';
+import type { AccountService } from '../users/account';
+import { MIN_PASSWORD_LENGTH } from '../passwords/passwords';
+import type { TokenPair } from '../sessions/session-start';
 import { FormGuard, readForm } from './form-guard';
 import { escape, form, page, paragraph, passwordField, type Notice } from './html';
 

@@ -1,6 +1,6 @@
 import { isEmailAddress, normalizeEmail } from '../email-address';
 import { Validation } from '../errors';
-import { checkNewPassword, MIN_PASSWORD_LENGTH } from '../services/passwords';
+import { checkNewPassword, MIN_PASSWORD_LENGTH } from '../passwords/passwords';
 import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Invocation } from './command';
 import { readPassword } from './password-input';
 import { commandServices } from './services';

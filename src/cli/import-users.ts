@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { countByStatus, IMPORT_BATCH_SIZE, type ImportResult, type ImportRow } from '../services/user-import';
+import { countByStatus, IMPORT_BATCH_SIZE, type ImportResult, type ImportRow } from '../user-import/user-import';
 import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Context, type Invocation } from './command';
 import { commandServices } from './services';
 

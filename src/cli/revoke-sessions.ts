@@ -1,5 +1,5 @@
 import { isEmailAddress, normalizeEmail } from '../email-address';
-import type { UserRef } from '../services/users';
+import type { UserRef } from '../users/users';
 import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Invocation } from './command';
 import { commandServices } from './services';
 

@@ -2,14 +2,14 @@ import type { Context } from './command';
 import { transactions } from '../db/transaction';
 import { Housekeeping } from '../infra/housekeeping';
 import { OauthClients } from '../oidc/clients';
-import { createTransport } from '../infra/mail-transport';
+import { createTransport } from '../mail/transport';
 import { Outbox } from '../infra/outbox';
 import { createLogger } from '../logger';
-import { AccountMail } from '../services/account-mail';
-import { CurrentPassword } from '../services/current-password';
-import { PasswordHasher } from '../services/passwords';
-import { UserImport } from '../services/user-import';
-import { UserService } from '../services/users';
+import { AccountMail } from '../mail/account-mail';
+import { CurrentPassword } from '../passwords/current-password';
+import { PasswordHasher } from '../passwords/passwords';
+import { UserImport } from '../user-import/user-import';
+import { UserService } from '../users/users';
 
 /** The commands print what they did; the services' own log lines would only repeat it. */
 const QUIET = createLogger({ level: 'silent' });

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
-import { recordEmailCodeFailure, useEmailCode } from '../db/email-codes';
+import { recordEmailCodeFailure, useEmailCode } from './code-repository';
 import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, EmailCodeRow } from '../db/types';
-import { findUserByEmail } from '../db/users';
+import { findUserByEmail } from '../users/user-repository';
 import { InvalidCode } from '../errors';
-import { recordEvent } from '../services/audit-events';
-import { countedCheck, type LoginGuard } from '../services/login-guard';
-import type { ClientInfo } from '../services/principal';
+import { recordEvent } from '../audit/audit-events';
+import { countedCheck, type LoginGuard } from '../sessions/login-guard';
+import type { ClientInfo } from '../principal';
 import { codeMatches, type EmailCodeDigest } from './codes';
 
 /** Wrong codes that void the code of an address. */

@@ -1,16 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AccountConfig, EmailCodeConfig } from '../config';
-import { findLiveProviderEmailCode, insertEmailCode, recentEmailCodes } from '../db/email-codes';
+import { findLiveProviderEmailCode, insertEmailCode, recentEmailCodes } from './code-repository';
 import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, EmailCodeRow } from '../db/types';
 import { RateLimited } from '../errors';
 import type { Outbox } from '../infra/outbox';
-import { recordEvent } from '../services/audit-events';
-import type { LoginGuard } from '../services/login-guard';
-import { providerAddressMail } from '../services/mail-templates';
-import type { ClientInfo } from '../services/principal';
-import { sha256 } from '../services/tokens';
+import { recordEvent } from '../audit/audit-events';
+import type { LoginGuard } from '../sessions/login-guard';
+import { providerAddressMail } from '../mail/templates';
+import type { ClientInfo } from '../principal';
+import { sha256 } from '../sessions/tokens';
 import { EmailCodeDigest, newCode } from './codes';
 import { spendCountedCode } from './counted-code';
 

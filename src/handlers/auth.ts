@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi';
 import type { ReauthenticationProof } from '../reauthentication/reauthentication';
-import { sessionOf } from '../services/principal';
+import { sessionOf } from '../principal';
 import { created, noContent, ok, signedIn } from './reply';
 import type { Handler } from './types';
 import { accessTokenView, sessionView, tokenPairView, userView } from './views';

@@ -1,7 +1,7 @@
 import type { components } from '../../generated/openapi';
-import type { ListedIdentity } from '../db/identities';
-import type { IdentityProviderRow } from '../db/identity-providers';
-import { iso } from '../services/user-view';
+import type { ListedIdentity } from '../providers/identity-repository';
+import type { IdentityProviderRow } from '../providers/provider-repository';
+import { iso } from '../users/user-view';
 import { created, noContent, ok, redirect, signedIn } from './reply';
 import type { Handler } from './types';
 import { tokenPairView, userView } from './views';

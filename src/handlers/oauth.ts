@@ -1,6 +1,6 @@
 import { NotFound } from '../errors';
 import type { ClientView } from '../oidc/clients';
-import { iso } from '../services/user-view';
+import { iso } from '../users/user-view';
 import { created, noContent, ok, signedIn } from './reply';
 import type { Handler } from './types';
 

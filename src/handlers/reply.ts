@@ -1,5 +1,5 @@
 import { Unauthorized } from '../errors';
-import type { Principal } from '../services/principal';
+import type { Principal } from '../principal';
 import type { WireReply } from './types';
 
 type BodyAt<R, S> = R extends { status: S; body: infer B } ? B : never;

@@ -1,5 +1,5 @@
 import { created, noContent, ok, signedIn } from './reply';
-import { countByStatus } from '../services/user-import';
+import { countByStatus } from '../user-import/user-import';
 import type { Handler } from './types';
 import { importResultView, userView } from './views';
 

@@ -1,13 +1,13 @@
 import type { components } from '../../generated/openapi';
-import type { AuditEventRow } from '../db/audit';
+import type { AuditEventRow } from '../audit/audit-repository';
 import type { ApiKeyRow, MfaFactorRow, SessionRow } from '../db/types';
-import type { WebhookEndpointRow } from '../db/webhooks';
-import type { TokenPair } from '../services/auth';
-import type { ImportResult } from '../services/user-import';
-import { iso } from '../services/user-view';
-import type { WebhookDeliveryWithAttempts } from '../services/webhooks';
+import type { WebhookEndpointRow } from '../webhooks/webhook-repository';
+import type { TokenPair } from '../sessions/auth';
+import type { ImportResult } from '../user-import/user-import';
+import { iso } from '../users/user-view';
+import type { WebhookDeliveryWithAttempts } from '../webhooks/webhooks';
 
-export { userView } from '../services/user-view';
+export { userView } from '../users/user-view';
 
 type Session = components['schemas']['Session'];
 type WireTokenPair = components['schemas']['TokenPair'];

@@ -1,6 +1,6 @@
 import type { Context as KoaContext } from 'koa';
 import type { Operation } from 'openapi-backend';
-import { requireKeyMay, type Principal } from '../services/principal';
+import { requireKeyMay, type Principal } from '../principal';
 import { stateOf } from './state';
 
 /**

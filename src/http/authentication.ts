@@ -1,6 +1,6 @@
 import type { Context as KoaContext } from 'koa';
 import type { Context as ApiContext } from 'openapi-backend';
-import type { ClientInfo, Principal } from '../services/principal';
+import type { ClientInfo, Principal } from '../principal';
 import { bearerToken } from './bearer';
 import { unauthorized } from './errors';
 import { clientOf } from './request';

@@ -49,19 +49,28 @@ function contractSource(): string {
   return candidates.find((file) => existsSync(file)) ?? candidates[0];
 }
 
+/** The parts of the service a setting turns off, by the name operations carry in `x-feature`: on or off. */
+export type Features = Readonly<Record<string, boolean>>;
+
+/** The extension naming the part of the service an operation belongs to, when a setting can turn that part off. */
+export const FEATURE = 'x-feature';
+
 /**
  * The contract as this deployment serves it at /openapi.json: api/openapi.yaml as it is, with
- * `info.version` from APP_VERSION, and without the operations a setting turned off (`switchedOff`,
- * by operationId), which then answer 404 as any unknown route. Nothing else changes, so that a
- * client generated from the file and one generated from a deployment are the same client.
+ * `info.version` from APP_VERSION, and without the operations of a part of the service a setting
+ * turned off (their `x-feature` is off in `features`), which then answer 404 as any unknown route.
+ * Nothing else changes, so that a client generated from the file and one generated from a
+ * deployment are the same client.
  */
-export function contractFor(config: Pick<ServerConfig, 'appVersion'>, switchedOff: readonly string[] = []): OpenApiDocument {
+export function contractFor(config: Pick<ServerConfig, 'appVersion'>, features: Features = {}): OpenApiDocument {
   const doc = structuredClone(readContract());
   doc.info.version = config.appVersion;
+  const off = (operation: unknown) => {
+    const feature = (operation as Record<string, unknown> | undefined)?.[FEATURE];
+    return typeof feature === 'string' && features[feature] === false;
+  };
   for (const [path, item] of Object.entries(doc.paths)) {
-    for (const [method, operation] of Object.entries(item)) {
-      if (switchedOff.includes((operation as { operationId?: string } | undefined)?.operationId ?? '')) delete item[method];
-    }
+    for (const [method, operation] of Object.entries(item)) if (off(operation)) delete item[method];
     if (!Object.values(item).some((operation) => (operation as { operationId?: string } | undefined)?.operationId)) delete doc.paths[path];
   }
   return doc;
@@ -76,9 +85,9 @@ export function contractFor(config: Pick<ServerConfig, 'appVersion'>, switchedOf
 export function validationContractFor(
   server: Pick<ServerConfig, 'appVersion'>,
   pagination: PaginationConfig,
-  switchedOff: readonly string[] = [],
+  features: Features = {},
 ): OpenApiDocument {
-  const doc = contractFor(server, switchedOff);
+  const doc = contractFor(server, features);
   // A flat schema with `x-one-of` (the token URL's form) is checked as that `oneOf`: clients see
   // one object with every field, and the service still holds each alternative to its own fields.
   const schemas = doc.components?.schemas ?? {};

@@ -12,6 +12,7 @@ import {
   InvalidToken,
   MfaRequired,
   NotFound,
+  BadRequest,
   RateLimited,
   ReauthRequired,
   TokenExpired,
@@ -117,7 +118,8 @@ function fromDomain(error: DomainError): ApiError {
   if (error instanceof InvalidRedirect) return new ApiError(400, 'INVALID_REDIRECT', message);
   if (error instanceof ReauthRequired) return new ApiError(403, 'REAUTH_REQUIRED', message);
   if (error instanceof Forbidden) return new ApiError(403, 'FORBIDDEN', message);
-  if (error instanceof NotFound) return new ApiError(404, 'NOT_FOUND', message);
+  if (error instanceof NotFound) return new ApiError(404, 'NOT_FOUND', message, undefined, { cause: error.cause });
+  if (error instanceof BadRequest) return new ApiError(400, 'BAD_REQUEST', message);
   if (error instanceof Conflict) return new ApiError(409, 'CONFLICT', message);
   if (error instanceof RateLimited) {
     return new ApiError(429, 'RATE_LIMITED', message, undefined, {

@@ -7,7 +7,7 @@ import type { Context as KoaContext } from 'koa';
 import type OpenAPIBackend from 'openapi-backend';
 import type { Operation, ParsedRequest, Request } from 'openapi-backend';
 import type { OperationRequest, WireReply } from '../handlers/types';
-import type { Principal } from '../services/principal';
+import type { Principal } from '../principal';
 import { operationRequest } from './request';
 
 /** A request as handed to openapi-backend, carrying what the Koa router already matched. */

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { LimitsConfig } from '../config';
 import type { OperationId } from '../handlers/types';
-import { clientKey } from '../services/client-address';
+import { clientKey } from '../infra/client-address';
 import type { LimiterFactory } from '../infra/rate-limiter';
 import { rateLimited } from './errors';
 import { stateOf } from './state';
@@ -52,6 +52,12 @@ const WINDOW_SECONDS = 60;
 /** Health checks are never limited nor counted (docs are served before the API routes). */
 const UNLIMITED_PATH = /^\/health(\/|$)/;
 
+/** The limits of requests: `guard` counts a request as its operation, `bodyGuard` the bodies that set passwords. */
+export interface RateLimits {
+  guard: (ctx: Context) => Promise<void>;
+  bodyGuard: (ctx: Context) => Promise<void>;
+}
+
 /**
  * A per-IP budget per minute for the operation `ctx.state.operationId` names: AUTH_RATE_LIMIT_PER_MINUTE
  * on the operations in AUTH_OPERATIONS, RATE_LIMIT_PER_MINUTE on the others. Every counted response
@@ -59,10 +65,7 @@ const UNLIMITED_PATH = /^\/health(\/|$)/;
  * a 429 with Retry-After. `guard` runs before the body is read; `bodyGuard` after, for the operations
  * whose cost depends on it (an update that sets a password).
  */
-export async function rateLimitGuard(
-  config: LimitsConfig,
-  limiter: LimiterFactory,
-): Promise<{ guard: (ctx: Context) => Promise<void>; bodyGuard: (ctx: Context) => Promise<void> }> {
+export async function rateLimitGuard(config: LimitsConfig, limiter: LimiterFactory): Promise<RateLimits> {
   const auth = await limiter({ keyPrefix: 'ip-auth', points: config.authRateLimitPerMinute, duration: WINDOW_SECONDS });
   const general = await limiter({ keyPrefix: 'ip', points: config.rateLimitPerMinute, duration: WINDOW_SECONDS });
 

@@ -1,6 +1,6 @@
 import type { Context as KoaContext } from 'koa';
 import type { OperationRequest } from '../handlers/types';
-import type { ClientInfo } from '../services/principal';
+import type { ClientInfo } from '../principal';
 import { stateOf } from './state';
 
 /** User agents are kept up to this length on sessions and audit events. */

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { AUDIT_EVENT_TYPES, type AuditEventType } from '../services/audit-events';
+import { AUDIT_EVENT_TYPES, type AuditEventType } from '../audit/audit-events';
 import { clusterMetricsFor } from './cluster-metrics';
 
 /** What the gauges read when they are scraped. */

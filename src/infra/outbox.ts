@@ -1,9 +1,17 @@
 import type { Kysely } from 'kysely';
 import type { MailConfig } from '../config';
-import { claimNextMail, countPendingMail, enqueueMail, markMailFailed, markMailSent, renewMailLease, type MailClaim } from '../db/outbox';
+import {
+  claimNextMail,
+  countPendingMail,
+  enqueueMail,
+  markMailFailed,
+  markMailSent,
+  renewMailLease,
+  type MailClaim,
+} from './outbox-repository';
 import type { Database, Executor, OutboxRow } from '../db/types';
 import type { Logger } from '../logger';
-import type { Mail, MailTransport } from './mail-transport';
+import type { Mail, MailTransport } from '../mail/transport';
 import { DrainLoop } from './drain-loop';
 import { deriveKey, seal, unseal } from './sealed';
 

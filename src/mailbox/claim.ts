@@ -1,19 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { deleteUserApiKeys, listApiKeys } from '../db/api-keys';
-import { deleteRecoveryCodes, deleteUserFactors } from '../db/factors';
-import { deleteUserIdentity, listUserIdentities } from '../db/identities';
-import { voidUserChallenges } from '../db/mfa-challenges';
-import { deleteUserOidcRecords } from '../db/oidc-records';
-import { listLiveSessions, revokeUserSessions } from '../db/sessions';
+import { deleteUserApiKeys, listApiKeys } from '../api-keys/api-key-repository';
+import { deleteRecoveryCodes, deleteUserFactors } from '../mfa/factor-repository';
+import { deleteUserIdentity, listUserIdentities } from '../providers/identity-repository';
+import { voidUserChallenges } from '../mfa/challenge-repository';
+import { deleteUserOidcRecords } from '../oidc/record-repository';
+import { listLiveSessions, revokeUserSessions } from '../sessions/session-repository';
 import type { UnitOfWork } from '../db/transaction';
 import type { UserRow } from '../db/types';
-import { hasKnownPassword, markPasswordUnknown, updateLiveUser } from '../db/users';
+import { hasKnownPassword, markPasswordUnknown, updateLiveUser } from '../users/user-repository';
 import { InvalidToken } from '../errors';
 import type { Outbox } from '../infra/outbox';
-import { recordEvent } from '../services/audit-events';
-import { mailboxClaimedMail, type EndedWaysList } from '../services/mail-templates';
-import type { PasswordHasher } from '../services/passwords';
-import type { ClientInfo } from '../services/principal';
+import { recordEvent } from '../audit/audit-events';
+import { mailboxClaimedMail, type EndedWaysList } from '../mail/templates';
+import type { PasswordHasher } from '../passwords/passwords';
+import type { ClientInfo } from '../principal';
 
 /** How the mailbox was proven: an e-mailed code or link, a provider, a password reset link. */
 export type ProofRoute = 'email_code' | 'provider' | 'password_reset';

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import {
+  BadRequest,
   EmailVerificationRequired,
   Forbidden,
   InvalidCode,
@@ -16,18 +17,18 @@ import {
 } from '../errors';
 import type { EmailCodeSignIn } from '../email-code/email-code-sign-in';
 import type { OperationId } from '../handlers/types';
-import { ApiError } from '../http/errors';
+import { toApiError } from '../http/errors';
 import { clientOf } from '../http/request';
 import { stateOf } from '../http/state';
 import type { InteractionView, OidcInteractions } from '../oidc/interactions';
-import type { AccountService } from '../services/account';
-import type { AuthService } from '../services/auth';
+import type { AccountService } from '../users/account';
+import type { AuthService } from '../sessions/auth';
 import type { IdentityProviderRegistry } from '../providers/registry';
 import type { ProviderSignIn } from '../providers/sign-in';
 import type { RedirectConfig } from '../redirects/allow-list';
-import type { MfaSignIn } from '../services/mfa-sign-in';
-import type { TokenPair } from '../services/session-start';
-import type { TokenService } from '../services/tokens';
+import type { MfaSignIn } from '../mfa/mfa-sign-in';
+import type { TokenPair } from '../sessions/session-start';
+import type { TokenService } from '../sessions/tokens';
 import { FormGuard, readForm } from '../account-pages/form-guard';
 import { show as showPage, type Notice, type Shown } from './layout';
 import * as views from './views';
@@ -148,9 +149,9 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
     try {
       return await interactions.details(ctx);
     } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
+      if (!(error instanceof NotFound || error instanceof BadRequest)) throw error;
       show(ctx, {
-        status: error.status,
+        status: toApiError(error).status,
         title: 'Sign-in expired',
         body: views.gone(),
         notice: { kind: 'error', text: 'This sign-in is no longer under way: it expired, or it was already finished.' },

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { findOauthClient, upsertRegisteredClient, deleteOauthClient } from '../db/oidc-clients';
+import { findOauthClient, upsertRegisteredClient, deleteOauthClient } from './client-repository';
 import {
   consumeOidcRecord,
   deleteOidcRecordsOfGrant,
@@ -11,8 +11,8 @@ import {
   findServiceSessionOfRecord,
   followProviderSession,
   upsertOidcRecord,
-} from '../db/oidc-records';
-import { revokeSession } from '../db/sessions';
+} from './record-repository';
+import { revokeSession } from '../sessions/session-repository';
 import type { Database } from '../db/types';
 import { seal, unseal } from '../infra/sealed';
 import type { ProviderContext } from './library';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { AuditDetails } from '../db/audit';
+import type { AuditDetails } from '../audit/audit-repository';
 import {
   deleteOauthClient,
   findOauthClient,
@@ -9,13 +9,13 @@ import {
   setOauthClientSecret,
   updateOauthClient,
   type OauthClientRow,
-} from '../db/oidc-clients';
+} from './client-repository';
 import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database } from '../db/types';
 import { NotFound, Validation, type FieldProblem } from '../errors';
 import { deriveKey, seal } from '../infra/sealed';
-import { recordEvent, type AuditEventType } from '../services/audit-events';
-import { requireAdmin, type Principal } from '../services/principal';
+import { recordEvent, type AuditEventType } from '../audit/audit-events';
+import { requireAdmin, type Principal } from '../principal';
 
 export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
 export type Scope = 'openid' | 'profile' | 'email' | 'offline_access';

@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
-import { deleteUserGrant, listUserGrants } from '../db/oidc-records';
+import { deleteUserGrant, listUserGrants } from './record-repository';
 import type { Transact } from '../db/transaction';
 import type { Database } from '../db/types';
 import { NotFound } from '../errors';
-import { recordEvent } from '../services/audit-events';
-import type { Principal } from '../services/principal';
+import { recordEvent } from '../audit/audit-events';
+import type { Principal } from '../principal';
 
 export interface GrantView {
   id: string;

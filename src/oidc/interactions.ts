@@ -1,8 +1,8 @@
 import type Koa from 'koa';
 import type { Kysely } from 'kysely';
-import { findOauthClient } from '../db/oidc-clients';
+import { findOauthClient } from './client-repository';
 import type { Database } from '../db/types';
-import { ApiError } from '../http/errors';
+import { BadRequest, NotFound } from '../errors';
 import type { Interaction, Provider } from './library';
 
 export interface InteractionView {
@@ -25,7 +25,7 @@ export interface InteractionView {
 }
 
 export interface OidcInteractions {
-  /** The pending interaction for this browser; throws an ApiError 404/400 the pages render when unknown or expired. */
+  /** The pending interaction for this browser; throws NotFound or BadRequest, which the pages render when unknown or expired. */
   details(ctx: Koa.Context): Promise<InteractionView>;
   /**
    * A person proved who they are (password + second factor if any, or passkey, or provider). sessionId is the
@@ -50,14 +50,12 @@ export function databaseInteractions(instance: () => Promise<Provider>, db: Kyse
     try {
       interaction = await provider.interactionDetails(ctx.req, ctx.res);
     } catch (error) {
-      throw new ApiError(404, 'NOT_FOUND', 'This sign-in request is unknown or has expired; start again from the application', undefined, {
-        cause: error,
-      });
+      throw new NotFound('This sign-in request is unknown or has expired; start again from the application', { cause: error });
     }
     // The interaction cookie belongs to the interaction named in the URL, or the request is another browser's.
     const uid = typeof ctx.params === 'object' && ctx.params !== null ? (ctx.params as Record<string, unknown>).uid : undefined;
     if (typeof uid === 'string' && uid !== interaction.uid) {
-      throw new ApiError(400, 'BAD_REQUEST', 'This sign-in request belongs to another window; start again from the application');
+      throw new BadRequest('This sign-in request belongs to another window; start again from the application');
     }
     return interaction;
   };
@@ -75,8 +73,7 @@ export function databaseInteractions(instance: () => Promise<Provider>, db: Kyse
     async details(ctx) {
       const interaction = await load(ctx);
       const name = interaction.prompt.name;
-      if (!PROMPTS.has(name))
-        throw new ApiError(400, 'BAD_REQUEST', `This sign-in request asks for ${name}, which these pages do not offer`);
+      if (!PROMPTS.has(name)) throw new BadRequest(`This sign-in request asks for ${name}, which these pages do not offer`);
       const clientId = String(interaction.params.client_id);
       const client = await findOauthClient(db, clientId);
       const requested = scopesOf(interaction.params.scope);
@@ -119,7 +116,7 @@ export function databaseInteractions(instance: () => Promise<Provider>, db: Kyse
     async finishConsent(ctx, scopes) {
       const interaction = await load(ctx);
       const accountId = interaction.session?.accountId;
-      if (!accountId) throw new ApiError(400, 'BAD_REQUEST', 'Sign in before allowing an application');
+      if (!accountId) throw new BadRequest('Sign in before allowing an application');
       const clientId = String(interaction.params.client_id);
       const provider = await instance();
       const existing = interaction.grantId ? await provider.Grant.find(interaction.grantId) : undefined;

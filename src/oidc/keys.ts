@@ -2,7 +2,7 @@ import { createPrivateKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { AsymmetricAlgorithm, OidcConfig } from '../config';
-import { insertOidcKey, listOidcKeys } from '../db/oidc-keys';
+import { insertOidcKey, listOidcKeys } from './key-repository';
 import type { Database } from '../db/types';
 import { deriveKey, seal, unseal } from '../infra/sealed';
 

@@ -5,19 +5,18 @@ import type Koa from 'koa';
 import type { Kysely } from 'kysely';
 import type { OidcConfig, PublicJwk } from '../config';
 import { publicJwk } from '../config/keys';
-import { findOauthClient } from '../db/oidc-clients';
+import { findOauthClient } from './client-repository';
 import type { Database } from '../db/types';
-import { findUserById } from '../db/users';
+import { findUserById } from '../users/user-repository';
 import { deriveKey } from '../infra/sealed';
 import type { Logger } from '../logger';
 import { adapterClass, userIdOf } from './adapter';
 import { clientSealingKey } from './clients';
-import type { OperationId } from '../handlers/types';
+import type { operations } from '../../generated/openapi';
 import { plainPages, type ProviderPages } from './default-pages';
 import { databaseInteractions, type OidcInteractions } from './interactions';
 import { providerModule, runtimeSupported, type Grant, type Provider, type ProviderContext, type ProviderMiddleware } from './library';
 import { SigningKeys } from './keys';
-import { withinLimit } from './limits';
 import { logoutWithoutSession } from './logout';
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration';
 
@@ -45,9 +44,15 @@ export interface OidcProviderOptions {
   logger: Logger;
   /** The logout and error pages; plain ones of the provider's own when not given. */
   pages?: ProviderPages;
-  /** The API's per-address rate limit, when on: each request counts as the operation `providerOperation` names. */
-  guard?: (ctx: Koa.Context) => Promise<void>;
+  /**
+   * The API's per-address rate limit, when on (see src/http/oidc-limits.ts): false when the request
+   * was refused and answered, on the error page `errorPage` renders for a browser's request.
+   */
+  admit?: (ctx: Koa.Context, errorPage: ErrorPage) => Promise<boolean>;
 }
+
+/** Renders the provider's error page for `out` (`error`, `error_description`). */
+export type ErrorPage = (ctx: Koa.Context, out: Record<string, string>, error: unknown) => Promise<void>;
 
 export interface OidcProvider {
   /** oidc-provider's instance, made on first use. */
@@ -129,6 +134,8 @@ const ROUTES = {
   challenge: '/oauth2/challenge',
 };
 
+type OperationId = keyof operations;
+
 /** The contract's operation of each endpoint, with the paths under it (an authorization's resumption, a logout's confirmation). */
 const OPERATIONS: ReadonlyArray<[string, OperationId]> = [
   [ROUTES.authorization, 'oauth2Authorize'],
@@ -171,7 +178,7 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
       return;
     }
     const errorPage = (page: Koa.Context, out: Record<string, string>, error: unknown) => pages.renderError(page, out, error);
-    if (options.guard && !(await withinLimit(ctx, providerOperation(ctx.path), options.guard, errorPage))) return;
+    if (options.admit && !(await options.admit(ctx, errorPage))) return;
     const provider = await instance();
     if (issuer) pinToIssuer(ctx.req, issuer, options.trustProxy);
     // The provider answers the request itself, as the Koa application it is.

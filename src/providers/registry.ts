@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { AuditDetails } from '../db/audit';
+import type { AuditDetails } from '../audit/audit-repository';
 import {
   deleteProvider,
   findProvider,
@@ -8,13 +8,13 @@ import {
   updateProvider,
   type IdentityProviderRow,
   type ProviderSettings,
-} from '../db/identity-providers';
+} from './provider-repository';
 import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database } from '../db/types';
 import { Conflict, NotFound } from '../errors';
 import { deriveKey, seal, unseal } from '../infra/sealed';
-import { recordEvent, type AuditEventType } from '../services/audit-events';
-import { requireAdmin, type Principal } from '../services/principal';
+import { recordEvent, type AuditEventType } from '../audit/audit-events';
+import { requireAdmin, type Principal } from '../principal';
 import { check, checkAddresses, settingsOf, withOpenId, type ProviderInput } from './settings';
 
 export type ProviderChanges = Partial<Omit<ProviderInput, 'slug' | 'kind'>>;

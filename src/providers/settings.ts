@@ -1,4 +1,4 @@
-import type { ProviderClaims, ProviderSettings } from '../db/identity-providers';
+import type { ProviderClaims, ProviderSettings } from './provider-repository';
 import { Validation, type FieldProblem } from '../errors';
 import { checkResolvesPublic, RefusedAddress, urlProblem as addressProblem } from '../infra/public-addresses';
 import { OIDC_CLAIMS, OIDC_SCOPES, PRESETS } from './presets';

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { RedirectConfig, SessionConfig } from '../config';
-import { findProvider, findProviderById, type IdentityProviderRow } from '../db/identity-providers';
+import { findProvider, findProviderById, type IdentityProviderRow } from './provider-repository';
 import {
   findCodeById,
   findIdentity,
@@ -12,10 +12,10 @@ import {
   takeCode,
   takeFlow,
   type ProviderCodeRow,
-} from '../db/identities';
+} from './identity-repository';
 import type { Transact, UnitOfWork } from '../db/transaction';
 import type { Database, UserRow } from '../db/types';
-import { findUserByEmail, findUserById, insertUser, markPasswordUnknown } from '../db/users';
+import { findUserByEmail, findUserById, insertUser, markPasswordUnknown } from '../users/user-repository';
 import type { ProviderAddressProof } from '../email-code/provider-address';
 import {
   Conflict,
@@ -30,14 +30,14 @@ import {
 import { seal, unseal } from '../infra/sealed';
 import type { MailboxClaim } from '../mailbox/claim';
 import { allowedRedirect } from '../redirects/allow-list';
-import type { AccountMail } from '../services/account-mail';
-import { recordEvent } from '../services/audit-events';
-import { emailNotVerified, type SecondFactorGate } from '../services/auth';
-import { countedCheck, type LoginGuard } from '../services/login-guard';
-import type { ClientInfo, Principal } from '../services/principal';
-import type { PasswordHasher } from '../services/passwords';
-import { openSession, type TokenPair } from '../services/session-start';
-import { sha256, type Assurance, type TokenService } from '../services/tokens';
+import type { AccountMail } from '../mail/account-mail';
+import { recordEvent } from '../audit/audit-events';
+import { emailNotVerified, type SecondFactorGate } from '../sessions/auth';
+import { countedCheck, type LoginGuard } from '../sessions/login-guard';
+import type { ClientInfo, Principal } from '../principal';
+import type { PasswordHasher } from '../passwords/passwords';
+import { openSession, type TokenPair } from '../sessions/session-start';
+import { sha256, type Assurance, type TokenService } from '../sessions/tokens';
 import { providerSealingKey, type IdentityProviderRegistry } from './registry';
 import { ProviderUnreachable, type Upstream, type UpstreamProfile } from './upstream';
 

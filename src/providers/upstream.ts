@@ -1,7 +1,7 @@
 import { publicOnlyFetch } from '../infra/public-addresses';
 import { hasAsciiLookalike, normalizeEmail } from '../email-address';
 import { randomUUID } from 'node:crypto';
-import type { IdentityProviderRow } from '../db/identity-providers';
+import type { IdentityProviderRow } from './provider-repository';
 import { PRESETS } from './presets';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- the rule reads the import attribute of this type as a value

@@ -1,4 +1,4 @@
-import type { AuditEventTable } from '../../src/db/audit';
+import type { AuditEventTable } from '../../src/audit/audit-repository';
 import type { TestContext } from './app';
 
 /** The app's database with the audit trail's table, which the service reads through its own repository. */

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { insertOauthClient } from '../../src/db/oidc-clients';
+import { insertOauthClient } from '../../src/oidc/client-repository';
 import { deriveKey, seal } from '../../src/infra/sealed';
 import { TEST_SECRET, type TestContext } from './app';
 

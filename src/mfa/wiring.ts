@@ -1,0 +1,19 @@
+import type { Core } from '../wiring/core';
+import { FactorService } from './factors';
+import { MfaSignIn } from './mfa-sign-in';
+import { TotpCodes } from './totp';
+import { WebAuthnParty } from './webauthn';
+
+/** Second factors and passkeys: what they need of the core, and the services they offer (TOTP codes for re-authentication too). */
+export function mfaRoom(core: Pick<Core, 'config' | 'db' | 'transact' | 'tokens' | 'mail' | 'now' | 'loginGuard'>) {
+  const { config, db, transact, tokens, mail, now, loginGuard } = core;
+  const totp = new TotpCodes(config.mfa.totp, config.secret.key);
+  const webauthn = new WebAuthnParty(config.mfa.webauthn);
+  const factors = new FactorService(db, transact, totp, webauthn, now, mail);
+  const mfa = new MfaSignIn(db, tokens, transact, totp, webauthn, factors, {
+    now,
+    requireVerifiedEmail: config.sessions.requireVerifiedEmail,
+    loginGuard,
+  });
+  return { factors, mfa, totp };
+}

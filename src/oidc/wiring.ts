@@ -1,0 +1,39 @@
+import type { Core } from '../wiring/core';
+import { OauthClients } from './clients';
+import type { ProviderPages } from './default-pages';
+import { OauthGrants } from './grants';
+import { createOidcProvider, type OidcProviderOptions } from './provider';
+
+/**
+ * The service as an OpenID Connect provider (when OIDC_ENABLED): the provider itself, the admins'
+ * clients, people's grants, and the JWK Set, which publishes the provider's key beside the API's
+ * (the same key when ALGORITHM is RS256 or ES256).
+ */
+export function oidcRoom(
+  core: Pick<Core, 'config' | 'db' | 'transact' | 'logger'>,
+  needs: { pages: ProviderPages; admit: OidcProviderOptions['admit'] },
+) {
+  const { config, db, transact, logger } = core;
+  const oidc = config.oidc.enabled
+    ? createOidcProvider({
+        db,
+        config: config.oidc,
+        issuer: config.tokens.issuer,
+        secret: config.secret.key,
+        accessTokenMinutes: config.tokens.accessTokenExpireMinutes,
+        refreshTokenDays: config.tokens.refreshTokenExpireDays,
+        sessionDays: config.sessions.maxDays,
+        trustProxy: config.server.trustProxy,
+        allowPrivateUrls: config.providers.allowPrivateUrls,
+        logger,
+        pages: needs.pages,
+        admit: needs.admit,
+      })
+    : undefined;
+  const apiKeys = config.tokens.keys.jwks;
+  const jwks = async () => {
+    const jwk = await oidc?.publishedKey();
+    return jwk && !apiKeys.keys.some((key) => key.kid === jwk.kid) ? { keys: [...apiKeys.keys, jwk] } : apiKeys;
+  };
+  return { oidc, jwks, oauthClients: new OauthClients(db, transact, config.secret.key), oauthGrants: new OauthGrants(db, transact) };
+}

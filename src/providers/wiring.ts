@@ -1,0 +1,37 @@
+import { ProviderAddressProof } from '../email-code/provider-address';
+import type { MailboxClaim } from '../mailbox/claim';
+import type { MfaSignIn } from '../mfa/mfa-sign-in';
+import type { RedirectConfig } from '../redirects/allow-list';
+import type { Core } from '../wiring/core';
+import { LinkedIdentities } from './identities';
+import { IdentityProviderRegistry } from './registry';
+import { ProviderSignIn } from './sign-in';
+import { Upstream } from './upstream';
+
+/** Signing in with other providers: the admins' registry of providers, the sign-in flow, and a person's linked identities. */
+export function providersRoom(
+  core: Pick<Core, 'config' | 'db' | 'transact' | 'outbox' | 'mail' | 'tokens' | 'passwords' | 'loginGuard'>,
+  /** `redirects`: where a provider sign-in may end (the allow-list, with the hosted pages' return address). */
+  needs: { mfa: MfaSignIn; mailbox: MailboxClaim; redirects: RedirectConfig },
+) {
+  const { config, db, transact, outbox, mail, tokens, passwords, loginGuard } = core;
+  const providers = new IdentityProviderRegistry(db, transact, config.secret.key, config.providers.allowPrivateUrls);
+  const providerSignIn = new ProviderSignIn(db, transact, providers, new Upstream(config.providers.allowPrivateUrls), tokens, passwords, {
+    mail,
+    redirects: needs.redirects,
+    sessions: config.sessions,
+    secretKey: config.secret.key,
+    // An address the provider does not vouch for is proven with an e-mailed code first.
+    addressProof: new ProviderAddressProof(config.emailCode, config.account, {
+      db,
+      transact,
+      outbox,
+      secret: config.secret.key,
+      loginGuard,
+    }),
+    mailbox: needs.mailbox,
+    loginGuard,
+    secondFactor: needs.mfa,
+  });
+  return { providers, providerSignIn, identities: new LinkedIdentities(db, transact) };
+}

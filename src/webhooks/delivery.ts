@@ -1,0 +1,220 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Kysely } from 'kysely';
+import { Webhook } from 'standardwebhooks';
+import type { WebhookConfig } from '../config';
+import type { Database } from '../db/types';
+import { claimDueDeliveries, pruneFinishedDeliveries, recordAttempt, releaseDeliveries, type ClaimedDelivery } from './webhook-repository';
+import type { Logger } from '../logger';
+import { DrainLoop } from '../infra/drain-loop';
+import { deriveKey, unseal } from '../infra/sealed';
+import { publicOnlyLookup, RefusedAddress, urlProblem } from '../infra/public-addresses';
+
+const BATCH = 10;
+const MAX_BACKOFF_MS = 60 * 60 * 1000;
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+const FIRST_PRUNE_MS = 60 * 1000;
+const PRUNE_BATCH = 1000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The key endpoint signing secrets are sealed with at rest, derived from SECRET_KEY. */
+export function webhookSealingKey(secretKey: string): Buffer {
+  return deriveKey(secretKey, 'webhook-secrets');
+}
+
+interface Answer {
+  statusCode: number | null;
+  error: string | null;
+}
+
+/**
+ * Delivers webhook messages. Each event is written (a message and one delivery per subscribed
+ * endpoint) in the transaction of the change it reports; this loop sends what is due, signed as
+ * Standard Webhooks asks, and retries failures with exponential backoff. Deliveries are claimed with
+ * SKIP LOCKED and a lease longer than an attempt can take, so several processes on one database
+ * never send one at the same time, and a restart loses nothing. It also deletes finished deliveries
+ * once `retentionDays` have passed.
+ */
+export class WebhookDispatcher {
+  private readonly key: Buffer;
+  private readonly leaseMs: number;
+  private readonly loop: DrainLoop;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private pruning: Promise<number> | undefined;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly config: WebhookConfig,
+    /** SECRET_KEY, from which the key that seals endpoint secrets is derived. */
+    secretKey: string,
+    private readonly logger: Logger,
+  ) {
+    this.key = webhookSealingKey(secretKey);
+    this.leaseMs = config.timeoutMs + 60_000;
+    this.loop = new DrainLoop(
+      () => this.drain(),
+      config.pollIntervalMs,
+      (error) => this.logger.warn({ err: error }, 'webhooks: could not read the queue'),
+    );
+  }
+
+  start(): void {
+    if (!this.loop.stopped) return;
+    this.loop.start();
+    const prune = (delayMs: number) => {
+      this.pruneTimer = setTimeout(() => {
+        void this.prune().finally(() => {
+          if (!this.loop.stopped) prune(PRUNE_INTERVAL_MS);
+        });
+      }, delayMs);
+      this.pruneTimer.unref();
+    };
+    prune(FIRST_PRUNE_MS);
+  }
+
+  /** Sends what is due now, without waiting for the next poll (after a commit that queued messages). */
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /**
+   * Deletes deliveries delivered or given up more than `retentionDays` ago, and the messages left
+   * without any, batch by batch; returns how many rows went. A failure is logged; the next pass retries.
+   */
+  prune(): Promise<number> {
+    this.pruning ??= this.pruneAll()
+      .catch((error: unknown) => {
+        this.logger.warn({ err: error }, 'webhooks: could not prune finished deliveries');
+        return 0;
+      })
+      .finally(() => {
+        this.pruning = undefined;
+      });
+    return this.pruning;
+  }
+
+  /** Stops polling and pruning, and waits for the attempts in flight (each ends within `timeoutMs`). */
+  async stop(): Promise<void> {
+    clearTimeout(this.pruneTimer);
+    await Promise.all([this.loop.stop(), this.pruning]);
+  }
+
+  private async pruneAll(): Promise<number> {
+    const before = new Date(Date.now() - this.config.retentionDays * DAY_MS);
+    let total = 0;
+    for (;;) {
+      const removed = await pruneFinishedDeliveries(this.db, before, PRUNE_BATCH);
+      total += removed;
+      if (removed < PRUNE_BATCH || this.loop.stopped) break;
+    }
+    if (total > 0) this.logger.info({ removed: total }, 'webhooks: pruned finished deliveries');
+    return total;
+  }
+
+  private async drain(): Promise<void> {
+    for (;;) {
+      const batch = await claimDueDeliveries(this.db, BATCH, this.leaseMs);
+      if (this.loop.stopped) {
+        // Stopping: what was claimed but not tried goes back to the queue for the next process.
+        await releaseDeliveries(
+          this.db,
+          batch.map((row) => row.id),
+        );
+        return;
+      }
+      // One slow endpoint must not hold up the others: the batch's attempts run side by side.
+      await Promise.all(batch.map((row) => this.attempt(row)));
+      if (batch.length < BATCH || this.loop.stopped) return;
+    }
+  }
+
+  private async attempt(row: ClaimedDelivery): Promise<void> {
+    const started = new Date();
+    const answer = await this.send(row);
+    const delivered = answer.statusCode !== null && answer.statusCode >= 200 && answer.statusCode < 300;
+    const round = row.attempts - row.round_start;
+    const retryInMs =
+      delivered || round >= this.config.maxAttempts ? null : Math.min(this.config.retryBaseMs * 2 ** (round - 1), MAX_BACKOFF_MS);
+    await recordAttempt(this.db, {
+      deliveryId: row.id,
+      attemptedAt: started,
+      statusCode: answer.statusCode,
+      error: answer.error,
+      durationMs: Date.now() - started.getTime(),
+      delivered,
+      retryInMs,
+    });
+    if (delivered) this.logger.debug({ deliveryId: row.id, messageId: row.message_id }, 'webhooks: delivered');
+    else
+      this.logger.warn(
+        {
+          deliveryId: row.id,
+          messageId: row.message_id,
+          attempts: row.attempts,
+          retryInMs,
+          statusCode: answer.statusCode,
+          err: answer.error,
+        },
+        retryInMs === null ? 'webhooks: delivery failed, given up' : 'webhooks: delivery failed',
+      );
+  }
+
+  /** One attempt: the answer's status, or why there was none. */
+  private async send(row: ClaimedDelivery): Promise<Answer> {
+    const problem = urlProblem(row.url, this.config.allowPrivateUrls);
+    if (problem !== undefined) return { statusCode: null, error: `refused: the URL ${problem}` };
+    const secrets = [row.secret_sealed, row.previous_secret_sealed].flatMap((sealed) => {
+      const secret = sealed === null ? undefined : unseal(this.key, sealed);
+      return secret === undefined ? [] : [secret];
+    });
+    if (secrets.length === 0) return { statusCode: null, error: 'the signing secret cannot be read with the current SECRET_KEY' };
+    const sentAt = new Date();
+    const signature = secrets.map((secret) => new Webhook(secret).sign(row.message_id, sentAt, row.body)).join(' ');
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'account-service-webhooks',
+      'webhook-id': row.message_id,
+      'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+      'webhook-signature': signature,
+    };
+    try {
+      const statusCode = await this.post(new URL(row.url), headers, row.body);
+      if (statusCode >= 200 && statusCode < 300) return { statusCode, error: null };
+      if (statusCode >= 300 && statusCode < 400) return { statusCode, error: `redirect (HTTP ${statusCode}) not followed` };
+      return { statusCode, error: `HTTP ${statusCode}` };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { statusCode: null, error: (error instanceof RefusedAddress ? `refused: ${message}` : message).slice(0, 500) };
+    }
+  }
+
+  /**
+   * POSTs the body and resolves with the answer's status. No redirect is followed, no connection is
+   * reused, the whole exchange gets `timeoutMs`, and unless private addresses are allowed the socket
+   * connects only to an address `publicOnlyLookup` has checked.
+   */
+  private post(url: URL, headers: Record<string, string>, body: string): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const req = send(url, {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        agent: false,
+        lookup: this.config.allowPrivateUrls ? undefined : publicOnlyLookup,
+      });
+      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.config.timeoutMs} ms`)), this.config.timeoutMs);
+      req.on('response', (res: IncomingMessage) => {
+        // The status is the answer; the body is drained, within the same time limit.
+        resolve(res.statusCode ?? 0);
+        res.on('end', () => clearTimeout(timer));
+        res.on('error', () => clearTimeout(timer));
+        res.resume();
+      });
+      req.on('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      req.end(body);
+    });
+  }
+}

@@ -1,0 +1,57 @@
+import { randomUUID } from 'node:crypto';
+import type { components } from '../../generated/openapi';
+import type { UnitOfWork } from '../db/transaction';
+import { findUsersByIds } from '../users/user-repository';
+import { findSubscribers, insertMessages, type NewWebhookMessageRow } from './webhook-repository';
+import { userView } from '../users/user-view';
+
+export type WebhookEventType = components['schemas']['WebhookEventType'];
+
+/**
+ * An event to report to the endpoints subscribed to it: about a user; for session events one or all
+ * of their sessions (and the provider a new one was signed in with); for identity events the identity.
+ */
+export interface WebhookEvent {
+  type: WebhookEventType;
+  userId: number;
+  session?: { id: string | null; all: boolean; provider?: string | null };
+  identity?: { id: number; provider: string; subject: string };
+}
+
+/**
+ * Writes a message per event, and a delivery of it per enabled endpoint subscribed to its type, in
+ * the caller's unit of work: the events exist exactly when the change they report does. Each
+ * payload carries the user as it is in this transaction, as an admin sees it. Nothing is written
+ * when no endpoint wants the events, and the cost is then one query.
+ */
+export async function queueWebhookEvents(trx: UnitOfWork, events: readonly WebhookEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const endpoints = await findSubscribers(trx, [...new Set(events.map((event) => event.type))]);
+  if (endpoints.length === 0) return;
+  const users = new Map((await findUsersByIds(trx, [...new Set(events.map((event) => event.userId))])).map((user) => [user.id, user]));
+  const timestamp = new Date().toISOString();
+  const messages: NewWebhookMessageRow[] = [];
+  const deliveries: { message_id: string; endpoint_id: number }[] = [];
+  for (const event of events) {
+    const user = users.get(event.userId);
+    const subscribers = endpoints.filter((endpoint) => endpoint.events.includes('*') || endpoint.events.includes(event.type));
+    if (!user || subscribers.length === 0) continue;
+    const shown = userView(user, true);
+    const data = event.session
+      ? { session_id: event.session.id, all: event.session.all, ...sessionProvider(event), user: shown }
+      : event.identity
+        ? { identity: event.identity, user: shown }
+        : shown;
+    const id = `msg_${randomUUID().replaceAll('-', '')}`;
+    messages.push({ id, event_type: event.type, body: JSON.stringify({ type: event.type, timestamp, data }) });
+    deliveries.push(...subscribers.map((endpoint) => ({ message_id: id, endpoint_id: endpoint.id })));
+  }
+  await insertMessages(trx, messages, deliveries);
+  trx.queuedWebhooks.push(...messages.map((message) => message.id));
+}
+
+/** `session.created` of a provider sign-in names the provider; the service's own credentials leave it out. */
+function sessionProvider(event: WebhookEvent): { provider?: string } {
+  const provider = event.session?.provider;
+  return event.type === 'session.created' && provider ? { provider } : {};
+}
