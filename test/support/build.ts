@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, watch } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 
 // The real build (`tsc -p tsconfig.build.json`), which the tests of the built command line and of the
@@ -90,8 +90,29 @@ export function builtSources(): Promise<string> {
       const holder = Number(await readFile(join(lock, 'pid'), 'utf8').catch(() => ''));
       if (holder && !alive(holder)) await rm(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`no build of the sources appeared in ${dir} within 5 minutes`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Its build appears, or its lock goes, as an entry of the temporary folder; whether its process
+      // is still alive is looked at again every few seconds.
+      await entryChanges(tmpdir(), [basename(dir), basename(lock)], 5_000, async () => !(await exists(lock)));
     }
   })();
   return built;
+}
+
+/**
+ * Resolves when one of `names` is made, renamed or removed in `folder`, when `already` says the
+ * awaited change came before the watch began, or after `atMostMs`.
+ */
+function entryChanges(folder: string, names: string[], atMostMs: number, already: () => Promise<boolean>): Promise<void> {
+  return new Promise((resolve) => {
+    const watcher = watch(folder, (_event, name) => {
+      if (name !== null && names.includes(String(name))) done();
+    });
+    const timer = setTimeout(done, atMostMs);
+    function done(): void {
+      clearTimeout(timer);
+      watcher.close();
+      resolve();
+    }
+    void already().then((yes) => yes && done());
+  });
 }
