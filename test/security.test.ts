@@ -586,7 +586,11 @@ describe('JWTs that try to choose their own key or algorithm', () => {
   it.each(Object.entries(KEY_HEADERS))(
     'with a %s header, signed with the configured secret → accepted (the header is ignored)',
     async (_name, header) => {
-      const token = jwt.sign({ ...claims, jti: randomUUID() }, TEST_SECRET, { algorithm: 'HS256', header: { alg: 'HS256', ...header } });
+      // The access token's own `typ`, so that only the key headers differ from a real one.
+      const token = jwt.sign({ ...claims, jti: randomUUID() }, TEST_SECRET, {
+        algorithm: 'HS256',
+        header: { alg: 'HS256', typ: 'access+jwt', ...header },
+      });
       const res = await me(token);
       expect(res.status).toBe(200);
       expect(res.body.data.id).toBe(u.id);
