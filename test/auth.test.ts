@@ -69,10 +69,20 @@ const me = (token: string) => t.get('/api/auth/me', { token });
 const refresh = (refreshToken: string) => t.post('/api/auth/refresh', { refresh_token: refreshToken });
 
 /** A token signed with the service's own secret and claims chosen by the test (its issuer and audience unless they say otherwise). */
+/** A token as the service signs one of `claims.type`: its header's `typ`, and an access token's `auth_time`. */
 function sign(claims: Record<string, unknown>, options: jwt.SignOptions = {}, secret = TEST_SECRET): string {
-  return jwt.sign({ jti: randomUUID(), iss: t.config.tokens.issuer, aud: t.config.tokens.audience, ...claims }, secret, {
+  const access = claims.type === 'access';
+  const payload = {
+    jti: randomUUID(),
+    iss: t.config.tokens.issuer,
+    aud: t.config.tokens.audience,
+    ...(access ? { auth_time: now() } : {}),
+    ...claims,
+  };
+  return jwt.sign(payload, secret, {
     algorithm: 'HS256',
     ...options,
+    header: { alg: options.algorithm ?? 'HS256', typ: access ? 'access+jwt' : 'refresh+jwt', ...options.header },
   });
 }
 
@@ -310,6 +320,7 @@ describe('JWT claims', () => {
       sid: expect.stringMatching(/^[0-9a-f-]{36}$/),
       amr: ['pwd'],
       aal: 'aal1',
+      auth_time: expect.any(Number),
     });
     expect(typeof verified.sub).toBe('string');
     expect(verified.exp - verified.iat).toBe(1800);

@@ -209,6 +209,8 @@ describe('/sign-in', () => {
 
   it('hands a second step to the application: redirect_to gets the mfa_token instead of tokens', async () => {
     const user = await t.register();
+    // A verified address: the first proof of an unverified one would end the factor set up before it.
+    await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
     const api = t.clientFor(user.access);
     const started = await api.POST('/api/auth/mfa/totp', { body: { name: 'Phone' } });
     const { factor_id: id, secret } = started.data!.data;
