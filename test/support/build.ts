@@ -30,9 +30,10 @@ function filesUnder(path: string): string[] {
     .flatMap((name) => filesUnder(join(path, name)));
 }
 
-/** What the build depends on, hashed: a build is only reused by the sources that made it. */
+/** What the build depends on, hashed: a build is only reused by the checkout and sources that made it. */
 function sourcesHash(): string {
-  const hash = createHash('sha256');
+  // The checkout too: a build links to its checkout's node_modules.
+  const hash = createHash('sha256').update(`${ROOT}\0`);
   for (const file of INPUTS.flatMap((input) => filesUnder(join(ROOT, input)))) {
     hash
       .update(`${relative(ROOT, file)}\0`)
