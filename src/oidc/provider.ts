@@ -18,6 +18,7 @@ import { databaseInteractions, type OidcInteractions } from './interactions';
 import { providerModule, runtimeSupported, type Grant, type Provider, type ProviderContext, type ProviderMiddleware } from './library';
 import { SigningKeys } from './keys';
 import { logoutWithoutSession } from './logout';
+import { offlineAccessForFirstParty } from './offline-access';
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
@@ -58,8 +59,8 @@ export interface OidcProvider {
   /** oidc-provider's instance, made on first use. */
   instance(): Promise<Provider>;
   interactions: OidcInteractions;
-  /** The public key ID tokens are verified with, for the JWK Set; undefined until there is one. */
-  publishedKey(): Promise<PublicJwk | undefined>;
+  /** The public keys ID tokens are verified with, for the JWK Set (RSA first); none until there are. */
+  publishedKeys(): Promise<PublicJwk[]>;
   /** Answers discovery and /oauth2/* (the hosted pages' paths aside); passes every other request on. */
   middleware: Koa.Middleware;
 }
@@ -189,9 +190,8 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
   return {
     instance,
     interactions: databaseInteractions(instance, options.db),
-    async publishedKey() {
-      const key = await keys.current();
-      return key && publicJwk(createPublicKey(key.key));
+    async publishedKeys() {
+      return ((await keys.current()) ?? []).map((signing) => publicJwk(createPublicKey(signing.key)));
     },
     middleware,
   };
@@ -207,8 +207,13 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     );
   }
   const signing = await keys.ensure();
-  const jwk = publicJwk(createPublicKey(signing.key));
-  const privateJwk = { ...signing.key.export({ format: 'jwk' }), kid: jwk.kid, alg: signing.algorithm, use: 'sig' };
+  const privateJwks = signing.map(({ key, algorithm }) => ({
+    ...key.export({ format: 'jwk' }),
+    kid: publicJwk(createPublicKey(key)).kid,
+    alg: algorithm,
+    use: 'sig',
+  }));
+  const algorithms = signing.map((key) => key.algorithm);
   const secretKey = clientSealingKey(options.secret);
   const firstParty = async (clientId: string) => (await findOauthClient(db, clientId))?.first_party === true;
   // The requests of first-party clients, which are granted what they ask for without a consent page.
@@ -242,6 +247,9 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     // `acr` is the sign-in's assurance level, as the API's tokens' `aal`: aal2 after a second factor, else aal1.
     acrValues: ACR_VALUES,
     claims: { openid: ['sub', 'auth_time', 'acr', 'amr'], profile: ['name', 'updated_at'], email: ['email', 'email_verified'] },
+    // The ID token carries the claims of the scopes granted, as Keycloak's and Auth0's do: relying
+    // parties that read the person from it alone (most do) get the e-mail address and the name.
+    conformIdTokenClaims: false,
     scopes: SCOPES,
     responseTypes: ['code'],
     // Clients that register themselves are marked, and held to the admin API's rules for addresses.
@@ -249,11 +257,12 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     clientDefaults: {
       grant_types: ['authorization_code'],
       response_types: ['code'],
-      id_token_signed_response_alg: signing.algorithm,
+      // RS256, OpenID Connect's default, for a client that names none; ES256 for one that asks, when there is an EC key.
+      id_token_signed_response_alg: algorithms[0],
       token_endpoint_auth_method: 'client_secret_basic',
     },
-    enabledJWA: { idTokenSigningAlgValues: [signing.algorithm] },
-    jwks: { keys: [privateJwk] },
+    enabledJWA: { idTokenSigningAlgValues: algorithms },
+    jwks: { keys: privateJwks },
     cookies: { keys: [deriveKey(options.secret, 'oidc-cookies').toString('base64url')] },
     // OAuth 2.1: PKCE for every client; the library knows S256 only.
     pkce: { required: () => true },
@@ -339,6 +348,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
       (error as { allow_redirect?: boolean }).allow_redirect = false;
   });
   (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(logoutWithoutSession(pages));
+  (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(offlineAccessForFirstParty(ROUTES.authorization, firstParty));
   provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'the OpenID Connect provider failed to answer'));
   return provider;
 }
