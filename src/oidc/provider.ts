@@ -17,6 +17,7 @@ import { plainPages, type ProviderPages } from './default-pages';
 import { databaseInteractions, type OidcInteractions } from './interactions';
 import { providerModule, runtimeSupported, type Grant, type Provider, type ProviderContext, type ProviderMiddleware } from './library';
 import { SigningKeys } from './keys';
+import { formPostToRedirectUri } from './form-post';
 import { logoutWithoutSession } from './logout';
 import { offlineAccessForFirstParty } from './offline-access';
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration';
@@ -224,6 +225,9 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     check.check = (ctx) => (ctx.oidc && trusted.has(ctx.oidc) ? false : original(ctx));
   }
 
+  // The requests answered with the service's error page.
+  const errorPages = new WeakSet<object>();
+
   const configuration: Record<string, unknown> = {
     adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx, sessionMaxDays: options.sessionDays }),
     clients: [],
@@ -305,7 +309,16 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
         postLogoutSuccessSource: (ctx: Koa.Context) => pages.postLogoutSuccessSource(ctx),
       },
     },
-    renderError: (ctx: Koa.Context, out: Record<string, string>, error: unknown) => pages.renderError(ctx, out, error),
+    // Browsers may call the token endpoint of a public client (a single-page application) from the
+    // origins of its redirect URIs, and userinfo of any client from those; nothing else cross-origin.
+    clientBasedCORS: (ctx: ProviderContext, origin: string, client: { clientAuthMethod: string; redirectUris: string[] }) =>
+      origin !== 'null' &&
+      (ctx.oidc?.route === 'userinfo' || client.clientAuthMethod === 'none') &&
+      client.redirectUris.some((uri) => URL.parse(uri)?.origin === origin),
+    renderError: (ctx: Koa.Context, out: Record<string, string>, error: unknown) => {
+      errorPages.add(ctx);
+      return pages.renderError(ctx, out, error);
+    },
     // What the provider fetches of a client's (its JWKS, its sector identifier document) goes to public
     // addresses only, as resolved when it connects, unless PROVIDER_ALLOW_PRIVATE_URLS; then the
     // library's own special-use address guard is lifted too.
@@ -347,8 +360,10 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     if (oidc?.route !== 'resume' && oidc?.client?.metadata()[SELF_REGISTERED] === true)
       (error as { allow_redirect?: boolean }).allow_redirect = false;
   });
-  (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(logoutWithoutSession(pages));
-  (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(offlineAccessForFirstParty(ROUTES.authorization, firstParty));
+  const use = (middleware: ProviderMiddleware) => (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(middleware);
+  use(logoutWithoutSession(pages));
+  use(offlineAccessForFirstParty(ROUTES.authorization, firstParty));
+  use(formPostToRedirectUri(errorPages));
   provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'the OpenID Connect provider failed to answer'));
   return provider;
 }
