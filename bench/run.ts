@@ -29,8 +29,8 @@ import { promisify } from 'node:util';
 import { verify as argon2Verify, hash as argon2Hash } from '@node-rs/argon2';
 import { hash, verify } from '@node-rs/bcrypt';
 import { Client } from 'pg';
-import { deriveKey, seal } from '../src/infra/sealed';
-import { FormBrowser, formTo } from '../test/support/hosted-pages';
+import { deriveKey, seal } from '../src/infra/sealed.js';
+import { FormBrowser, formTo } from '../test/support/hosted-pages.js';
 import {
   freePort,
   freshDatabase,
@@ -44,7 +44,7 @@ import {
   table,
   type Figures,
   type Proc,
-} from './lib';
+} from './lib.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/account_bench';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -99,7 +99,7 @@ async function startService(workers: number, extra: Record<string, string> = {})
 
 async function startBaseline(workers: number, prepared = false, extra: Record<string, string> = {}): Promise<Proc> {
   const env = { DATABASE_URL, SECRET_KEY, WORKERS: String(workers), PREPARED: prepared ? '1' : '0', ...extra };
-  return startProcess(['-r', './test/support/ts-register.js', 'bench/baseline.ts'], env, await freePort());
+  return startProcess(['--import', './test/support/ts-register.mjs', 'bench/baseline.ts'], env, await freePort());
 }
 
 /** 1,000 users (one admin) with real cost-12 hashes, loaded with SQL. */

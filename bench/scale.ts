@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { hash } from '@node-rs/bcrypt';
 import { Client } from 'pg';
-import { freePort, freshDatabase, login, ROOT, SECRET_KEY, startProcess, table, timeSequential } from './lib';
+import { freePort, freshDatabase, login, ROOT, SECRET_KEY, startProcess, table, timeSequential } from './lib.js';
 
 const DATABASE_URL = process.env.BENCH_SCALE_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/account_bench_scale';
 const SIZES = [10_000, 100_000, 1_000_000];

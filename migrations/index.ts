@@ -1,23 +1,23 @@
 import type { Migration } from 'kysely';
-import * as initial from './20261121000000_initial';
-import * as accountTokensAndOutbox from './20261121010000_account_tokens_and_outbox';
-import * as userCountsAndSearch from './20261121020000_user_counts_and_search';
-import * as auditEvents from './20261121030000_audit_events';
-import * as pendingEmail from './20261123154553_pending_email';
-import * as accountTokensRecent from './20261123160532_account_tokens_recent';
-import * as secondFactors from './20261201090000_second_factors';
-import * as apiKeys from './20261202090000_api_keys';
-import * as webhooks from './20261202100000_webhooks';
-import * as sessionRefreshTokenSealed from './20261203090000_session_refresh_token_sealed';
-import * as emailCodes from './20261203100000_email_codes';
-import * as identityProviders from './20261203110000_identity_providers';
-import * as providerSignIns from './20261203110100_provider_sign_ins';
-import * as rateLimits from './20261203141700_rate_limits';
-import * as oidcProvider from './20261204090000_oidc_provider';
-import * as identityLinks from './20261204100000_identity_links';
-import * as providerCodeLinks from './20261204110000_provider_code_links';
-import * as mailboxProof from './20261205090000_mailbox_proof';
-import * as sessionAuthenticatedAt from './20261205100000_session_authenticated_at';
+import * as initial from './20261121000000_initial.js';
+import * as accountTokensAndOutbox from './20261121010000_account_tokens_and_outbox.js';
+import * as userCountsAndSearch from './20261121020000_user_counts_and_search.js';
+import * as auditEvents from './20261121030000_audit_events.js';
+import * as pendingEmail from './20261123154553_pending_email.js';
+import * as accountTokensRecent from './20261123160532_account_tokens_recent.js';
+import * as secondFactors from './20261201090000_second_factors.js';
+import * as apiKeys from './20261202090000_api_keys.js';
+import * as webhooks from './20261202100000_webhooks.js';
+import * as sessionRefreshTokenSealed from './20261203090000_session_refresh_token_sealed.js';
+import * as emailCodes from './20261203100000_email_codes.js';
+import * as identityProviders from './20261203110000_identity_providers.js';
+import * as providerSignIns from './20261203110100_provider_sign_ins.js';
+import * as rateLimits from './20261203141700_rate_limits.js';
+import * as oidcProvider from './20261204090000_oidc_provider.js';
+import * as identityLinks from './20261204100000_identity_links.js';
+import * as providerCodeLinks from './20261204110000_provider_code_links.js';
+import * as mailboxProof from './20261205090000_mailbox_proof.js';
+import * as sessionAuthenticatedAt from './20261205100000_session_authenticated_at.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {

@@ -1,5 +1,5 @@
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
-import type { components, operations, paths } from '../generated/openapi';
+import type { components, operations, paths } from '../generated/openapi.js';
 
 export type { components, operations, paths };
 

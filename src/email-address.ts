@@ -1,4 +1,4 @@
-import { Validation } from './errors';
+import { Validation } from './errors.js';
 
 /**
  * The service's one e-mail rule: the contract's `email` format (checked by the HTTP layer), and the

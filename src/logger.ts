@@ -1,5 +1,8 @@
+import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import type { LoggingConfig } from './config';
+import type { LoggingConfig } from './config/index.js';
+
+const require = createRequire(import.meta.url);
 
 export type { Logger };
 
@@ -89,7 +92,7 @@ export function createLogger(
 function prettyStream(destination?: DestinationStream): DestinationStream | undefined {
   let build: typeof import('pino-pretty').build;
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- optional: a production install may not have it
+    // Optional: a production install may not have it
     build = (require('pino-pretty') as typeof import('pino-pretty')).build;
   } catch {
     return undefined;

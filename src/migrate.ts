@@ -1,7 +1,7 @@
-import { ConfigError, loadProcessConfig } from './config';
-import { DatabaseConnectionError } from './db/connection-check';
-import { DataDirInUse } from './db/data-dir-lock';
-import { openMigratedDatabase } from './db/migrate';
+import { ConfigError, loadProcessConfig } from './config/index.js';
+import { DatabaseConnectionError } from './db/connection-check.js';
+import { DataDirInUse } from './db/data-dir-lock.js';
+import { openMigratedDatabase } from './db/migrate.js';
 
 /** `npm run migrate`: applies every pending migration to the configured database. */
 async function main(): Promise<void> {

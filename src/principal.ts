@@ -1,5 +1,5 @@
-import type { UserRow } from './db/types';
-import { Forbidden } from './errors';
+import type { UserRow } from './db/types.js';
+import { Forbidden } from './errors.js';
 
 interface Caller {
   user: UserRow;

@@ -2,13 +2,13 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
-import { createApp, type App } from './app';
-import { ConfigError, loadProcessConfig, workerEnvironment, type Config } from './config';
-import { DatabaseConnectionError } from './db/connection-check';
-import { DataDirInUse } from './db/data-dir-lock';
-import { createHttpServer, listen, ListenError } from './http/listener';
-import { createLogger, type Logger } from './logger';
-import { serveClusterMetrics } from './infra/cluster-metrics';
+import { createApp, type App } from './app.js';
+import { ConfigError, loadProcessConfig, workerEnvironment, type Config } from './config/index.js';
+import { DatabaseConnectionError } from './db/connection-check.js';
+import { DataDirInUse } from './db/data-dir-lock.js';
+import { createHttpServer, listen, ListenError } from './http/listener.js';
+import { createLogger, type Logger } from './logger.js';
+import { serveClusterMetrics } from './infra/cluster-metrics.js';
 
 /**
  * V8 lets the heap grow to up to four times what the last full collection kept before it collects

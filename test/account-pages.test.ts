@@ -1,7 +1,7 @@
 import request from 'supertest';
-import { loadConfig } from '../src/config';
-import { startTestApp, TEST_SECRET, type RegisteredUser, type TestContext } from './support/app';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
+import { loadConfig } from '../src/config/index.js';
+import { startTestApp, TEST_SECRET, type RegisteredUser, type TestContext } from './support/app.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 
 // The pages the e-mailed links open are not part of the contract (like the docs pages), so these
 // requests go through supertest directly rather than the contract-checking helpers of the harness.

@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
-import { expectError, expectJson, expectUnauthorized } from './support/expect';
-import { freePort } from './support/net';
-import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
-import { until } from './support/wait';
+import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app.js';
+import { expectError, expectJson, expectUnauthorized } from './support/expect.js';
+import { freePort } from './support/net.js';
+import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
+import { until } from './support/wait.js';
 
 const APP_URL = 'https://app.example.test';
 const MAIL_ENV = { APP_URL, MAIL_POLL_INTERVAL_MS: '100', MAIL_RETRY_BASE_MS: '200' };

@@ -1,5 +1,5 @@
-import { startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
-import { expectError } from './support/expect';
+import { startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
 
 // Addresses are compared as stored: trimmed, ASCII letters lower-cased, nothing else folded. An
 // address holding a character that Unicode case folding or NFKC turns into ASCII is malformed:

@@ -1,16 +1,16 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import { loadConfig } from '../src/config';
-import type { ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository';
-import type { IdentityProviderTable } from '../src/providers/provider-repository';
-import { listOauthClients } from '../src/oidc/client-repository';
-import { startTestApp, type RegisteredUser, type Response, type TestContext } from './support/app';
-import { auditRows as auditEventsOf } from './support/audit';
-import { document } from './support/contract';
-import { expectError, expectUnauthorized } from './support/expect';
-import { claimsOf } from './support/jwt';
-import { seedOauthClient } from './support/oauth-clients';
-import { startOidcUpstream } from './support/oidc-upstream';
+import { loadConfig } from '../src/config/index.js';
+import type { ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository.js';
+import type { IdentityProviderTable } from '../src/providers/provider-repository.js';
+import { listOauthClients } from '../src/oidc/client-repository.js';
+import { startTestApp, type RegisteredUser, type Response, type TestContext } from './support/app.js';
+import { auditRows as auditEventsOf } from './support/audit.js';
+import { document } from './support/contract.js';
+import { expectError, expectUnauthorized } from './support/expect.js';
+import { claimsOf } from './support/jwt.js';
+import { seedOauthClient } from './support/oauth-clients.js';
+import { startOidcUpstream } from './support/oidc-upstream.js';
 
 const MAX_DAYS = 180;
 const DAY_MS = 24 * 60 * 60 * 1000;

@@ -1,5 +1,5 @@
-import { document } from './support/contract';
-import { readPage } from './support/markdown';
+import { document } from './support/contract.js';
+import { readPage } from './support/markdown.js';
 
 // docs/api.md's table names every operation of the contract, so that a new operation cannot land
 // without its row, and names none that the contract does not have.

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { sql } from 'kysely';
 import request from 'supertest';
-import type { AuditEventRow, AuditEventTable } from '../src/audit/audit-repository';
-import { ADMIN, startTestApp, uniqueEmail, type Options, type Response, type TestContext } from './support/app';
-import { expectError } from './support/expect';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
+import type { AuditEventRow, AuditEventTable } from '../src/audit/audit-repository.js';
+import { ADMIN, startTestApp, uniqueEmail, type Options, type Response, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 
 const MAX_FAILURES = 3;
 const USER_AGENT = 'audit-test/1.0';

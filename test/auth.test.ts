@@ -2,9 +2,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { verify as bcryptVerify } from '@node-rs/bcrypt';
 import jwt from 'jsonwebtoken';
 import { sql } from 'kysely';
-import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
-import { expectError, expectJson, expectUnauthorized } from './support/expect';
-import { claimsOf, type Claims } from './support/jwt';
+import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app.js';
+import { expectError, expectJson, expectUnauthorized } from './support/expect.js';
+import { claimsOf, type Claims } from './support/jwt.js';
 
 let t: TestContext;
 beforeAll(async () => {

@@ -3,13 +3,13 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { createApp, type App } from '../src/app';
-import { createLogger } from '../src/logger';
-import { startTestApp, uniqueEmail, type TestContext } from './support/app';
-import { expectError } from './support/expect';
-import { captureLog } from './support/log';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
-import { until } from './support/wait';
+import { createApp, type App } from '../src/app.js';
+import { createLogger } from '../src/logger.js';
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
+import { captureLog } from './support/log.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
+import { until } from './support/wait.js';
 
 const sha1 = (password: string) => createHash('sha1').update(password, 'utf8').digest('hex').toUpperCase();
 

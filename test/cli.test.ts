@@ -1,15 +1,16 @@
+import { jest } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { sql } from 'kysely';
-import { main, type CliIo } from '../src/cli';
-import { migrations } from '../migrations';
-import type { AuditEventTable } from '../src/audit/audit-repository';
-import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
-import { builtSources } from './support/build';
-import { expectError } from './support/expect';
+import { main, type CliIo } from '../src/cli/index.js';
+import { migrations } from '../migrations/index.js';
+import type { AuditEventTable } from '../src/audit/audit-repository.js';
+import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app.js';
+import { builtSources } from './support/build.js';
+import { expectError } from './support/expect.js';
 
 interface Run {
   code: number;
@@ -405,7 +406,6 @@ describe('commands beside the service', () => {
 // The build is the same whatever the database: it is checked once, in the embedded half of the suite.
 const buildsOnce = process.env.TEST_DATABASE_KIND !== 'postgres';
 const builtOnce = buildsOnce ? describe : describe.skip;
-const root = join(__dirname, '..');
 
 // Started as the file loads, so that the compiler runs in its own process while the tests above run.
 const building = buildsOnce ? builtSources() : undefined;
@@ -429,7 +429,7 @@ builtOnce('the built command, as its own process', () => {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, [join(outDir, 'src', 'cli', 'index.js'), ...args], {
         cwd: outDir,
-        env: { PATH: process.env.PATH ?? '', NODE_PATH: join(root, 'node_modules'), ...BASE_ENV, ...env },
+        env: { PATH: process.env.PATH ?? '', ...BASE_ENV, ...env },
       });
       let stdout = '';
       let stderr = '';

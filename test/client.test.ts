@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAccountClient, type components } from '../src/client';
-import { startTestApp, uniqueEmail, type TestContext } from './support/app';
-import { builtSources } from './support/build';
+import { createAccountClient, type components } from '../src/client.js';
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import { builtSources } from './support/build.js';
 
 // The typed client of src/client.ts, used as a consumer of the package would: a whole account's
 // life through it, the error envelope it hands back, and the package export it is published under.
@@ -141,7 +141,7 @@ builtOnce('the package export', () => {
   // Puts the build (tsconfig.build.json, made once for the suite) into a copy of the package, then resolves `account-service/client`
   // by name, as a consumer does: the compiled module in Node, its types in tsc.
   it('resolves account-service/client to the built client, with its types', async () => {
-    const root = join(__dirname, '..');
+    const root = join(import.meta.dirname, '..');
     const pkg = mkdtempSync(join(tmpdir(), 'account-service-package-'));
     try {
       const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');

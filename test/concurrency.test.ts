@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import { startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
-import { auditRows } from './support/audit';
-import { claimsOf } from './support/jwt';
+import { startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app.js';
+import { auditRows } from './support/audit.js';
+import { claimsOf } from './support/jwt.js';
 
 /*
  * Requests that race each other on one record. PostgreSQL runs them truly in parallel (READ

@@ -1,5 +1,5 @@
-import { loadConfig } from '../src/config';
-import { problemsOf } from './support/config';
+import { loadConfig } from '../src/config/index.js';
+import { problemsOf } from './support/config.js';
 
 describe('configuration', () => {
   it('has the documented defaults', () => {

@@ -5,7 +5,7 @@ import yaml from 'js-yaml';
 // No container engine runs with the tests: these read the image and stack definitions and check what
 // a deployment relies on against the rest of the repository.
 
-const root = join(__dirname, '..');
+const root = join(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(join(root, file), 'utf8');
 
 interface Instruction {

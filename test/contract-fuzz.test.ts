@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import jwt from 'jsonwebtoken';
-import { ADMIN, startTestApp, TEST_SECRET, type Options, type Response, type TestContext } from './support/app';
-import { document, resolve } from './support/contract';
+import { ADMIN, startTestApp, TEST_SECRET, type Options, type Response, type TestContext } from './support/app.js';
+import { document, resolve } from './support/contract.js';
 
 /*
  * Contract fuzzing: every operation of api/openapi.yaml gets invalid and boundary input in its

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { document } from './support/contract';
+import { document } from './support/contract.js';
 
 /*
  * Every `pattern` of the contract reads the same in every client's regex engine, not only in the

@@ -1,8 +1,8 @@
-import { ADMIN, startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
-import { auditRows } from './support/audit';
-import { expectError } from './support/expect';
-import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
-import { until } from './support/wait';
+import { ADMIN, startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app.js';
+import { auditRows } from './support/audit.js';
+import { expectError } from './support/expect.js';
+import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
+import { until } from './support/wait.js';
 
 const APP_URL = 'https://app.example.test';
 const MAX_FAILURES = 3;

@@ -2,14 +2,14 @@ import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
-import { TEST_SECRET, suiteDatabase, type SuiteDatabase } from './support/app';
-import { startServer, type Running } from './support/server';
+import { TEST_SECRET, suiteDatabase, type SuiteDatabase } from './support/app.js';
+import { startServer, type Running } from './support/server.js';
 
 // The embedded database serves one process: a second server on its DATA_DIR is refused at once, a
 // command-line command waits for the server to stop, and a lock left by a dead process is taken over.
 
 const onEmbedded = process.env.TEST_DATABASE_KIND === 'postgres' ? describe.skip : describe;
-const ROOT = join(__dirname, '..');
+const ROOT = join(import.meta.dirname, '..');
 const listening = (line: Record<string, any>) => typeof line.msg === 'string' && line.msg.startsWith('listening on');
 const inUse = (dir: string, pid: number) =>
   `DATA_DIR ${dir} is in use by process ${pid}; the embedded database serves one process; use DATABASE_URL for several`;
@@ -35,7 +35,7 @@ interface Command {
 
 /** `npm run cli -- purge` in a process of its own, from the sources. */
 function purge(env: Record<string, string>): Command {
-  const child = spawn(process.execPath, ['-r', './test/support/ts-register.js', 'src/cli/index.ts', 'purge'], {
+  const child = spawn(process.execPath, ['--import', './test/support/ts-register.mjs', 'src/cli/index.ts', 'purge'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, NODE_ENV: 'test', SECRET_KEY: TEST_SECRET, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

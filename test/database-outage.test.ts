@@ -1,6 +1,6 @@
-import type { Response } from './support/app';
-import { appOnPrivateCluster, describeOutage, skipReason } from './support/pg-cluster';
-import { until } from './support/wait';
+import type { Response } from './support/app.js';
+import { appOnPrivateCluster, describeOutage, skipReason } from './support/pg-cluster.js';
+import { until } from './support/wait.js';
 
 /*
  * A real PostgreSQL server that goes away under a running service and comes back. The suite makes

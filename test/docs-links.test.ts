@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
-import { documentationPages, headingAnchors, linkTargets, readPage, ROOT, slug } from './support/markdown';
+import { documentationPages, headingAnchors, linkTargets, readPage, ROOT, slug } from './support/markdown.js';
 
 // Every relative link of README.md and docs/*.md leads to a file that exists, and every #anchor to
 // a heading of that page, named as GitHub names it.

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page, Request } from 'playwright-core';
-import { ADMIN, startTestApp, type TestContext } from './support/app';
-import { describeInBrowser, launchChromium } from './support/browser';
+import { ADMIN, startTestApp, type TestContext } from './support/app.js';
+import { describeInBrowser, launchChromium } from './support/browser.js';
 
 // Drives the real documentation pages in headless Chromium: Swagger UI's Authorize dialog with the
 // OAuth2 password flow, a live "Try it out" call, and the ReDoc page.

@@ -1,7 +1,7 @@
 import request from 'supertest';
-import { startTestApp, type TestContext } from './support/app';
-import { document as contractFile } from './support/contract';
-import { expectError } from './support/expect';
+import { startTestApp, type TestContext } from './support/app.js';
+import { document as contractFile } from './support/contract.js';
+import { expectError } from './support/expect.js';
 
 // The documentation routes are not part of the contract, so these requests go through supertest
 // directly rather than the contract-checking helpers of the harness.

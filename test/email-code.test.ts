@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import request from 'supertest';
-import { createApp, type App } from '../src/app';
-import { createLogger } from '../src/logger';
-import { outboxDrained } from './support/outbox';
-import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
-import { auditRows } from './support/audit';
-import { expectError } from './support/expect';
-import { claimsOf } from './support/jwt';
-import { captureLog } from './support/log';
-import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
+import { createApp, type App } from '../src/app.js';
+import { createLogger } from '../src/logger.js';
+import { outboxDrained } from './support/outbox.js';
+import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app.js';
+import { auditRows } from './support/audit.js';
+import { expectError } from './support/expect.js';
+import { claimsOf } from './support/jwt.js';
+import { captureLog } from './support/log.js';
+import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
 
 // Signing in with an e-mailed code or link, against a real SMTP sink: what the mail says, each half
 // used once and voiding the other, expiry, wrong codes and the lockout, the per-address cooldown,

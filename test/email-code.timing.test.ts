@@ -1,4 +1,4 @@
-import { answersInTheSameTime } from './support/answer-timing';
+import { answersInTheSameTime } from './support/answer-timing.js';
 
 // A request for an e-mailed code answers before it looks the address up, so an existing account and
 // an unknown e-mail take the same time, though only the account is sent a code.

@@ -1,6 +1,6 @@
-import { loadConfig } from '../src/config';
-import { startTestApp } from './support/app';
-import { problemsOf } from './support/config';
+import { loadConfig } from '../src/config/index.js';
+import { startTestApp } from './support/app.js';
+import { problemsOf } from './support/config.js';
 
 // The relying party of passkeys and the TOTP issuer, as the environment sets them.
 

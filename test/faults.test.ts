@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import request from 'supertest';
-import { startTestApp, type TestContext } from './support/app';
+import { startTestApp, type TestContext } from './support/app.js';
 
 describe('bodies over the limit', () => {
   let t: TestContext;

@@ -1,7 +1,7 @@
-import type { AuditEventTable } from '../src/audit/audit-repository';
-import { outboxDrained } from './support/outbox';
-import { startTestApp, uniqueEmail, type TestContext } from './support/app';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
+import type { AuditEventTable } from '../src/audit/audit-repository.js';
+import { outboxDrained } from './support/outbox.js';
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 
 // The reset-mail cooldown: one mail a minute and PASSWORD_RESET_MAILS_PER_HOUR (5) an hour per
 // account; a request within it sends nothing and leaves the link already sent working.

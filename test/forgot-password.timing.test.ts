@@ -1,4 +1,4 @@
-import { answersInTheSameTime } from './support/answer-timing';
+import { answersInTheSameTime } from './support/answer-timing.js';
 
 // Forgot-password answers before it looks the e-mail up, so an existing account and an unknown
 // e-mail take the same time.

@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import request from 'supertest';
-import { createApp, type App } from '../src/app';
-import { createLogger } from '../src/logger';
-import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
-import { assertMatchesContract } from './support/contract';
-import { expectError } from './support/expect';
+import { createApp, type App } from '../src/app.js';
+import { createLogger } from '../src/logger.js';
+import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app.js';
+import { assertMatchesContract } from './support/contract.js';
+import { expectError } from './support/expect.js';
 
 // One hash at a time and room for one more waiting: a burst of parallel password operations is
 // partly refused at once instead of queueing. Cost 12 (some 250 ms) makes each hash outlast the burst's

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { startTestApp, type TestContext } from './support/app';
+import { startTestApp, type TestContext } from './support/app.js';
 
 let t: TestContext;
 beforeAll(async () => {

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Client } from 'pg';
-import { ConfigError, loadConfig, type HousekeepingConfig } from '../src/config';
-import { HOUSEKEEPING_LOCK_KEY, purgeBatch } from '../src/db/housekeeping';
-import { createLogger } from '../src/logger';
-import { Housekeeping } from '../src/infra/housekeeping';
-import { startTestApp, type RegisteredUser, type TestContext } from './support/app';
-import { until } from './support/wait';
+import { ConfigError, loadConfig, type HousekeepingConfig } from '../src/config/index.js';
+import { HOUSEKEEPING_LOCK_KEY, purgeBatch } from '../src/db/housekeeping.js';
+import { createLogger } from '../src/logger.js';
+import { Housekeeping } from '../src/infra/housekeeping.js';
+import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
+import { until } from './support/wait.js';
 
 const HOUR_MS = 3600 * 1000;
 const hoursAgo = (hours: number) => new Date(Date.now() - hours * HOUR_MS);

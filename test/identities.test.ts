@@ -1,18 +1,18 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository';
-import { Housekeeping } from '../src/infra/housekeeping';
-import { createLogger } from '../src/logger';
-import { startTestApp, uniqueEmail, type TestContext } from './support/app';
-import { auditRows } from './support/audit';
-import { expectError } from './support/expect';
-import { outboxDrained } from './support/outbox';
-import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
-import { githubProviderSettings, startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream';
-import { startOidcUpstream, type OidcUpstream, type UpstreamAccount } from './support/oidc-upstream';
-import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer';
-import { until } from './support/wait';
-import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository.js';
+import { Housekeeping } from '../src/infra/housekeeping.js';
+import { createLogger } from '../src/logger.js';
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import { auditRows } from './support/audit.js';
+import { expectError } from './support/expect.js';
+import { outboxDrained } from './support/outbox.js';
+import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
+import { githubProviderSettings, startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream.js';
+import { startOidcUpstream, type OidcUpstream, type UpstreamAccount } from './support/oidc-upstream.js';
+import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer.js';
+import { until } from './support/wait.js';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 
 // A signed-in person's identities at upstream providers: listed, linked by hand through the
 // provider, unlinked unless it is the last way left to sign in; the webhooks and sessions that

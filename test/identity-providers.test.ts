@@ -1,9 +1,9 @@
-import type { IdentityProviderTable } from '../src/providers/provider-repository';
-import { unseal } from '../src/infra/sealed';
-import { providerSealingKey } from '../src/providers/registry';
-import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
-import { auditTable } from './support/audit';
-import { expectError } from './support/expect';
+import type { IdentityProviderTable } from '../src/providers/provider-repository.js';
+import { unseal } from '../src/infra/sealed.js';
+import { providerSealingKey } from '../src/providers/registry.js';
+import { startTestApp, TEST_SECRET, type TestContext } from './support/app.js';
+import { auditTable } from './support/audit.js';
+import { expectError } from './support/expect.js';
 
 // Admins register upstream sign-in providers: presets, the checks of each kind, the client secret
 // sealed at rest and never shown again, and the list a sign-in page reads.

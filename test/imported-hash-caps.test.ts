@@ -1,5 +1,5 @@
-import { startTestApp, uniqueEmail, type TestContext } from './support/app';
-import { expectError } from './support/expect';
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
 
 // An imported hash is checked at every sign-in, a wrong password included, on the shared hashing
 // pool: its parameters are capped so that no account can hold that pool for seconds.

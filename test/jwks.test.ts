@@ -1,20 +1,15 @@
 import { generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { ConfigError, loadConfig } from '../src/config';
-import type { components } from '../src/client';
-import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
-import { expectError } from './support/expect';
+import { ConfigError, loadConfig } from '../src/config/index.js';
+import type { components } from '../src/client.js';
+import { startTestApp, TEST_SECRET, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
 
 // Tokens signed with a key pair and published as a JWK Set, verified here as another service would:
 // with jose, from the JWKS alone. Also key rotation across a restart and the start-up checks of keys.
 
-type Jose = typeof import('jose', { with: { 'resolution-mode': 'import' } });
+type Jose = typeof import('jose');
 type Jwks = components['schemas']['JsonWebKeySet'];
-// jose is ESM only and the tests are compiled to CommonJS, where import() would become require().
-// The text is new for each run of this file: a function of the same text compiled by an earlier
-// file's sandbox in the same worker would import through that torn-down sandbox.
-// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
-const importJose = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (specifier: string) => Promise<Jose>;
 
 const rsaKey = (modulusLength = 2048) => generateKeyPairSync('rsa', { modulusLength });
 const ecKey = (namedCurve = 'prime256v1') => generateKeyPairSync('ec', { namedCurve });
@@ -61,7 +56,7 @@ describe.each([
   let jose: Jose;
 
   beforeAll(async () => {
-    jose = await importJose('jose');
+    jose = await import('jose');
     app = await startTestApp({ ALGORITHM: algorithm, JWT_PRIVATE_KEY: privatePem(keys.privateKey), ...env });
   });
   afterAll(() => app?.close());
@@ -170,7 +165,7 @@ const ACCESS_HEADER = { typ: 'access+jwt' } as unknown as jwt.JwtHeader;
 
 describe('key rotation', () => {
   it('a restart with a new key (even of another algorithm) keeps accepting tokens of the retired key', async () => {
-    const jose = await importJose('jose');
+    const jose = await import('jose');
     const key1 = rsaKey();
     const key2 = ecKey();
     const unrelated = ecKey();
@@ -240,7 +235,7 @@ describe('ALGORITHM=HS256', () => {
   });
 
   it('signs tokens jose verifies with the shared secret, checking algorithm, issuer (APP_URL) and audience', async () => {
-    const jose = await importJose('jose');
+    const jose = await import('jose');
     const user = await app.register();
     const secret = new TextEncoder().encode(TEST_SECRET);
     const options = { algorithms: ['HS256'], issuer: 'http://127.0.0.1:8000', audience: 'account-service' };

@@ -1,7 +1,7 @@
-import type { AuditEventTable } from '../src/audit/audit-repository';
-import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app';
-import { expectError } from './support/expect';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
+import type { AuditEventTable } from '../src/audit/audit-repository.js';
+import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 
 // Each client is an X-Forwarded-For address behind a trusted proxy; the per-IP budget is out of the
 // way so that only the lockout answers 429.

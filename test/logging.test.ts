@@ -1,10 +1,11 @@
+import { jest } from '@jest/globals';
 import { Writable } from 'node:stream';
 import request from 'supertest';
-import { createApp, type App } from '../src/app';
-import { ConfigError, loadConfig } from '../src/config';
-import { createLogger } from '../src/logger';
-import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
-import { captureLog } from './support/log';
+import { createApp, type App } from '../src/app.js';
+import { ConfigError, loadConfig } from '../src/config/index.js';
+import { createLogger } from '../src/logger.js';
+import { startTestApp, TEST_SECRET, type TestContext } from './support/app.js';
+import { captureLog } from './support/log.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -146,7 +147,7 @@ describe('LOG_FORMAT', () => {
       jest.doMock('pino-pretty', () => {
         throw new Error("Cannot find module 'pino-pretty'");
       });
-      const { createLogger: isolated } = jest.requireActual<typeof import('../src/logger')>('../src/logger');
+      const { createLogger: isolated } = jest.requireActual<typeof import('../src/logger.js')>('../src/logger');
       const logger = isolated({ level: 'info', format: 'pretty' }, { write: (chunk: string) => void (text += chunk) });
       logger.info({ requestId: 'json-1' }, 'request');
     });

@@ -1,4 +1,4 @@
-import { startTestApp, type TestContext } from './support/app';
+import { startTestApp, type TestContext } from './support/app.js';
 
 // A real bcrypt cost, so that the hashing dominates and a missing dummy check would show.
 const COST = '11';

@@ -1,7 +1,7 @@
 import request from 'supertest';
-import { ADMIN, startTestApp, type TestContext } from './support/app';
-import { expectUnauthorized } from './support/expect';
-import { freePort } from './support/net';
+import { ADMIN, startTestApp, type TestContext } from './support/app.js';
+import { expectUnauthorized } from './support/expect.js';
+import { freePort } from './support/net.js';
 
 /** /metrics is outside the contract, so it is fetched directly rather than through the contract-checking helpers. */
 function scrape(t: TestContext, token?: string) {

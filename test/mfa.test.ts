@@ -1,9 +1,9 @@
 import { Secret, TOTP } from 'otpauth';
 import request from 'supertest';
-import { startTestApp, type Response, type TestContext } from './support/app';
-import { auditRows, auditTable as audit } from './support/audit';
-import { expectError, expectUnauthorized } from './support/expect';
-import { claimsOf } from './support/jwt';
+import { startTestApp, type Response, type TestContext } from './support/app.js';
+import { auditRows, auditTable as audit } from './support/audit.js';
+import { expectError, expectUnauthorized } from './support/expect.js';
+import { claimsOf } from './support/jwt.js';
 
 // TOTP codes are read against a clock the suite holds: codes for other time steps are computed
 // with the suite's own otpauth instance, and the mfa_token's lifetime passes by moving the clock.

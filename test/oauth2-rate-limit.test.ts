@@ -1,5 +1,5 @@
-import { startTestApp, type Response, type TestContext } from './support/app';
-import { seedOauthClient } from './support/oauth-clients';
+import { startTestApp, type Response, type TestContext } from './support/app.js';
+import { seedOauthClient } from './support/oauth-clients.js';
 
 // The OpenID Connect provider's endpoints behind the API's per-address limits: registration and the
 // token endpoint on AUTH_RATE_LIMIT_PER_MINUTE (its default, 20), discovery on RATE_LIMIT_PER_MINUTE;

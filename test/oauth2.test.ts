@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { ResourceOwnerPassword } from 'simple-oauth2';
-import { startTestApp, type TestContext } from './support/app';
-import { expectError } from './support/expect';
+import { startTestApp, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
 
 // A standard OAuth2 client library, configured only from what the contract's security scheme
 // declares: the token URL (/api/auth/login) and the refresh URL, and the password grant.

@@ -1,7 +1,7 @@
-import { startTestApp, type RegisteredUser, type TestContext } from './support/app';
-import { expectError } from './support/expect';
-import { freePort } from './support/net';
-import { seedOauthClient } from './support/oauth-clients';
+import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
+import { freePort } from './support/net.js';
+import { seedOauthClient } from './support/oauth-clients.js';
 import {
   oauthError,
   REDIRECT,
@@ -11,8 +11,8 @@ import {
   type Application,
   type Configuration,
   type OpenIdClient,
-} from './support/relying-party';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
+} from './support/relying-party.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 
 // Revoking a person's access (a password change or reset, logging out everywhere, the command line's
 // revoke-sessions, disabling, deleting) ends every token, code, grant and session the OpenID Connect

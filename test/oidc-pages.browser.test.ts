@@ -1,25 +1,22 @@
-import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
-import { startTestApp, type TestContext } from './support/app';
-import { addVirtualAuthenticator, describeInBrowser, launchChromium } from './support/browser';
-import { freePort } from './support/net';
-import { seedOauthClient } from './support/oauth-clients';
+import { startTestApp, type TestContext } from './support/app.js';
+import { addVirtualAuthenticator, describeInBrowser, launchChromium } from './support/browser.js';
+import { freePort } from './support/net.js';
+import { seedOauthClient } from './support/oauth-clients.js';
 
 // The hosted sign-in pages in headless Chromium: a person signs in on them and openid-client, the
 // relying party, completes the code exchange; a passkey (a virtual authenticator of the DevTools
 // protocol) signs in alone and as a second step. Every request a page makes is watched, and each page
 // passes an accessibility check. With WRITE_SCREENSHOTS=1 the sign-in page is photographed for the docs.
 
-type OpenIdClient = typeof import('openid-client', { with: { 'resolution-mode': 'import' } });
-// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
-const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (s: string) => Promise<OpenIdClient>;
+type OpenIdClient = typeof import('openid-client');
 
 const TIMEOUT = 90_000;
 const BRAND = 'Example Accounts';
-const SCREENSHOTS = join(__dirname, '..', 'docs', 'images');
+const SCREENSHOTS = join(import.meta.dirname, '..', 'docs', 'images');
 
 /** Registers a passkey for the user through the API, from a page of the service's origin (the ceremony needs one). */
 const PASSKEY_PAGE = `<!doctype html>
@@ -67,7 +64,7 @@ describeInBrowser('hosted sign-in pages in a browser', () => {
   let clientSecret: string;
 
   beforeAll(async () => {
-    oidc = await importModule('openid-client');
+    oidc = await import('openid-client');
     const [port, appPort] = [await freePort(), await freePort()];
     // localhost: the one host a browser allows passkeys on without TLS.
     origin = `http://localhost:${port}`;

@@ -1,23 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { Secret, TOTP } from 'otpauth';
-import { startTestApp, type TestContext } from './support/app';
-import { auditRows } from './support/audit';
-import { FormBrowser, formTo, formsOf, type Page } from './support/hosted-pages';
-import { freePort } from './support/net';
-import { startSmtpServer, type TestSmtpServer } from './support/smtp';
-import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer';
+import { startTestApp, type TestContext } from './support/app.js';
+import { auditRows } from './support/audit.js';
+import { FormBrowser, formTo, formsOf, type Page } from './support/hosted-pages.js';
+import { freePort } from './support/net.js';
+import { startSmtpServer, type TestSmtpServer } from './support/smtp.js';
+import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer.js';
 
 // The hosted sign-in pages of the service's OpenID Connect provider, over HTTP: openid-client is the
 // relying party, and a browser without JavaScript (a cookie jar and the pages' own forms) is the
 // person signing in. ID tokens are checked with jose against the published JWKS.
 
-type OpenIdClient = typeof import('openid-client', { with: { 'resolution-mode': 'import' } });
-type Jose = typeof import('jose', { with: { 'resolution-mode': 'import' } });
-// Both are ESM only and the tests are compiled to CommonJS; the text is new for each run of this file
-// (a function of the same text compiled by an earlier file's sandbox would import through it).
-// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
-const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as <T>(specifier: string) => Promise<T>;
+type OpenIdClient = typeof import('openid-client');
+type Jose = typeof import('jose');
 
 const BRAND = 'Example Accounts';
 /** The applications' redirect URIs (loopback, as for development): never opened, the test reads the code off the address. */
@@ -48,10 +44,10 @@ describe('hosted sign-in pages of the OpenID Connect provider', () => {
   let smtp: TestSmtpServer;
 
   beforeAll(async () => {
-    oidc = await importModule<OpenIdClient>('openid-client');
+    oidc = await import('openid-client');
     upstream = await startUpstreamIssuer();
     smtp = await startSmtpServer();
-    jose = await importModule<Jose>('jose');
+    jose = await import('jose');
     // The issuer is APP_URL: the app listens where APP_URL says, so that discovery's issuer is where it was read.
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;

@@ -1,16 +1,12 @@
 import type { Server } from 'node:http';
-import { randomUUID } from 'node:crypto';
-import { ADMIN, startTestApp, type RegisteredUser, type StartOptions, type TestContext } from './support/app';
-import { expectError } from './support/expect';
-import { FormBrowser, formTo, signIn } from './support/hosted-pages';
-import { freePort } from './support/net';
+import { ADMIN, startTestApp, type RegisteredUser, type StartOptions, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
+import { FormBrowser, formTo, signIn } from './support/hosted-pages.js';
+import { freePort } from './support/net.js';
 
 // The service as an OpenID Connect provider, with openid-client (a certified relying party) as the
 // application and jose verifying what the service signs. People sign in on the hosted pages, as a
 // browser without JavaScript would: the sign-in form with their e-mail and password, then the consent form.
-
-// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import() of an ES module
-const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (specifier: string) => Promise<any>;
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const AFTER_LOGOUT = 'http://127.0.0.1:9/signed-out';
@@ -57,8 +53,8 @@ let admin: string;
 
 beforeAll(async () => {
   // One after the other: the runner's module registry links a dependency the two share once at a time.
-  jose = await importModule('jose');
-  oidc = await importModule('openid-client');
+  jose = await import('jose');
+  oidc = await import('openid-client');
   p = await startProvider();
   ({ t, base } = p);
   admin = await t.adminToken();

@@ -1,10 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import { startTestApp, type TestContext } from './support/app';
-import { expectError } from './support/expect';
-import { FormBrowser, formsOf, formTo } from './support/hosted-pages';
-import { freePort } from './support/net';
-import { seedOauthClient } from './support/oauth-clients';
+import { startTestApp, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
+import { FormBrowser, formsOf, formTo } from './support/hosted-pages.js';
+import { freePort } from './support/net.js';
+import { seedOauthClient } from './support/oauth-clients.js';
 import {
   authorizationRequest,
   oauthError,
@@ -15,7 +15,7 @@ import {
   type Application,
   type Jose,
   type OpenIdClient,
-} from './support/relying-party';
+} from './support/relying-party.js';
 
 // What the provider's addresses and tokens say: discovery names the issuer's addresses whatever host the
 // request names; an ID token's acr and amr say how the person signed in; the client credentials grant has

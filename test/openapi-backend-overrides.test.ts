@@ -1,16 +1,17 @@
+import { jest } from '@jest/globals';
 import Koa from 'koa';
-import OpenAPIBackend, { type Context as ApiContext } from 'openapi-backend';
+import { OpenAPIBackend, type Context as ApiContext } from 'openapi-backend';
 import request from 'supertest';
-import { loadConfig } from '../src/config';
-import type { OperationId, Operations } from '../src/handlers/types';
-import { buildApi } from '../src/http/api';
-import { securityFailure } from '../src/http/authentication';
-import { bearerToken } from '../src/http/bearer';
-import { validationContractFor } from '../src/http/contract';
-import { bodies } from '../src/http/middleware';
-import { routeOnce } from '../src/http/openapi-backend-overrides';
-import { rejectNulCharacters, validatingBackend, validationFailure } from '../src/http/validation';
-import type { Principal } from '../src/principal';
+import { loadConfig } from '../src/config/index.js';
+import type { OperationId, Operations } from '../src/handlers/types.js';
+import { buildApi } from '../src/http/api.js';
+import { securityFailure } from '../src/http/authentication.js';
+import { bearerToken } from '../src/http/bearer.js';
+import { validationContractFor } from '../src/http/contract.js';
+import { bodies } from '../src/http/middleware.js';
+import { routeOnce } from '../src/http/openapi-backend-overrides.js';
+import { rejectNulCharacters, validatingBackend, validationFailure } from '../src/http/validation.js';
+import type { Principal } from '../src/principal.js';
 
 /*
  * src/http/openapi-backend-overrides.ts replaces openapi-backend's routing (routeOnce) and skips it

@@ -1,9 +1,9 @@
 import { request as httpRequest } from 'node:http';
 import { Client } from 'pg';
-import { suiteDatabase, uniqueEmail, type SuiteDatabase } from './support/app';
-import { startServer, type Running } from './support/server';
-import { startSmtpServer, type TestSmtpServer } from './support/smtp';
-import { until } from './support/wait';
+import { suiteDatabase, uniqueEmail, type SuiteDatabase } from './support/app.js';
+import { startServer, type Running } from './support/server.js';
+import { startSmtpServer, type TestSmtpServer } from './support/smtp.js';
+import { until } from './support/wait.js';
 
 // The mail outbox with several service processes on one PostgreSQL database and a slow SMTP relay:
 // each message goes out once, under a Message-ID taken from its outbox row.

@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { Browser, CDPSession, Page } from 'playwright-core';
-import { startTestApp, type TestContext } from './support/app';
-import { addVirtualAuthenticator, describeInBrowser, launchChromium } from './support/browser';
-import { claimsOf } from './support/jwt';
-import { freePort } from './support/net';
+import { startTestApp, type TestContext } from './support/app.js';
+import { addVirtualAuthenticator, describeInBrowser, launchChromium } from './support/browser.js';
+import { claimsOf } from './support/jwt.js';
+import { freePort } from './support/net.js';
 
 // Passkeys end to end: headless Chromium with a virtual authenticator (the DevTools protocol's
 // WebAuthn domain) registers a passkey through the API from a page on http://localhost:<port>,

@@ -1,7 +1,7 @@
-import vectors from './fixtures/password-hashes.json';
-import { startTestApp, uniqueEmail, type TestContext } from './support/app';
-import { problemsOf } from './support/config';
-import { expectError } from './support/expect';
+import vectors from './fixtures/password-hashes.json' with { type: 'json' };
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import { problemsOf } from './support/config.js';
+import { expectError } from './support/expect.js';
 
 // Fixed hashes made by other implementations than the service's (see test/fixtures/make-password-hashes.py):
 // Django's pbkdf2_sha256 by Python's hashlib, bcrypt $2a$/$2b$/$2y$ by crypt(3), argon2id/argon2i by node-argon2.

@@ -1,15 +1,15 @@
 import { connect, type Socket } from 'node:net';
 import request from 'supertest';
-import { loadConfig } from '../src/config';
-import { createApp, type App } from '../src/app';
-import { createLogger } from '../src/logger';
-import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app';
-import { problemsOf } from './support/config';
-import { expectError } from './support/expect';
-import { captureLog } from './support/log';
-import { startServer, type Running } from './support/server';
-import { startSmtpServer, type TestSmtpServer } from './support/smtp';
-import { until } from './support/wait';
+import { loadConfig } from '../src/config/index.js';
+import { createApp, type App } from '../src/app.js';
+import { createLogger } from '../src/logger.js';
+import { startTestApp, suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase, type TestContext } from './support/app.js';
+import { problemsOf } from './support/config.js';
+import { expectError } from './support/expect.js';
+import { captureLog } from './support/log.js';
+import { startServer, type Running } from './support/server.js';
+import { startSmtpServer, type TestSmtpServer } from './support/smtp.js';
+import { until } from './support/wait.js';
 
 // What NODE_ENV=production refuses or withholds, and the HTTP server's own limits, each attacked.
 

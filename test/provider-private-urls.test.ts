@@ -2,11 +2,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadConfig } from '../src/config';
-import { findProvider, insertProvider, listProviders, type ProviderSettings } from '../src/providers/provider-repository';
-import { OIDC_CLAIMS } from '../src/providers/presets';
-import { startTestApp, TEST_SECRET, type TestContext } from './support/app';
-import { expectError } from './support/expect';
+import { loadConfig } from '../src/config/index.js';
+import { findProvider, insertProvider, listProviders, type ProviderSettings } from '../src/providers/provider-repository.js';
+import { OIDC_CLAIMS } from '../src/providers/presets.js';
+import { startTestApp, TEST_SECRET, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
 
 // In production the service fetches a provider's URLs on public addresses only, as it does a
 // webhook's: the URLs are refused when saved, and each request is checked again on the address it

@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { Secret, TOTP } from 'otpauth';
-import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository';
-import { startTestApp, uniqueEmail, type TestContext } from './support/app';
-import { auditTable } from './support/audit';
-import { expectError } from './support/expect';
-import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer';
+import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository.js';
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import { auditTable } from './support/audit.js';
+import { expectError } from './support/expect.js';
+import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer.js';
 
 // Signing in with an upstream provider, driven over plain HTTP: the application's PKCE pair, the
 // service's 302 to the provider, the provider's 302 back to the callback, the one-time code at

@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { UserIdentityTable } from '../src/providers/identity-repository';
-import { startTestApp, type TestContext } from './support/app';
-import { FormBrowser, formTo } from './support/hosted-pages';
-import { freePort } from './support/net';
-import { seedOauthClient } from './support/oauth-clients';
+import type { UserIdentityTable } from '../src/providers/identity-repository.js';
+import { startTestApp, type TestContext } from './support/app.js';
+import { FormBrowser, formTo } from './support/hosted-pages.js';
+import { freePort } from './support/net.js';
+import { seedOauthClient } from './support/oauth-clients.js';
 
 // End to end: a person signs in to one instance of this service ("accounts") with their account at
 // another instance ("team"), which is their OpenID provider: its discovery, hosted sign-in page,

@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository';
-import { startTestApp, uniqueEmail, type TestContext } from './support/app';
-import { auditRows, auditTable } from './support/audit';
-import { expectError } from './support/expect';
-import { githubProviderSettings, startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream';
-import { startOidcUpstream, type OidcUpstream, type UpstreamAccount } from './support/oidc-upstream';
+import type { ProviderCodeTable, ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository.js';
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import { auditRows, auditTable } from './support/audit.js';
+import { expectError } from './support/expect.js';
+import { githubProviderSettings, startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream.js';
+import { startOidcUpstream, type OidcUpstream, type UpstreamAccount } from './support/oidc-upstream.js';
 
 // Signing in with other providers against real peers the test runs: an OpenID provider built on
 // oidc-provider (its login page answered for the chosen account, consent given at once; its tokens

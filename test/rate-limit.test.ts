@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import { Pool } from 'pg';
 import request from 'supertest';
-import { loadConfig } from '../src/config';
-import { toApiError } from '../src/http/errors';
-import { LoginGuard } from '../src/sessions/login-guard';
-import { limiterFactory, StoreOutages } from '../src/infra/rate-limiter';
-import { createLogger } from '../src/logger';
-import { startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
-import { until } from './support/wait';
+import { loadConfig } from '../src/config/index.js';
+import { toApiError } from '../src/http/errors.js';
+import { LoginGuard } from '../src/sessions/login-guard.js';
+import { limiterFactory, StoreOutages } from '../src/infra/rate-limiter.js';
+import { createLogger } from '../src/logger.js';
+import { startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app.js';
+import { until } from './support/wait.js';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -2,9 +2,9 @@ import { execFile } from 'node:child_process';
 import { appendFileSync, copyFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { suiteDatabase, TEST_SECRET, type SuiteDatabase } from './support/app';
-import { documentationPages, fences, linkTargets, readPage, ROOT, type Fence } from './support/markdown';
-import { startServer, type Running } from './support/server';
+import { suiteDatabase, TEST_SECRET, type SuiteDatabase } from './support/app.js';
+import { documentationPages, fences, linkTargets, readPage, ROOT, type Fence } from './support/markdown.js';
+import { startServer, type Running } from './support/server.js';
 
 // The shell examples of README.md and docs/*.md, run as a reader runs them: in order, on a fresh
 // database, against the service in a process of its own, from a folder where `npm run cli` works.
@@ -300,7 +300,7 @@ describe('the examples, in order on a fresh database', () => {
       join(dir, 'package.json'),
       JSON.stringify({
         private: true,
-        scripts: { cli: `node -r ${join(ROOT, 'test/support/ts-register.js')} ${join(ROOT, 'src/cli/index.ts')}` },
+        scripts: { cli: `node --import ${join(ROOT, 'test/support/ts-register.mjs')} ${join(ROOT, 'src/cli/index.ts')}` },
       }),
     );
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');

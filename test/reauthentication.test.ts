@@ -1,13 +1,13 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { Secret, TOTP } from 'otpauth';
-import type { ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository';
-import { startTestApp, TEST_SECRET, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
-import { auditRows } from './support/audit';
-import { expectError } from './support/expect';
-import { claimsOf } from './support/jwt';
-import { startOidcUpstream, type OidcUpstream } from './support/oidc-upstream';
-import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
+import type { ProviderFlowTable, UserIdentityTable } from '../src/providers/identity-repository.js';
+import { startTestApp, TEST_SECRET, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app.js';
+import { auditRows } from './support/audit.js';
+import { expectError } from './support/expect.js';
+import { claimsOf } from './support/jwt.js';
+import { startOidcUpstream, type OidcUpstream } from './support/oidc-upstream.js';
+import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
 
 // Proof of presence before a new way in. The attack: a thief holding only a user's access token
 // (30 minutes of life) links their own identity, makes an API key, enrols a TOTP app or a passkey,

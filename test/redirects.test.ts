@@ -1,6 +1,6 @@
-import { loadConfig } from '../src/config';
-import { allowedRedirect } from '../src/redirects/allow-list';
-import { problemsOf } from './support/config';
+import { loadConfig } from '../src/config/index.js';
+import { allowedRedirect } from '../src/redirects/allow-list.js';
+import { problemsOf } from './support/config.js';
 
 const SECRET_KEY = 'x'.repeat(32);
 

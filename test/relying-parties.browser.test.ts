@@ -3,10 +3,10 @@ import { readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { startTestApp, type TestContext } from './support/app';
-import { describeInBrowser, launchChromium } from './support/browser';
-import { startExpressRelyingParty } from './support/express-relying-party';
-import { freePort } from './support/net';
+import { startTestApp, type TestContext } from './support/app.js';
+import { describeInBrowser, launchChromium } from './support/browser.js';
+import { startExpressRelyingParty } from './support/express-relying-party.js';
+import { freePort } from './support/net.js';
 
 // Relying-party libraries nobody here wrote, in headless Chromium against the hosted pages, each on
 // an origin of its own: express-openid-connect (Auth0's, a server-side application answered with
@@ -14,7 +14,9 @@ import { freePort } from './support/net';
 // oidc-client-ts in a single-page application signing in through a popup.
 
 const TIMEOUT = 90_000;
-const OIDC_CLIENT_TS = readFileSync(join(__dirname, '..', 'node_modules', 'oidc-client-ts', 'dist', 'browser', 'oidc-client-ts.min.js'));
+const OIDC_CLIENT_TS = readFileSync(
+  join(import.meta.dirname, '..', 'node_modules', 'oidc-client-ts', 'dist', 'browser', 'oidc-client-ts.min.js'),
+);
 
 function serve(port: number, handler: RequestListener): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {

@@ -1,8 +1,15 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { startTestApp, type RegisteredUser, type TestContext } from './support/app';
-import { FormBrowser, formTo, signIn } from './support/hosted-pages';
-import { freePort } from './support/net';
-import { authorizationRequest, REDIRECT, relyingParty, relyingPartyLibraries, type Jose, type OpenIdClient } from './support/relying-party';
+import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
+import { FormBrowser, formTo, signIn } from './support/hosted-pages.js';
+import { freePort } from './support/net.js';
+import {
+  authorizationRequest,
+  REDIRECT,
+  relyingParty,
+  relyingPartyLibraries,
+  type Jose,
+  type OpenIdClient,
+} from './support/relying-party.js';
 
 // What relying-party libraries set up as their guides say expect of the provider, with openid-client
 // as the application and jose checking the signatures: the person's claims in the ID token, a

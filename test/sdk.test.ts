@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -5,8 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
-import { ADMIN, startTestApp, uniqueEmail, type TestContext } from './support/app';
-import type { FlowInput, FlowResult, OrvalFlowInput, OrvalFlowResult } from './sdk/flow';
+import { ADMIN, startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import type { FlowInput, FlowResult, OrvalFlowInput, OrvalFlowResult } from './sdk/flow.js';
+
+const require = createRequire(import.meta.url);
 
 // Clients generated from api/openapi.yaml by three generators nobody here wrote, type-checked with
 // the flows in test/sdk that use them, then run against the live service: register, login, me,
@@ -14,7 +17,7 @@ import type { FlowInput, FlowResult, OrvalFlowInput, OrvalFlowResult } from './s
 // orval's for the token URL's form. And a Perl client that builds itself from /openapi.json.
 
 const run = promisify(execFile);
-const ROOT = join(__dirname, '..');
+const ROOT = join(import.meta.dirname, '..');
 const CONTRACT = join(ROOT, 'api', 'openapi.yaml');
 const bin = (path: string) => join(ROOT, 'node_modules', path);
 
@@ -29,7 +32,7 @@ let t: TestContext;
 /** Generates the clients, compiles them with the flows, and returns the diagnostics. */
 async function buildClients(dir: string): Promise<string[]> {
   // The flows first: orval's client imports the fetch it calls from among them.
-  cpSync(join(__dirname, 'sdk'), join(dir, 'flows'), { recursive: true, filter: (path) => !path.includes(join('sdk', 'perl')) });
+  cpSync(join(import.meta.dirname, 'sdk'), join(dir, 'flows'), { recursive: true, filter: (path) => !path.includes(join('sdk', 'perl')) });
   writeFileSync(
     join(dir, 'orval.config.cjs'),
     `module.exports = ${JSON.stringify({
@@ -95,12 +98,9 @@ beforeAll(async () => {
   // The generated code and the flows type-check under `strict`.
   expect(diagnostics).toEqual([]);
   flows = {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     'hey-api': require(join(workDir, 'out', 'flows', 'hey-api.flow.js')) as Flow,
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     codegen: require(join(workDir, 'out', 'flows', 'codegen.flow.js')) as Flow,
   };
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   orval = require(join(workDir, 'out', 'flows', 'orval.flow.js')) as OrvalFlow;
 }, 180_000);
 
@@ -152,7 +152,7 @@ describe('a Perl client (OpenAPI::Client, built at run time from the served /ope
   it('signs up, signs in by JSON and by form, refreshes, updates the profile, manages a user and signs out', async () => {
     const email = uniqueEmail('perl');
     const newEmail = uniqueEmail('perl-made');
-    const script = join(__dirname, 'sdk', 'perl', 'flow.pl');
+    const script = join(import.meta.dirname, 'sdk', 'perl', 'flow.pl');
     const { stdout } = await run('perl', [script, t.baseUrl, ADMIN.email, ADMIN.password, email, 'password-123', newEmail]);
     const result = JSON.parse(stdout) as { registered_id: number; refreshed_sid: string; created_id: number; me_after_logout: number };
 

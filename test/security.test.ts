@@ -3,17 +3,17 @@ import { dictionary } from '@zxcvbn-ts/language-common';
 import jwt from 'jsonwebtoken';
 import { sql } from 'kysely';
 import request from 'supertest';
-import { createApp, type App } from '../src/app';
-import { insertAccountToken } from '../src/users/account-token-repository';
-import { createLogger } from '../src/logger';
-import { COMMON_PASSWORDS, isCommonPassword } from '../src/passwords/passwords';
-import { deriveKey, unseal } from '../src/infra/sealed';
-import { sha256 } from '../src/sessions/tokens';
-import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
-import { expectError, expectJson, expectUnauthorized } from './support/expect';
-import { claimsOf, type Claims } from './support/jwt';
-import { freePort } from './support/net';
-import { until } from './support/wait';
+import { createApp, type App } from '../src/app.js';
+import { insertAccountToken } from '../src/users/account-token-repository.js';
+import { createLogger } from '../src/logger.js';
+import { COMMON_PASSWORDS, isCommonPassword } from '../src/passwords/passwords.js';
+import { deriveKey, unseal } from '../src/infra/sealed.js';
+import { sha256 } from '../src/sessions/tokens.js';
+import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app.js';
+import { expectError, expectJson, expectUnauthorized } from './support/expect.js';
+import { claimsOf, type Claims } from './support/jwt.js';
+import { freePort } from './support/net.js';
+import { until } from './support/wait.js';
 
 // Security hardening: common and e-mail-equal passwords, response headers and the CSP, CORS,
 // body limits, secrets kept out of the log, and JWTs that try to choose their own key or algorithm.

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { startTestApp, type TestContext } from './support/app';
-import { FormBrowser, formTo, signIn } from './support/hosted-pages';
-import { freePort } from './support/net';
-import { seedOauthClient } from './support/oauth-clients';
+import { startTestApp, type TestContext } from './support/app.js';
+import { FormBrowser, formTo, signIn } from './support/hosted-pages.js';
+import { freePort } from './support/net.js';
+import { seedOauthClient } from './support/oauth-clients.js';
 
 // Clients that register themselves (RFC 7591, OIDC_REGISTRATION=open): they obey the admin API's
 // rules for addresses, their consent page says no admin vouches for them, and they cannot use the

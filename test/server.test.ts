@@ -1,11 +1,11 @@
 import { request as httpRequest } from 'node:http';
 import { availableParallelism } from 'node:os';
-import { loadConfig } from '../src/config';
-import { startTestApp, suiteDatabase, uniqueEmail, type SuiteDatabase } from './support/app';
-import { expectError } from './support/expect';
-import { serverHasRead } from './support/net';
-import { startServer, type Running } from './support/server';
-import { until } from './support/wait';
+import { loadConfig } from '../src/config/index.js';
+import { startTestApp, suiteDatabase, uniqueEmail, type SuiteDatabase } from './support/app.js';
+import { expectError } from './support/expect.js';
+import { serverHasRead } from './support/net.js';
+import { startServer, type Running } from './support/server.js';
+import { until } from './support/wait.js';
 
 // The real server process, started from the sources: graceful shutdown and cluster mode.
 

@@ -1,10 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { Client } from 'pg';
-import { loadConfig } from '../src/config';
-import { suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase } from './support/app';
-import { startServer, type Running } from './support/server';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
+import { loadConfig } from '../src/config/index.js';
+import { suiteDatabase, TEST_SECRET, uniqueEmail, type SuiteDatabase } from './support/app.js';
+import { startServer, type Running } from './support/server.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 
 // Two real server processes on one PostgreSQL database, as behind a round-robin load balancer: the
 // limits a deployment is promised hold for the whole service, not per process. Nothing in the

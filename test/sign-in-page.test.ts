@@ -1,14 +1,14 @@
 import { Secret, TOTP } from 'otpauth';
 import request from 'supertest';
-import { createApp, type App } from '../src/app';
-import { createLogger } from '../src/logger';
-import { startTestApp, uniqueEmail, type RegisteredUser, type TestContext } from './support/app';
-import { auditRows } from './support/audit';
-import { FormBrowser, formsOf, formTo, type Page } from './support/hosted-pages';
-import { captureLog } from './support/log';
-import { outboxDrained } from './support/outbox';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
-import { until } from './support/wait';
+import { createApp, type App } from '../src/app.js';
+import { createLogger } from '../src/logger.js';
+import { startTestApp, uniqueEmail, type RegisteredUser, type TestContext } from './support/app.js';
+import { auditRows } from './support/audit.js';
+import { FormBrowser, formsOf, formTo, type Page } from './support/hosted-pages.js';
+import { captureLog } from './support/log.js';
+import { outboxDrained } from './support/outbox.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
+import { until } from './support/wait.js';
 
 // The page the e-mailed sign-in link opens (`/sign-in`), the code in the development log, and the
 // page at `/`. The pages are not part of the contract: a browser without JavaScript (FormBrowser)

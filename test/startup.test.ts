@@ -1,9 +1,10 @@
+import { jest } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { TEST_SECRET } from './support/app';
-import { freePort } from './support/net';
-import { startServer } from './support/server';
+import { TEST_SECRET } from './support/app.js';
+import { freePort } from './support/net.js';
+import { startServer } from './support/server.js';
 
 /*
  * A start that cannot work stops with one line saying what to change, exit code 1, no stack and never
@@ -16,7 +17,7 @@ import { startServer } from './support/server';
 // Each case starts a whole process, which takes a while on a busy machine.
 jest.setTimeout(180_000);
 
-const ROOT = join(__dirname, '..');
+const ROOT = join(import.meta.dirname, '..');
 const PASSWORD = 'Sup3r-secret-pa55word';
 const serverUrl = process.env.TEST_DATABASE_URL;
 const runsHere = process.env.TEST_DATABASE_KIND === 'postgres' || !serverUrl;
@@ -31,7 +32,7 @@ interface Exit {
 
 /** Runs one of the service's entry points from the sources to its end. */
 function run(entry: string, args: string[], env: Record<string, string>): Promise<Exit> {
-  const child = spawn(process.execPath, ['-r', './test/support/ts-register.js', entry, ...args], {
+  const child = spawn(process.execPath, ['--import', './test/support/ts-register.mjs', entry, ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, NODE_ENV: 'test', SECRET_KEY: TEST_SECRET, LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

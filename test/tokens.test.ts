@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import type { AuditEventTable } from '../src/audit/audit-repository';
-import { sha256 } from '../src/sessions/tokens';
-import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app';
-import { expectError } from './support/expect';
-import { claimsOf } from './support/jwt';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
+import type { AuditEventTable } from '../src/audit/audit-repository.js';
+import { sha256 } from '../src/sessions/tokens.js';
+import { ADMIN, startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
+import { claimsOf } from './support/jwt.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 
 // Sessions and tokens other services can trust: a session's absolute lifetime, the issuer,
 // audience and age of every token, sign-in only with a verified address when so configured, and

@@ -1,14 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import type { IdentityProviderTable } from '../src/providers/provider-repository';
-import type { ProviderCodeTable, UserIdentityTable } from '../src/providers/identity-repository';
-import { startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
-import { auditRows } from './support/audit';
-import { expectError } from './support/expect';
-import { githubProviderSettings, startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream';
-import { startOidcUpstream, type OidcUpstream, type UpstreamAccount } from './support/oidc-upstream';
-import { outboxDrained } from './support/outbox';
-import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp';
+import type { IdentityProviderTable } from '../src/providers/provider-repository.js';
+import type { ProviderCodeTable, UserIdentityTable } from '../src/providers/identity-repository.js';
+import { startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app.js';
+import { auditRows } from './support/audit.js';
+import { expectError } from './support/expect.js';
+import { githubProviderSettings, startGithubUpstream, type GithubAccount, type GithubUpstream } from './support/github-upstream.js';
+import { startOidcUpstream, type OidcUpstream, type UpstreamAccount } from './support/oidc-upstream.js';
+import { outboxDrained } from './support/outbox.js';
+import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
 
 // An address nobody has proven belongs to nobody. A provider that does not vouch for the address it
 // gives makes no account and joins none until a code mailed to the address is entered; and the first

@@ -2,10 +2,10 @@ import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { main } from '../src/cli';
-import vectors from './fixtures/password-hashes.json';
-import { startTestApp, TEST_SECRET, uniqueEmail, type TestContext } from './support/app';
-import { expectError } from './support/expect';
+import { main } from '../src/cli/index.js';
+import vectors from './fixtures/password-hashes.json' with { type: 'json' };
+import { startTestApp, TEST_SECRET, uniqueEmail, type TestContext } from './support/app.js';
+import { expectError } from './support/expect.js';
 
 const VECTORS: Array<{ format: string; password: string; hash: string }> = vectors;
 const BCRYPT = VECTORS.find((v) => v.hash.startsWith('$2b$04$'))!;

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { verify } from '@node-rs/bcrypt';
 import { sql } from 'kysely';
-import { createApp } from '../src/app';
-import { loadConfig } from '../src/config';
-import type { UserRow } from '../src/db/types';
-import { createLogger } from '../src/logger';
-import { ADMIN, TEST_SECRET, startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app';
-import { expectUnauthorized } from './support/expect';
+import { createApp } from '../src/app.js';
+import { loadConfig } from '../src/config/index.js';
+import type { UserRow } from '../src/db/types.js';
+import { createLogger } from '../src/logger.js';
+import { ADMIN, TEST_SECRET, startTestApp, uniqueEmail, type RegisteredUser, type Response, type TestContext } from './support/app.js';
+import { expectUnauthorized } from './support/expect.js';
 
 const USER_KEYS = ['created_at', 'email', 'email_verified', 'id', 'is_active', 'name', 'pending_email', 'role', 'updated_at'];
 const ADMIN_VIEW_KEYS = [...USER_KEYS, 'deleted_at'].sort();

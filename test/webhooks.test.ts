@@ -6,18 +6,18 @@ import type {
   WebhookDeliveryTable,
   WebhookEndpointTable,
   WebhookMessageTable,
-} from '../src/webhooks/webhook-repository';
-import { loadConfig } from '../src/config';
-import { unseal } from '../src/infra/sealed';
-import { webhookSealingKey } from '../src/webhooks/delivery';
-import vectors from './fixtures/password-hashes.json';
-import { startTestApp, TEST_SECRET, uniqueEmail, type TestContext } from './support/app';
-import { auditTable } from './support/audit';
-import { assertWebhookMatchesContract } from './support/contract';
-import { expectError } from './support/expect';
-import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp';
-import { until } from './support/wait';
-import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from './support/webhook-receiver';
+} from '../src/webhooks/webhook-repository.js';
+import { loadConfig } from '../src/config/index.js';
+import { unseal } from '../src/infra/sealed.js';
+import { webhookSealingKey } from '../src/webhooks/delivery.js';
+import vectors from './fixtures/password-hashes.json' with { type: 'json' };
+import { startTestApp, TEST_SECRET, uniqueEmail, type TestContext } from './support/app.js';
+import { auditTable } from './support/audit.js';
+import { assertWebhookMatchesContract } from './support/contract.js';
+import { expectError } from './support/expect.js';
+import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
+import { until } from './support/wait.js';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from './support/webhook-receiver.js';
 
 const MAX_ATTEMPTS = 3;
 /** Fast delivery for the suite: a poll every 50 ms, retries after 100 ms, 200 ms... */

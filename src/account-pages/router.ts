@@ -1,17 +1,17 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import type { EmailCodeSignIn } from '../email-code/email-code-sign-in';
-import { Conflict, Forbidden, InvalidToken, MfaRequired, RateLimited, Unavailable, Validation } from '../errors';
-import { clientOf } from '../http/request';
-import { contentSecurityPolicyWith } from '../http/security';
-import { stateOf } from '../http/state';
-import type { OperationId } from '../handlers/types';
-import { allowedRedirect, type RedirectConfig } from '../redirects/allow-list';
-import type { AccountService } from '../users/account';
-import { MIN_PASSWORD_LENGTH } from '../passwords/passwords';
-import type { TokenPair } from '../sessions/session-start';
-import { FormGuard, readForm } from './form-guard';
-import { escape, form, page, paragraph, passwordField, type Notice } from './html';
+import type { EmailCodeSignIn } from '../email-code/email-code-sign-in.js';
+import { Conflict, Forbidden, InvalidToken, MfaRequired, RateLimited, Unavailable, Validation } from '../errors.js';
+import { clientOf } from '../http/request.js';
+import { contentSecurityPolicyWith } from '../http/security.js';
+import { stateOf } from '../http/state.js';
+import type { OperationId } from '../handlers/types.js';
+import { allowedRedirect, type RedirectConfig } from '../redirects/allow-list.js';
+import type { AccountService } from '../users/account.js';
+import { MIN_PASSWORD_LENGTH } from '../passwords/passwords.js';
+import type { TokenPair } from '../sessions/session-start.js';
+import { FormGuard, readForm } from './form-guard.js';
+import { escape, form, page, paragraph, passwordField, type Notice } from './html.js';
 
 export interface AccountPagesOptions {
   account: AccountService;

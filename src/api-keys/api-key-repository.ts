@@ -1,6 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
-import { preparedStatement } from '../db/prepared';
-import type { ApiKeyRow, Executor, UserRow } from '../db/types';
+import { preparedStatement } from '../db/prepared.js';
+import type { ApiKeyRow, Executor, UserRow } from '../db/types.js';
 
 export interface NewApiKey {
   userId: number;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { sha256 } from '../sessions/tokens';
+import { sha256 } from '../sessions/tokens.js';
 
 /**
  * API keys: `ask_`, 32 random bytes in base64url (43 characters), and the CRC32 of those 43

@@ -1,14 +1,14 @@
 import type { Kysely } from 'kysely';
-import type { ApiKeyConfig } from '../config';
-import { deleteApiKey, findApiKeyHolder, insertApiKey, listApiKeys, lockAndCountApiKeys } from './api-key-repository';
-import type { Transact } from '../db/transaction';
-import type { ApiKeyRow, Database } from '../db/types';
-import { Conflict, NotFound, TokenExpired, Unauthorized, Validation } from '../errors';
-import type { AccountMail } from '../mail/account-mail';
-import { isWellFormedApiKey, newApiKey } from './api-key-secrets';
-import { recordEvent } from '../audit/audit-events';
-import type { ClientInfo, Principal } from '../principal';
-import { sha256 } from '../sessions/tokens';
+import type { ApiKeyConfig } from '../config/index.js';
+import { deleteApiKey, findApiKeyHolder, insertApiKey, listApiKeys, lockAndCountApiKeys } from './api-key-repository.js';
+import type { Transact } from '../db/transaction.js';
+import type { ApiKeyRow, Database } from '../db/types.js';
+import { Conflict, NotFound, TokenExpired, Unauthorized, Validation } from '../errors.js';
+import type { AccountMail } from '../mail/account-mail.js';
+import { isWellFormedApiKey, newApiKey } from './api-key-secrets.js';
+import { recordEvent } from '../audit/audit-events.js';
+import type { ClientInfo, Principal } from '../principal.js';
+import { sha256 } from '../sessions/tokens.js';
 
 /** How long a key lives when its creator does not say, unless API_KEY_MAX_DAYS is shorter. */
 const DEFAULT_DAYS = 90;

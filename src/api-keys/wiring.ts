@@ -1,5 +1,5 @@
-import type { Core } from '../wiring/core';
-import { ApiKeyService } from './api-keys';
+import type { Core } from '../wiring/core.js';
+import { ApiKeyService } from './api-keys.js';
 
 /** API keys that act for their user. */
 export function apiKeysRoom(core: Pick<Core, 'config' | 'db' | 'transact' | 'mail'>) {

@@ -1,8 +1,8 @@
-import type { components } from '../../generated/openapi';
-import { insertAuditEvent, insertAuditEvents, type AuditDetails, type NewAuditEventRow } from './audit-repository';
-import type { UnitOfWork } from '../db/transaction';
-import type { ClientInfo } from '../principal';
-import { queueWebhookEvents, type WebhookEvent, type WebhookEventType } from '../webhooks/webhook-events';
+import type { components } from '../../generated/openapi.js';
+import { insertAuditEvent, insertAuditEvents, type AuditDetails, type NewAuditEventRow } from './audit-repository.js';
+import type { UnitOfWork } from '../db/transaction.js';
+import type { ClientInfo } from '../principal.js';
+import { queueWebhookEvents, type WebhookEvent, type WebhookEventType } from '../webhooks/webhook-events.js';
 
 export type AuditEventType = components['schemas']['AuditEventType'];
 

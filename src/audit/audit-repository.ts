@@ -1,5 +1,5 @@
 import { type ColumnType, type Generated, type Insertable, type Selectable } from 'kysely';
-import type { Executor } from '../db/types';
+import type { Executor } from '../db/types.js';
 
 /** A JSON object of plain values: what an event's `details` may hold. */
 export type AuditDetails = Record<string, string | number | boolean | null | string[]>;

@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
-import type { PaginationConfig } from '../config';
-import { listAuditEventsAfter, type AuditEventRow } from './audit-repository';
-import type { Database } from '../db/types';
-import { Validation, type FieldProblem } from '../errors';
-import type { AuditEventType } from './audit-events';
-import { requireAdmin, type Principal } from '../principal';
+import type { PaginationConfig } from '../config/index.js';
+import { listAuditEventsAfter, type AuditEventRow } from './audit-repository.js';
+import type { Database } from '../db/types.js';
+import { Validation, type FieldProblem } from '../errors.js';
+import type { AuditEventType } from './audit-events.js';
+import { requireAdmin, type Principal } from '../principal.js';
 
 export interface AuditQuery {
   cursor?: number;

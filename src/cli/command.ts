@@ -1,6 +1,6 @@
 import type { Kysely, MigrationResult } from 'kysely';
-import type { Config } from '../config';
-import type { Database } from '../db/types';
+import type { Config } from '../config/index.js';
+import type { Database } from '../db/types.js';
 
 /** Where the command reads and writes; a process passes its own, tests pass captured ones. */
 export interface CliIo {

@@ -1,9 +1,9 @@
-import { isEmailAddress, normalizeEmail } from '../email-address';
-import { Validation } from '../errors';
-import { checkNewPassword, MIN_PASSWORD_LENGTH } from '../passwords/passwords';
-import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Invocation } from './command';
-import { readPassword } from './password-input';
-import { commandServices } from './services';
+import { isEmailAddress, normalizeEmail } from '../email-address.js';
+import { Validation } from '../errors.js';
+import { checkNewPassword, MIN_PASSWORD_LENGTH } from '../passwords/passwords.js';
+import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Invocation } from './command.js';
+import { readPassword } from './password-input.js';
+import { commandServices } from './services.js';
 
 const MAX_NAME_LENGTH = 100;
 

@@ -1,8 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { countByStatus, IMPORT_BATCH_SIZE, type ImportResult, type ImportRow } from '../user-import/user-import';
-import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Context, type Invocation } from './command';
-import { commandServices } from './services';
+import { countByStatus, IMPORT_BATCH_SIZE, type ImportResult, type ImportRow } from '../user-import/user-import.js';
+import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Context, type Invocation } from './command.js';
+import { commandServices } from './services.js';
 
 /** A progress line every this many rows, for a file of any size. */
 const PROGRESS_EVERY_ROWS = 10_000;

@@ -1,17 +1,18 @@
+import { realpathSync } from 'node:fs';
 import { parseArgs, types } from 'node:util';
-import { ConfigError, loadConfig, processEnvironment } from '../config';
-import { DatabaseConnectionError } from '../db/connection-check';
-import { openDatabase } from '../db/database';
-import { openMigratedDatabase } from '../db/migrate';
-import { CommandError, UsageError, type CliIo, type Command, type Context, type Invocation, type Options } from './command';
-import { createAdminCommand } from './create-admin';
-import { importUsersCommand } from './import-users';
-import { migrateCommand } from './migrate';
-import { oauthClientsCommand } from './oauth-clients';
-import { purgeCommand } from './purge';
-import { revokeSessionsCommand } from './revoke-sessions';
+import { ConfigError, loadConfig, processEnvironment } from '../config/index.js';
+import { DatabaseConnectionError } from '../db/connection-check.js';
+import { openDatabase } from '../db/database.js';
+import { openMigratedDatabase } from '../db/migrate.js';
+import { CommandError, UsageError, type CliIo, type Command, type Context, type Invocation, type Options } from './command.js';
+import { createAdminCommand } from './create-admin.js';
+import { importUsersCommand } from './import-users.js';
+import { migrateCommand } from './migrate.js';
+import { oauthClientsCommand } from './oauth-clients.js';
+import { purgeCommand } from './purge.js';
+import { revokeSessionsCommand } from './revoke-sessions.js';
 
-export type { CliIo } from './command';
+export type { CliIo } from './command.js';
 
 export const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -142,7 +143,8 @@ function describe(error: unknown): string {
   return error.cause === undefined ? own : `${own}: ${describe(error.cause)}`;
 }
 
-if (require.main === module) {
+// Run as a program (`node dist/src/cli/index.js`), not imported.
+if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === import.meta.filename) {
   // The same configuration as the server, .env file included.
   void main(process.argv.slice(2), {
     stdin: process.stdin,

@@ -1,5 +1,5 @@
-import { checked, migrator } from '../db/migrate';
-import { allowArguments, allowOptions, UsageError, type Command, type Invocation } from './command';
+import { checked, migrator } from '../db/migrate.js';
+import { allowArguments, allowOptions, UsageError, type Command, type Invocation } from './command.js';
 
 /** `migrate up|down|status`. */
 export function migrateCommand(invocation: Invocation): Command {

@@ -1,7 +1,7 @@
-import { Validation } from '../errors';
-import type { ClientInput, ClientView, GrantType } from '../oidc/clients';
-import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Context, type Invocation } from './command';
-import { commandServices } from './services';
+import { Validation } from '../errors.js';
+import type { ClientInput, ClientView, GrantType } from '../oidc/clients.js';
+import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Context, type Invocation } from './command.js';
+import { commandServices } from './services.js';
 
 const ACTIONS = ['list', 'create', 'rotate-secret', 'delete'] as const;
 type Action = (typeof ACTIONS)[number];

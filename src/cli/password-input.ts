@@ -1,4 +1,4 @@
-import { CommandError, type CliIo } from './command';
+import { CommandError, type CliIo } from './command.js';
 
 /** ADMIN_PASSWORD, else a prompt on a terminal, else the first line of stdin. */
 export async function readPassword(io: CliIo): Promise<string> {

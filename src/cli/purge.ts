@@ -1,5 +1,5 @@
-import { allowArguments, allowOptions, type Command, type Invocation } from './command';
-import { commandServices } from './services';
+import { allowArguments, allowOptions, type Command, type Invocation } from './command.js';
+import { commandServices } from './services.js';
 
 /** `purge`: one whole housekeeping pass now. */
 export function purgeCommand(invocation: Invocation): Command {

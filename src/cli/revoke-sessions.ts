@@ -1,7 +1,7 @@
-import { isEmailAddress, normalizeEmail } from '../email-address';
-import type { UserRef } from '../users/users';
-import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Invocation } from './command';
-import { commandServices } from './services';
+import { isEmailAddress, normalizeEmail } from '../email-address.js';
+import type { UserRef } from '../users/users.js';
+import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Invocation } from './command.js';
+import { commandServices } from './services.js';
 
 /** `revoke-sessions --user <id|e-mail>`: signs a user out everywhere, recorded in the audit trail. */
 export function revokeSessionsCommand(invocation: Invocation): Command {

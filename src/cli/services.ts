@@ -1,15 +1,15 @@
-import type { Context } from './command';
-import { transactions } from '../db/transaction';
-import { Housekeeping } from '../infra/housekeeping';
-import { OauthClients } from '../oidc/clients';
-import { createTransport } from '../mail/transport';
-import { Outbox } from '../infra/outbox';
-import { createLogger } from '../logger';
-import { AccountMail } from '../mail/account-mail';
-import { CurrentPassword } from '../passwords/current-password';
-import { PasswordHasher } from '../passwords/passwords';
-import { UserImport } from '../user-import/user-import';
-import { UserService } from '../users/users';
+import type { Context } from './command.js';
+import { transactions } from '../db/transaction.js';
+import { Housekeeping } from '../infra/housekeeping.js';
+import { OauthClients } from '../oidc/clients.js';
+import { createTransport } from '../mail/transport.js';
+import { Outbox } from '../infra/outbox.js';
+import { createLogger } from '../logger.js';
+import { AccountMail } from '../mail/account-mail.js';
+import { CurrentPassword } from '../passwords/current-password.js';
+import { PasswordHasher } from '../passwords/passwords.js';
+import { UserImport } from '../user-import/user-import.js';
+import { UserService } from '../users/users.js';
 
 /** The commands print what they did; the services' own log lines would only repeat it. */
 const QUIET = createLogger({ level: 'silent' });

@@ -1,9 +1,9 @@
-import type { RedirectConfig } from '../redirects/allow-list';
+import type { RedirectConfig } from '../redirects/allow-list.js';
 import type { KeyObject } from 'node:crypto';
-import type { Algorithm, AsymmetricAlgorithm, KeyRing } from './keys';
+import type { Algorithm, AsymmetricAlgorithm, KeyRing } from './keys.js';
 
-export type { Algorithm } from './keys';
-export type { RedirectConfig } from '../redirects/allow-list';
+export type { Algorithm } from './keys.js';
+export type { RedirectConfig } from '../redirects/allow-list.js';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export type LogFormat = 'json' | 'pretty';
 /** The algorithms new password hashes are made with (PASSWORD_HASH_ALGORITHM). */

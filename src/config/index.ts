@@ -1,5 +1,5 @@
-export type * from './config';
-export type { AsymmetricAlgorithm, KeyRing, PublicJwk } from './keys';
-export { loadConfig } from './load';
-export { loadProcessConfig, processEnvironment, workerEnvironment } from './process';
-export { ConfigError, type Env } from './reader';
+export type * from './config.js';
+export type { AsymmetricAlgorithm, KeyRing, PublicJwk } from './keys.js';
+export { loadConfig } from './load.js';
+export { loadProcessConfig, processEnvironment, workerEnvironment } from './process.js';
+export { ConfigError, type Env } from './reader.js';

@@ -1,8 +1,8 @@
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { isIP } from 'node:net';
-import { isEmailAddress } from '../email-address';
-import { parseRedirectRule, type RedirectRule } from '../redirects/allow-list';
+import { isEmailAddress } from '../email-address.js';
+import { parseRedirectRule, type RedirectRule } from '../redirects/allow-list.js';
 import type {
   AccountConfig,
   AdminConfig,
@@ -31,7 +31,7 @@ import type {
   SessionConfig,
   TokenConfig,
   WebhookConfig,
-} from './config';
+} from './config.js';
 import {
   algorithmOf,
   asymmetricKeyRing,
@@ -41,8 +41,8 @@ import {
   secretKeyRing,
   parseSigningKey,
   type AsymmetricAlgorithm,
-} from './keys';
-import { ConfigError, EnvReader, type Env } from './reader';
+} from './keys.js';
+import { ConfigError, EnvReader, type Env } from './reader.js';
 
 const ALGORITHMS: readonly Algorithm[] = ['HS256', 'HS384', 'HS512', 'RS256', 'ES256'];
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];

@@ -1,7 +1,7 @@
 import dotenv from 'dotenv';
-import type { Config } from './config';
-import { loadConfig } from './load';
-import type { Env } from './reader';
+import type { Config } from './config.js';
+import { loadConfig } from './load.js';
+import type { Env } from './reader.js';
 
 /**
  * This process's environment, with a `.env` file in the working directory filling in what is unset.

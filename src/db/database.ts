@@ -1,18 +1,18 @@
+import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
-import { PGlite, type Extension } from '@electric-sql/pglite';
+import { PGlite } from '@electric-sql/pglite';
+// Trigram indexes for the user search.
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import type { Pool } from 'pg';
-import { checkConnection } from './connection-check';
-import { lockDataDir } from './data-dir-lock';
-import { preparingPool } from './prepared';
-import type { DatabaseConfig } from '../config';
-import type { Database } from './types';
+import { checkConnection } from './connection-check.js';
+import { lockDataDir } from './data-dir-lock.js';
+import { preparingPool } from './prepared.js';
+import type { DatabaseConfig } from '../config/index.js';
+import type { Database } from './types.js';
 
-// Trigram indexes for the user search. PGlite's extensions declare ESM types only, though they ship
-// CommonJS builds, so this one is required with its type spelled out.
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- the CommonJS build, typed by hand (above)
-const { pg_trgm } = require('@electric-sql/pglite/contrib/pg_trgm') as { pg_trgm: Extension };
+const require = createRequire(import.meta.url);
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -36,7 +36,6 @@ export interface OpenOptions {
 export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<DatabaseHandle> {
   if (config.url) {
     // Loaded only here: the embedded database does not need pg, and a start spends most of its time loading modules.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for PostgreSQL (above)
     const { Pool } = require('pg') as typeof import('pg');
     const connectionTimeoutMillis = 2000;
     const pool = new Pool({

@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database, Executor } from './types';
+import type { Database, Executor } from './types.js';
 
 /**
  * The tables the purge keeps small, each with the columns that say when a row stopped mattering:

@@ -1,7 +1,7 @@
 import { Migrator, sql, type Kysely, type MigrationResult, type MigrationResultSet } from 'kysely';
-import { migrations } from '../../migrations';
-import type { DatabaseConfig } from '../config';
-import { openDatabase, type DatabaseHandle, type OpenOptions } from './database';
+import { migrations } from '../../migrations/index.js';
+import type { DatabaseConfig } from '../config/index.js';
+import { openDatabase, type DatabaseHandle, type OpenOptions } from './database.js';
 
 /**
  * Opens the configured database and applies every pending migration: the one way migrations start,

@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { Database } from './types';
+import type { Database } from './types.js';
 
 /**
  * A transaction a service opened: repositories and recorders take it as their first argument, so

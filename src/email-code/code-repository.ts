@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { EmailCodeRow, Executor } from '../db/types';
+import type { EmailCodeRow, Executor } from '../db/types.js';
 
 export interface NewEmailCode {
   email: string;

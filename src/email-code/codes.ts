@@ -1,5 +1,5 @@
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
-import { deriveKey } from '../infra/sealed';
+import { deriveKey } from '../infra/sealed.js';
 
 /** A six-digit code, every value equally likely, leading zeros kept. */
 export function newCode(): string {

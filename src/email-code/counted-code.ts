@@ -1,13 +1,13 @@
 import type { Kysely } from 'kysely';
-import { recordEmailCodeFailure, useEmailCode } from './code-repository';
-import type { Transact, UnitOfWork } from '../db/transaction';
-import type { Database, EmailCodeRow } from '../db/types';
-import { findUserByEmail } from '../users/user-repository';
-import { InvalidCode } from '../errors';
-import { recordEvent } from '../audit/audit-events';
-import { countedCheck, type LoginGuard } from '../sessions/login-guard';
-import type { ClientInfo } from '../principal';
-import { codeMatches, type EmailCodeDigest } from './codes';
+import { recordEmailCodeFailure, useEmailCode } from './code-repository.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
+import type { Database, EmailCodeRow } from '../db/types.js';
+import { findUserByEmail } from '../users/user-repository.js';
+import { InvalidCode } from '../errors.js';
+import { recordEvent } from '../audit/audit-events.js';
+import { countedCheck, type LoginGuard } from '../sessions/login-guard.js';
+import type { ClientInfo } from '../principal.js';
+import { codeMatches, type EmailCodeDigest } from './codes.js';
 
 /** Wrong codes that void the code of an address. */
 export const EMAIL_CODE_MAX_FAILURES = 5;

@@ -1,18 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { AccountConfig, EmailCodeConfig } from '../config';
-import { findLiveProviderEmailCode, insertEmailCode, recentEmailCodes } from './code-repository';
-import type { Transact, UnitOfWork } from '../db/transaction';
-import type { Database, EmailCodeRow } from '../db/types';
-import { RateLimited } from '../errors';
-import type { Outbox } from '../infra/outbox';
-import { recordEvent } from '../audit/audit-events';
-import type { LoginGuard } from '../sessions/login-guard';
-import { providerAddressMail } from '../mail/templates';
-import type { ClientInfo } from '../principal';
-import { sha256 } from '../sessions/tokens';
-import { EmailCodeDigest, newCode } from './codes';
-import { spendCountedCode } from './counted-code';
+import type { AccountConfig, EmailCodeConfig } from '../config/index.js';
+import { findLiveProviderEmailCode, insertEmailCode, recentEmailCodes } from './code-repository.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
+import type { Database, EmailCodeRow } from '../db/types.js';
+import { RateLimited } from '../errors.js';
+import type { Outbox } from '../infra/outbox.js';
+import { recordEvent } from '../audit/audit-events.js';
+import type { LoginGuard } from '../sessions/login-guard.js';
+import { providerAddressMail } from '../mail/templates.js';
+import type { ClientInfo } from '../principal.js';
+import { sha256 } from '../sessions/tokens.js';
+import { EmailCodeDigest, newCode } from './codes.js';
+import { spendCountedCode } from './counted-code.js';
 
 /** The sign-in waiting for its address to be proven. */
 export interface AddressToProve {

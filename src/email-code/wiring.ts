@@ -1,7 +1,7 @@
-import type { MailboxClaim } from '../mailbox/claim';
-import type { MfaSignIn } from '../mfa/mfa-sign-in';
-import type { Core } from '../wiring/core';
-import { EmailCodeSignIn } from './email-code-sign-in';
+import type { MailboxClaim } from '../mailbox/claim.js';
+import type { MfaSignIn } from '../mfa/mfa-sign-in.js';
+import type { Core } from '../wiring/core.js';
+import { EmailCodeSignIn } from './email-code-sign-in.js';
 
 /** Signing in with an e-mailed code or link. */
 export function emailCodeRoom(

@@ -1,6 +1,6 @@
-import { created, noContent, ok, signedIn } from './reply';
-import type { Handler } from './types';
-import { apiKeyView, createdApiKeyView } from './views';
+import { created, noContent, ok, signedIn } from './reply.js';
+import type { Handler } from './types.js';
+import { apiKeyView, createdApiKeyView } from './views.js';
 
 export const listApiKeys: Handler<'listApiKeys'> = async (input, { apiKeys }) => ok((await apiKeys.list(signedIn(input))).map(apiKeyView));
 

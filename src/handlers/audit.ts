@@ -1,6 +1,6 @@
-import { ok, signedIn } from './reply';
-import type { Handler } from './types';
-import { auditEventView } from './views';
+import { ok, signedIn } from './reply.js';
+import type { Handler } from './types.js';
+import { auditEventView } from './views.js';
 
 export const listAuditEvents: Handler<'listAuditEvents'> = async (input, { audit }) => {
   const { rows, meta } = await audit.list(signedIn(input), input.query);

@@ -1,9 +1,9 @@
-import type { components } from '../../generated/openapi';
-import type { ReauthenticationProof } from '../reauthentication/reauthentication';
-import { sessionOf } from '../principal';
-import { created, noContent, ok, signedIn } from './reply';
-import type { Handler } from './types';
-import { accessTokenView, sessionView, tokenPairView, userView } from './views';
+import type { components } from '../../generated/openapi.js';
+import type { ReauthenticationProof } from '../reauthentication/reauthentication.js';
+import { sessionOf } from '../principal.js';
+import { created, noContent, ok, signedIn } from './reply.js';
+import type { Handler } from './types.js';
+import { accessTokenView, sessionView, tokenPairView, userView } from './views.js';
 
 export const register: Handler<'register'> = async ({ body, client }, { auth }) => {
   const { user, tokens } = await auth.register(body, client);

@@ -1,7 +1,7 @@
-import type { EmailCodeProof } from '../email-code/email-code-sign-in';
-import { accepted, ok } from './reply';
-import type { Handler } from './types';
-import { tokenPairView, userView } from './views';
+import type { EmailCodeProof } from '../email-code/email-code-sign-in.js';
+import { accepted, ok } from './reply.js';
+import type { Handler } from './types.js';
+import { tokenPairView, userView } from './views.js';
 
 export const requestEmailCode: Handler<'requestEmailCode'> = async ({ body, client }, { emailCode }) => {
   emailCode.request(body.email, body.redirect_to, client);

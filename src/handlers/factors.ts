@@ -1,6 +1,6 @@
-import { created, noContent, ok, signedIn } from './reply';
-import type { Handler } from './types';
-import { factorView, tokenPairView, userView } from './views';
+import { created, noContent, ok, signedIn } from './reply.js';
+import type { Handler } from './types.js';
+import { factorView, tokenPairView, userView } from './views.js';
 
 export const listFactors: Handler<'listFactors'> = async (input, { factors }) => {
   const { factors: rows, recoveryCodesRemaining } = await factors.list(signedIn(input));

@@ -1,5 +1,5 @@
-import { ok } from './reply';
-import type { Handler, Reply, Services } from './types';
+import { ok } from './reply.js';
+import type { Handler, Reply, Services } from './types.js';
 
 const summary = async ({ about }: Services): Promise<Reply<'healthCheck' | 'healthCheckAlias'>> =>
   ok({ status: 'ok', version: about.version, uptime_seconds: Math.floor((Date.now() - about.startedAt) / 1000) });

@@ -1,10 +1,10 @@
-import type { components } from '../../generated/openapi';
-import type { ListedIdentity } from '../providers/identity-repository';
-import type { IdentityProviderRow } from '../providers/provider-repository';
-import { iso } from '../users/user-view';
-import { created, noContent, ok, redirect, signedIn } from './reply';
-import type { Handler } from './types';
-import { tokenPairView, userView } from './views';
+import type { components } from '../../generated/openapi.js';
+import type { ListedIdentity } from '../providers/identity-repository.js';
+import type { IdentityProviderRow } from '../providers/provider-repository.js';
+import { iso } from '../users/user-view.js';
+import { created, noContent, ok, redirect, signedIn } from './reply.js';
+import type { Handler } from './types.js';
+import { tokenPairView, userView } from './views.js';
 
 type IdentityProvider = components['schemas']['IdentityProvider'];
 

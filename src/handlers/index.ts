@@ -1,15 +1,15 @@
-import * as apiKeys from './api-keys';
-import * as audit from './audit';
-import * as auth from './auth';
-import * as emailCode from './email-code';
-import * as factors from './factors';
-import * as health from './health';
-import * as identityProviders from './identity-providers';
-import * as keys from './keys';
-import * as oauth from './oauth';
-import * as users from './users';
-import * as webhooks from './webhooks';
-import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types';
+import * as apiKeys from './api-keys.js';
+import * as audit from './audit.js';
+import * as auth from './auth.js';
+import * as emailCode from './email-code.js';
+import * as factors from './factors.js';
+import * as health from './health.js';
+import * as identityProviders from './identity-providers.js';
+import * as keys from './keys.js';
+import * as oauth from './oauth.js';
+import * as users from './users.js';
+import * as webhooks from './webhooks.js';
+import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types.js';
 
 /** Every operation of api/openapi.yaml by operationId. */
 export const handlers = {

@@ -1,4 +1,4 @@
-import type { Handler } from './types';
+import type { Handler } from './types.js';
 
 /**
  * The bare JWK Set, not the envelope: what JWT libraries read from a JWKS URL. Verifiers may keep it

@@ -1,8 +1,8 @@
-import { NotFound } from '../errors';
-import type { ClientView } from '../oidc/clients';
-import { iso } from '../users/user-view';
-import { created, noContent, ok, signedIn } from './reply';
-import type { Handler } from './types';
+import { NotFound } from '../errors.js';
+import type { ClientView } from '../oidc/clients.js';
+import { iso } from '../users/user-view.js';
+import { created, noContent, ok, signedIn } from './reply.js';
+import type { Handler } from './types.js';
 
 function clientView<T extends ClientView>(client: T) {
   return { ...client, created_at: iso(client.created_at), updated_at: iso(client.updated_at) };

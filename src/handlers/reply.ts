@@ -1,6 +1,6 @@
-import { Unauthorized } from '../errors';
-import type { Principal } from '../principal';
-import type { WireReply } from './types';
+import { Unauthorized } from '../errors.js';
+import type { Principal } from '../principal.js';
+import type { WireReply } from './types.js';
 
 type BodyAt<R, S> = R extends { status: S; body: infer B } ? B : never;
 type DataOf<B> = B extends { data: infer D } ? D : never;

@@ -1,7 +1,7 @@
-import { created, noContent, ok, signedIn } from './reply';
-import { countByStatus } from '../user-import/user-import';
-import type { Handler } from './types';
-import { importResultView, userView } from './views';
+import { created, noContent, ok, signedIn } from './reply.js';
+import { countByStatus } from '../user-import/user-import.js';
+import type { Handler } from './types.js';
+import { importResultView, userView } from './views.js';
 
 export const listUsers: Handler<'listUsers'> = async (input, { users }) => {
   const { rows, meta } = await users.list(signedIn(input), input.query);

@@ -1,13 +1,13 @@
-import type { components } from '../../generated/openapi';
-import type { AuditEventRow } from '../audit/audit-repository';
-import type { ApiKeyRow, MfaFactorRow, SessionRow } from '../db/types';
-import type { WebhookEndpointRow } from '../webhooks/webhook-repository';
-import type { TokenPair } from '../sessions/auth';
-import type { ImportResult } from '../user-import/user-import';
-import { iso } from '../users/user-view';
-import type { WebhookDeliveryWithAttempts } from '../webhooks/webhooks';
+import type { components } from '../../generated/openapi.js';
+import type { AuditEventRow } from '../audit/audit-repository.js';
+import type { ApiKeyRow, MfaFactorRow, SessionRow } from '../db/types.js';
+import type { WebhookEndpointRow } from '../webhooks/webhook-repository.js';
+import type { TokenPair } from '../sessions/auth.js';
+import type { ImportResult } from '../user-import/user-import.js';
+import { iso } from '../users/user-view.js';
+import type { WebhookDeliveryWithAttempts } from '../webhooks/webhooks.js';
 
-export { userView } from '../users/user-view';
+export { userView } from '../users/user-view.js';
 
 type Session = components['schemas']['Session'];
 type WireTokenPair = components['schemas']['TokenPair'];

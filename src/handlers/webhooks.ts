@@ -1,6 +1,6 @@
-import { accepted, created, noContent, ok, signedIn } from './reply';
-import type { Handler } from './types';
-import { webhookDeliveryView, webhookEndpointView } from './views';
+import { accepted, created, noContent, ok, signedIn } from './reply.js';
+import type { Handler } from './types.js';
+import { webhookDeliveryView, webhookEndpointView } from './views.js';
 
 export const listWebhooks: Handler<'listWebhooks'> = async (input, { webhooks }) => {
   const { rows, meta } = await webhooks.list(signedIn(input), input.query);

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
-import { pingDatabase } from './health-repository';
-import type { Database } from '../db/types';
-import { Unavailable } from '../errors';
+import { pingDatabase } from './health-repository.js';
+import type { Database } from '../db/types.js';
+import { Unavailable } from '../errors.js';
 
 /** How long readiness waits for the database. */
 const READY_TIMEOUT_MS = 1000;

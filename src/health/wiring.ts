@@ -1,5 +1,5 @@
-import type { Core } from '../wiring/core';
-import { HealthService } from './health';
+import type { Core } from '../wiring/core.js';
+import { HealthService } from './health.js';
 
 /** Health and readiness, and what this process reports of itself. */
 export function healthRoom(core: Pick<Core, 'config' | 'db' | 'lifecycle'>) {

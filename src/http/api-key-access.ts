@@ -1,7 +1,7 @@
 import type { Context as KoaContext } from 'koa';
 import type { Operation } from 'openapi-backend';
-import { requireKeyMay, type Principal } from '../principal';
-import { stateOf } from './state';
+import { requireKeyMay, type Principal } from '../principal.js';
+import { stateOf } from './state.js';
 
 /**
  * The contract's mark on the operations that manage credentials, which API keys may not call:

@@ -1,15 +1,15 @@
 import Router from '@koa/router';
 import type { Context as KoaContext } from 'koa';
 import type { Context as ApiContext, Operation } from 'openapi-backend';
-import type { OperationId, OperationRequest, Operations } from '../handlers/types';
-import { keyAccessFor } from './api-key-access';
-import { principalOf, securityFailure, type Authenticate } from './authentication';
-import type { OpenApiDocument } from './contract';
-import { dispatcher, type DispatchOptions, type Handle } from './dispatch';
-import { direct, routeOnce } from './openapi-backend-overrides';
-import { presenceFor, type RequirePresence } from './reauthentication';
-import { operationRequest } from './request';
-import { rejectNulCharacters, validatingBackend, validationFailure } from './validation';
+import type { OperationId, OperationRequest, Operations } from '../handlers/types.js';
+import { keyAccessFor } from './api-key-access.js';
+import { principalOf, securityFailure, type Authenticate } from './authentication.js';
+import type { OpenApiDocument } from './contract.js';
+import { dispatcher, type DispatchOptions, type Handle } from './dispatch.js';
+import { direct, routeOnce } from './openapi-backend-overrides.js';
+import { presenceFor, type RequirePresence } from './reauthentication.js';
+import { operationRequest } from './request.js';
+import { rejectNulCharacters, validatingBackend, validationFailure } from './validation.js';
 
 export interface ContractApi {
   /** Koa routes for every path of the contract, built once. */

@@ -1,10 +1,10 @@
 import type { Context as KoaContext } from 'koa';
 import type { Context as ApiContext } from 'openapi-backend';
-import type { ClientInfo, Principal } from '../principal';
-import { bearerToken } from './bearer';
-import { unauthorized } from './errors';
-import { clientOf } from './request';
-import { stateOf } from './state';
+import type { ClientInfo, Principal } from '../principal.js';
+import { bearerToken } from './bearer.js';
+import { unauthorized } from './errors.js';
+import { clientOf } from './request.js';
+import { stateOf } from './state.js';
 
 /** Turns an access token into its principal, or throws the 401 that says why not. */
 export type Authenticate = (accessToken: string, client: ClientInfo) => Promise<Principal>;

@@ -1,6 +1,9 @@
+import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PaginationConfig, ServerConfig } from '../config';
+import type { PaginationConfig, ServerConfig } from '../config/index.js';
+
+const require = createRequire(import.meta.url);
 
 /** A query parameter as the contract declares it, for the bounds this module adjusts. */
 interface ContractParameter {
@@ -35,17 +38,20 @@ function readContract(): OpenApiDocument {
  * takes a millisecond or two where the YAML takes some 50. Running from the sources, it is the YAML.
  */
 function loadContract(): OpenApiDocument {
-  const built = join(__dirname, '..', '..', 'api', 'openapi.json');
-  if (__dirname.endsWith(join('dist', 'src', 'http')) && existsSync(built))
+  const built = join(import.meta.dirname, '..', '..', 'api', 'openapi.json');
+  if (import.meta.dirname.endsWith(join('dist', 'src', 'http')) && existsSync(built))
     return JSON.parse(readFileSync(built, 'utf8')) as OpenApiDocument;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when the contract is read from YAML
+  // Loaded only when the contract is read from YAML
   const yaml = require('js-yaml') as typeof import('js-yaml');
   return yaml.load(readFileSync(contractSource(), 'utf8')) as OpenApiDocument;
 }
 
 /** api/openapi.yaml, found from the source tree (src/http) and from the built one (dist/src/http). */
 function contractSource(): string {
-  const candidates = [join(__dirname, '..', '..', 'api', 'openapi.yaml'), join(__dirname, '..', '..', '..', 'api', 'openapi.yaml')];
+  const candidates = [
+    join(import.meta.dirname, '..', '..', 'api', 'openapi.yaml'),
+    join(import.meta.dirname, '..', '..', '..', 'api', 'openapi.yaml'),
+  ];
   return candidates.find((file) => existsSync(file)) ?? candidates[0];
 }
 

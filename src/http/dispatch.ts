@@ -1,9 +1,9 @@
 import type { Context as KoaContext } from 'koa';
 import type { Operation } from 'openapi-backend';
-import type { OperationId, WireReply } from '../handlers/types';
-import { badRequest } from './errors';
-import type { RoutedRequest } from './openapi-backend-overrides';
-import { stateOf } from './state';
+import type { OperationId, WireReply } from '../handlers/types.js';
+import { badRequest } from './errors.js';
+import type { RoutedRequest } from './openapi-backend-overrides.js';
+import { stateOf } from './state.js';
 
 export interface DispatchOptions {
   /** Runs once the operation is known (`ctx.state.operationId`) and before anything else; may throw. */

@@ -1,8 +1,11 @@
+import { createRequire } from 'node:module';
 import { createReadStream, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import type { OpenApiDocument } from './contract';
+import type { OpenApiDocument } from './contract.js';
+
+const require = createRequire(import.meta.url);
 
 const swaggerDir = dirname(require.resolve('swagger-ui-dist/package.json'));
 const redocBundle = join(dirname(require.resolve('redoc/package.json')), 'bundles', 'redoc.standalone.js');

@@ -1,4 +1,4 @@
-import type { components } from '../../generated/openapi';
+import type { components } from '../../generated/openapi.js';
 import {
   Conflict,
   DomainError,
@@ -20,7 +20,7 @@ import {
   Unavailable,
   Validation,
   type FieldProblem,
-} from '../errors';
+} from '../errors.js';
 
 export type ErrorCode = components['schemas']['ErrorCode'];
 export type FieldError = components['schemas']['FieldError'];

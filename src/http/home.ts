@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { escape, page } from '../account-pages/html';
+import { escape, page } from '../account-pages/html.js';
 
 export interface HomeOptions {
   /** The contract's title. */

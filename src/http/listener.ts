@@ -1,8 +1,8 @@
 import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { ServerConfig } from '../config';
-import type { Logger } from '../logger';
-import type { ErrorCode } from './errors';
+import type { ServerConfig } from '../config/index.js';
+import type { Logger } from '../logger.js';
+import type { ErrorCode } from './errors.js';
 
 /** How often, at most, a refused connection over MAX_CONNECTIONS is logged. */
 const DROP_LOG_INTERVAL_MS = 60_000;

@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
-import type { Metrics } from '../infra/metrics';
-import { bearerToken } from './bearer';
-import { ApiError, serviceUnavailable, unauthorized } from './errors';
-import { stateOf } from './state';
+import type { Metrics } from '../infra/metrics.js';
+import { bearerToken } from './bearer.js';
+import { ApiError, serviceUnavailable, unauthorized } from './errors.js';
+import { stateOf } from './state.js';
 
 /** Outside the contract: not an API operation, never rate limited. */
 export const METRICS_PATH = '/metrics';

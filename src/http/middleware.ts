@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import type { Logger } from '../logger';
-import { ApiError, badRequest, toApiError } from './errors';
-import { stateOf } from './state';
+import type { Logger } from '../logger.js';
+import { ApiError, badRequest, toApiError } from './errors.js';
+import { stateOf } from './state.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 

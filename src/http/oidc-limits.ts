@@ -1,8 +1,8 @@
 import type Koa from 'koa';
-import { RateLimited } from '../errors';
-import type { OperationId } from '../handlers/types';
-import { providerOperation, type ErrorPage } from '../oidc/provider';
-import { stateOf } from './state';
+import { RateLimited } from '../errors.js';
+import type { OperationId } from '../handlers/types.js';
+import { providerOperation, type ErrorPage } from '../oidc/provider.js';
+import { stateOf } from './state.js';
 
 /** The provider's operations a person's browser opens: a refusal is a page, not JSON. */
 const BROWSER_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>(['oauth2Authorize', 'oauth2EndSession']);

@@ -4,11 +4,11 @@
  * that they still exist and that requests come out as openapi-backend's own path would have them.
  */
 import type { Context as KoaContext } from 'koa';
-import type OpenAPIBackend from 'openapi-backend';
+import type { OpenAPIBackend } from 'openapi-backend';
 import type { Operation, ParsedRequest, Request } from 'openapi-backend';
-import type { OperationRequest, WireReply } from '../handlers/types';
-import type { Principal } from '../principal';
-import { operationRequest } from './request';
+import type { OperationRequest, WireReply } from '../handlers/types.js';
+import type { Principal } from '../principal.js';
+import { operationRequest } from './request.js';
 
 /** A request as handed to openapi-backend, carrying what the Koa router already matched. */
 export interface RoutedRequest extends Request {

@@ -1,11 +1,11 @@
 import type { Context } from 'koa';
 import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { LimitsConfig } from '../config';
-import type { OperationId } from '../handlers/types';
-import { clientKey } from '../infra/client-address';
-import type { LimiterFactory } from '../infra/rate-limiter';
-import { rateLimited } from './errors';
-import { stateOf } from './state';
+import type { LimitsConfig } from '../config/index.js';
+import type { OperationId } from '../handlers/types.js';
+import { clientKey } from '../infra/client-address.js';
+import type { LimiterFactory } from '../infra/rate-limiter.js';
+import { rateLimited } from './errors.js';
+import { stateOf } from './state.js';
 
 /** The operations that take credentials or tokens, or hash a password: the tighter per-IP budget. */
 export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([

@@ -1,5 +1,5 @@
 import type { Operation } from 'openapi-backend';
-import type { Principal } from '../principal';
+import type { Principal } from '../principal.js';
 
 /**
  * The contract's mark on the operations that add a way to sign in or to act as the user: they want

@@ -1,7 +1,7 @@
 import type { Context as KoaContext } from 'koa';
-import type { OperationRequest } from '../handlers/types';
-import type { ClientInfo } from '../principal';
-import { stateOf } from './state';
+import type { OperationRequest } from '../handlers/types.js';
+import type { ClientInfo } from '../principal.js';
+import { stateOf } from './state.js';
 
 /** User agents are kept up to this length on sessions and audit events. */
 const MAX_USER_AGENT_LENGTH = 512;

@@ -1,6 +1,6 @@
 import type { ParameterizedContext } from 'koa';
-import type { OperationId } from '../handlers/types';
-import type { ClientInfo, Principal } from '../principal';
+import type { OperationId } from '../handlers/types.js';
+import type { ClientInfo, Principal } from '../principal.js';
 
 /** What the middleware of one request leaves for the next: Koa types `ctx.state` as `any`. */
 export interface RequestState {

@@ -1,9 +1,12 @@
-import addFormats from 'ajv-formats';
+import ajvFormats from 'ajv-formats';
 import type { ErrorObject } from 'ajv';
-import OpenAPIBackend, { type Document, type ParsedRequest } from 'openapi-backend';
-import { isEmailAddress } from '../email-address';
-import type { OpenApiDocument } from './contract';
-import { validationError, type FieldError } from './errors';
+import { OpenAPIBackend, type Document, type ParsedRequest } from 'openapi-backend';
+import { isEmailAddress } from '../email-address.js';
+import type { OpenApiDocument } from './contract.js';
+import { validationError, type FieldError } from './errors.js';
+
+// ajv-formats is CommonJS: its plugin is the module itself (typed as the default export).
+const addFormats = ajvFormats as unknown as typeof ajvFormats.default;
 
 /** openapi-backend set up to validate requests (security, path, query, body) against the contract. */
 export function validatingBackend(document: OpenApiDocument): OpenAPIBackend {

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { AuditConfig, HousekeepingConfig } from '../config';
-import { purgeBatch, PURGE_TARGETS, tryHousekeepingLock, type PurgeTarget } from '../db/housekeeping';
-import { transactions, type Transact } from '../db/transaction';
-import type { Database } from '../db/types';
-import type { Logger } from '../logger';
+import type { AuditConfig, HousekeepingConfig } from '../config/index.js';
+import { purgeBatch, PURGE_TARGETS, tryHousekeepingLock, type PurgeTarget } from '../db/housekeeping.js';
+import { transactions, type Transact } from '../db/transaction.js';
+import type { Database } from '../db/types.js';
+import type { Logger } from '../logger.js';
 
 /**
  * Rows deleted per table; `audit_events` only while AUDIT_RETENTION_DAYS is set; `oidc_records`

@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { AUDIT_EVENT_TYPES, type AuditEventType } from '../audit/audit-events';
-import { clusterMetricsFor } from './cluster-metrics';
+import { AUDIT_EVENT_TYPES, type AuditEventType } from '../audit/audit-events.js';
+import { clusterMetricsFor } from './cluster-metrics.js';
 
 /** What the gauges read when they are scraped. */
 export interface MetricSources {

@@ -1,5 +1,5 @@
 import { sql, type ExpressionBuilder } from 'kysely';
-import type { Database, Executor, NewOutboxRow, OutboxRow } from '../db/types';
+import type { Database, Executor, NewOutboxRow, OutboxRow } from '../db/types.js';
 
 export async function enqueueMail(db: Executor, row: NewOutboxRow): Promise<void> {
   await db.insertInto('mail_outbox').values(row).execute();

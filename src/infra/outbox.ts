@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { MailConfig } from '../config';
+import type { MailConfig } from '../config/index.js';
 import {
   claimNextMail,
   countPendingMail,
@@ -8,12 +8,12 @@ import {
   markMailSent,
   renewMailLease,
   type MailClaim,
-} from './outbox-repository';
-import type { Database, Executor, OutboxRow } from '../db/types';
-import type { Logger } from '../logger';
-import type { Mail, MailTransport } from '../mail/transport';
-import { DrainLoop } from './drain-loop';
-import { deriveKey, seal, unseal } from './sealed';
+} from './outbox-repository.js';
+import type { Database, Executor, OutboxRow } from '../db/types.js';
+import type { Logger } from '../logger.js';
+import type { Mail, MailTransport } from '../mail/transport.js';
+import { DrainLoop } from './drain-loop.js';
+import { deriveKey, seal, unseal } from './sealed.js';
 
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 

@@ -1,8 +1,8 @@
 import cluster from 'node:cluster';
 import type { Pool, QueryConfig } from 'pg';
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { LimitsConfig } from '../config';
-import type { Logger } from '../logger';
+import type { LimitsConfig } from '../config/index.js';
+import type { Logger } from '../logger.js';
 
 /** The table that holds the counters when they live in PostgreSQL (made by a migration). */
 export const RATE_LIMIT_TABLE = 'rate_limits';

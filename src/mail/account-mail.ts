@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { AccountConfig } from '../config';
-import { insertAccountToken, voidAccountTokens } from '../users/account-token-repository';
-import type { Executor, TokenPurpose, UserRow } from '../db/types';
-import type { Mail } from './transport';
-import type { Outbox } from '../infra/outbox';
+import type { AccountConfig } from '../config/index.js';
+import { insertAccountToken, voidAccountTokens } from '../users/account-token-repository.js';
+import type { Executor, TokenPurpose, UserRow } from '../db/types.js';
+import type { Mail } from './transport.js';
+import type { Outbox } from '../infra/outbox.js';
 import {
   emailChangedMail,
   emailChangeMail,
@@ -14,9 +14,9 @@ import {
   verificationMail,
   type NewSignInMethod,
   type PasswordChange,
-} from './templates';
-import type { ClientInfo } from '../principal';
-import { sha256 } from '../sessions/tokens';
+} from './templates.js';
+import type { ClientInfo } from '../principal.js';
+import { sha256 } from '../sessions/tokens.js';
 
 type Recipient = Pick<UserRow, 'id' | 'email' | 'name'>;
 

@@ -1,4 +1,4 @@
-import type { Mail } from './transport';
+import type { Mail } from './transport.js';
 
 /**
  * Characters that could forge lines or reorder what a reader sees: every control character (line

@@ -1,5 +1,8 @@
-import type { MailConfig } from '../config';
-import type { Logger } from '../logger';
+import { createRequire } from 'node:module';
+import type { MailConfig } from '../config/index.js';
+import type { Logger } from '../logger.js';
+
+const require = createRequire(import.meta.url);
 
 /** A message ready to send. */
 export interface Mail {
@@ -47,7 +50,6 @@ export function createTransport(config: MailConfig, logger: Logger): MailTranspo
     };
   }
   // Loaded only here: most of a start's time is loading modules, and a service without SMTP needs none of it.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only with SMTP_URL (above)
   const nodemailer = require('nodemailer') as typeof import('nodemailer');
   // Short timeouts, so that a server that hangs delays the queue a little, not for minutes.
   // requireTLS: a server (or someone in between) that offers no STARTTLS gets no message, rather than one in clear.

@@ -1,19 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { deleteUserApiKeys, listApiKeys } from '../api-keys/api-key-repository';
-import { deleteRecoveryCodes, deleteUserFactors } from '../mfa/factor-repository';
-import { deleteUserIdentity, listUserIdentities } from '../providers/identity-repository';
-import { voidUserChallenges } from '../mfa/challenge-repository';
-import { deleteUserOidcRecords } from '../oidc/record-repository';
-import { listLiveSessions, revokeUserSessions } from '../sessions/session-repository';
-import type { UnitOfWork } from '../db/transaction';
-import type { UserRow } from '../db/types';
-import { hasKnownPassword, markPasswordUnknown, updateLiveUser } from '../users/user-repository';
-import { InvalidToken } from '../errors';
-import type { Outbox } from '../infra/outbox';
-import { recordEvent } from '../audit/audit-events';
-import { mailboxClaimedMail, type EndedWaysList } from '../mail/templates';
-import type { PasswordHasher } from '../passwords/passwords';
-import type { ClientInfo } from '../principal';
+import { deleteUserApiKeys, listApiKeys } from '../api-keys/api-key-repository.js';
+import { deleteRecoveryCodes, deleteUserFactors } from '../mfa/factor-repository.js';
+import { deleteUserIdentity, listUserIdentities } from '../providers/identity-repository.js';
+import { voidUserChallenges } from '../mfa/challenge-repository.js';
+import { deleteUserOidcRecords } from '../oidc/record-repository.js';
+import { listLiveSessions, revokeUserSessions } from '../sessions/session-repository.js';
+import type { UnitOfWork } from '../db/transaction.js';
+import type { UserRow } from '../db/types.js';
+import { hasKnownPassword, markPasswordUnknown, updateLiveUser } from '../users/user-repository.js';
+import { InvalidToken } from '../errors.js';
+import type { Outbox } from '../infra/outbox.js';
+import { recordEvent } from '../audit/audit-events.js';
+import { mailboxClaimedMail, type EndedWaysList } from '../mail/templates.js';
+import type { PasswordHasher } from '../passwords/passwords.js';
+import type { ClientInfo } from '../principal.js';
 
 /** How the mailbox was proven: an e-mailed code or link, a provider, a password reset link. */
 export type ProofRoute = 'email_code' | 'provider' | 'password_reset';

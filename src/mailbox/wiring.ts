@@ -1,5 +1,5 @@
-import type { Core } from '../wiring/core';
-import { MailboxClaim } from './claim';
+import type { Core } from '../wiring/core.js';
+import { MailboxClaim } from './claim.js';
 
 /** The first proof of a mailbox never verified, which ends every way in set up before it; used by the routes that prove one. */
 export function mailboxRoom(core: Pick<Core, 'outbox' | 'passwords'>) {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { ChallengePurpose, Executor, MfaChallengeRow } from '../db/types';
+import type { ChallengePurpose, Executor, MfaChallengeRow } from '../db/types.js';
 
 export interface NewChallenge {
   id: string;

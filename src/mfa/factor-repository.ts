@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor, FactorType, MfaFactorRow, NewMfaFactorRow } from '../db/types';
+import type { Executor, FactorType, MfaFactorRow, NewMfaFactorRow } from '../db/types.js';
 
 export function insertFactor(db: Executor, row: NewMfaFactorRow): Promise<MfaFactorRow> {
   return db.insertInto('mfa_factors').values(row).returningAll().executeTakeFirstOrThrow();

@@ -13,20 +13,20 @@ import {
   insertFactor,
   listConfirmedFactors,
   replaceRecoveryCodes,
-} from './factor-repository';
-import { isUniqueViolation } from '../db/errors';
-import { consumeChallenge, insertChallenge, voidUserChallenges } from './challenge-repository';
-import { findSessionAssurance, raiseSessionAssurance, revokeUserSessions } from '../sessions/session-repository';
-import type { Transact, UnitOfWork } from '../db/transaction';
-import type { Database, MfaFactorRow } from '../db/types';
-import { findUserById } from '../users/user-repository';
-import { Conflict, InvalidCode, InvalidPasskey, NotFound } from '../errors';
-import type { AccountMail } from '../mail/account-mail';
-import { recordEvent } from '../audit/audit-events';
-import { requireAdmin, sessionOf, type Principal } from '../principal';
-import { newRecoveryCodes, recoveryCodeHash } from './recovery-codes';
-import type { TotpCodes } from './totp';
-import { CHALLENGE_TTL_MS, type WebAuthnParty } from './webauthn';
+} from './factor-repository.js';
+import { isUniqueViolation } from '../db/errors.js';
+import { consumeChallenge, insertChallenge, voidUserChallenges } from './challenge-repository.js';
+import { findSessionAssurance, raiseSessionAssurance, revokeUserSessions } from '../sessions/session-repository.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
+import type { Database, MfaFactorRow } from '../db/types.js';
+import { findUserById } from '../users/user-repository.js';
+import { Conflict, InvalidCode, InvalidPasskey, NotFound } from '../errors.js';
+import type { AccountMail } from '../mail/account-mail.js';
+import { recordEvent } from '../audit/audit-events.js';
+import { requireAdmin, sessionOf, type Principal } from '../principal.js';
+import { newRecoveryCodes, recoveryCodeHash } from './recovery-codes.js';
+import type { TotpCodes } from './totp.js';
+import { CHALLENGE_TTL_MS, type WebAuthnParty } from './webauthn.js';
 
 /** What the clock of the factor rules reads: milliseconds since the epoch. */
 export type Clock = () => number;

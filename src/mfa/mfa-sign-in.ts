@@ -1,22 +1,28 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { countRecoveryCodes, findPasskey, listConfirmedFactors, recordPasskeyUse } from './factor-repository';
-import { consumeChallenge, findLiveMfaChallenge, insertChallenge, recordMfaFailure, setMfaWebAuthnChallenge } from './challenge-repository';
-import type { AuditDetails } from '../audit/audit-repository';
-import type { Transact, UnitOfWork } from '../db/transaction';
-import type { Database, MfaChallengeRow, MfaFactorRow, UserRow } from '../db/types';
-import { findUserById } from '../users/user-repository';
-import { Forbidden, InvalidCode, InvalidCredentials, InvalidPasskey, Unauthorized, Validation } from '../errors';
-import { recordEvent } from '../audit/audit-events';
-import { emailNotVerified, type SecondFactorGate } from '../sessions/auth';
-import type { Clock, FactorService } from './factors';
-import { countedCheck, type LoginGuard } from '../sessions/login-guard';
-import type { ClientInfo } from '../principal';
-import { spendRecoveryCode, takeTotpCode } from './second-factor-codes';
-import { openSession, type TokenPair } from '../sessions/session-start';
-import { sha256, type Assurance, type TokenService } from '../sessions/tokens';
-import type { TotpCodes } from './totp';
-import type { StoredPasskey, WebAuthnParty } from './webauthn';
+import { countRecoveryCodes, findPasskey, listConfirmedFactors, recordPasskeyUse } from './factor-repository.js';
+import {
+  consumeChallenge,
+  findLiveMfaChallenge,
+  insertChallenge,
+  recordMfaFailure,
+  setMfaWebAuthnChallenge,
+} from './challenge-repository.js';
+import type { AuditDetails } from '../audit/audit-repository.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
+import type { Database, MfaChallengeRow, MfaFactorRow, UserRow } from '../db/types.js';
+import { findUserById } from '../users/user-repository.js';
+import { Forbidden, InvalidCode, InvalidCredentials, InvalidPasskey, Unauthorized, Validation } from '../errors.js';
+import { recordEvent } from '../audit/audit-events.js';
+import { emailNotVerified, type SecondFactorGate } from '../sessions/auth.js';
+import type { Clock, FactorService } from './factors.js';
+import { countedCheck, type LoginGuard } from '../sessions/login-guard.js';
+import type { ClientInfo } from '../principal.js';
+import { spendRecoveryCode, takeTotpCode } from './second-factor-codes.js';
+import { openSession, type TokenPair } from '../sessions/session-start.js';
+import { sha256, type Assurance, type TokenService } from '../sessions/tokens.js';
+import type { TotpCodes } from './totp.js';
+import type { StoredPasskey, WebAuthnParty } from './webauthn.js';
 
 /** How long the second step of a login may take. */
 export const MFA_TOKEN_TTL_MS = 5 * 60 * 1000;

@@ -1,5 +1,5 @@
 import { Secret } from 'otpauth';
-import { sha256 } from '../sessions/tokens';
+import { sha256 } from '../sessions/tokens.js';
 
 export const RECOVERY_CODE_COUNT = 10;
 

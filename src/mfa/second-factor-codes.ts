@@ -1,9 +1,9 @@
-import { countRecoveryCodes, listConfirmedFactors, takeTotpStep, useRecoveryCode } from './factor-repository';
-import type { UnitOfWork } from '../db/transaction';
-import { recordEvent } from '../audit/audit-events';
-import type { ClientInfo } from '../principal';
-import { recoveryCodeHash } from './recovery-codes';
-import type { TotpCodes } from './totp';
+import { countRecoveryCodes, listConfirmedFactors, takeTotpStep, useRecoveryCode } from './factor-repository.js';
+import type { UnitOfWork } from '../db/transaction.js';
+import { recordEvent } from '../audit/audit-events.js';
+import type { ClientInfo } from '../principal.js';
+import { recoveryCodeHash } from './recovery-codes.js';
+import type { TotpCodes } from './totp.js';
 
 /**
  * Takes a current code of one of the user's confirmed TOTP apps: the factor's id, or undefined for a

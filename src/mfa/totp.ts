@@ -1,6 +1,6 @@
 import { Secret, TOTP } from 'otpauth';
-import type { TotpConfig } from '../config';
-import { deriveKey, seal, unseal } from '../infra/sealed';
+import type { TotpConfig } from '../config/index.js';
+import { deriveKey, seal, unseal } from '../infra/sealed.js';
 
 /** RFC 6238 as every authenticator app reads it: SHA-1, 6 digits, 30-second steps. */
 const ALGORITHM = 'SHA1';

@@ -1,5 +1,8 @@
+import { createRequire } from 'node:module';
 import type { AuthenticationResponseJSON, AuthenticatorSelectionCriteria, RegistrationResponseJSON } from '@simplewebauthn/server';
-import type { WebAuthnConfig } from '../config';
+import type { WebAuthnConfig } from '../config/index.js';
+
+const require = createRequire(import.meta.url);
 
 type SimpleWebAuthn = typeof import('@simplewebauthn/server');
 
@@ -10,7 +13,7 @@ let library: SimpleWebAuthn | undefined;
  * loads with the first passkey operation rather than at start-up, so a process that never sees one
  * does without it.
  */
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- required on first use, as said above; the same CommonJS build a static import gives
+// Required on first use, as said above (its CommonJS build)
 const simpleWebAuthn = (): SimpleWebAuthn => (library ??= require('@simplewebauthn/server') as SimpleWebAuthn);
 
 /** How long a WebAuthn challenge may be answered. */

@@ -1,8 +1,8 @@
-import type { Core } from '../wiring/core';
-import { FactorService } from './factors';
-import { MfaSignIn } from './mfa-sign-in';
-import { TotpCodes } from './totp';
-import { WebAuthnParty } from './webauthn';
+import type { Core } from '../wiring/core.js';
+import { FactorService } from './factors.js';
+import { MfaSignIn } from './mfa-sign-in.js';
+import { TotpCodes } from './totp.js';
+import { WebAuthnParty } from './webauthn.js';
 
 /** Second factors and passkeys: what they need of the core, and the services they offer (TOTP codes for re-authentication too). */
 export function mfaRoom(core: Pick<Core, 'config' | 'db' | 'transact' | 'tokens' | 'mail' | 'now' | 'loginGuard'>) {

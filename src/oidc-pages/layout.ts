@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
-import { escape, page as basePage, STYLE, type Notice } from '../account-pages/html';
+import { escape, page as basePage, STYLE, type Notice } from '../account-pages/html.js';
 
-export { escape, type Notice } from '../account-pages/html';
+export { escape, type Notice } from '../account-pages/html.js';
 
 /** The account pages' look, and what the hosted sign-in pages add: links, a second button, lists, small screens. */
 const PAGE_STYLE = `${STYLE}

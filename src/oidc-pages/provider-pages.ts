@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
-import { SELF_REGISTERED } from '../oidc/registration';
-import { escape, paragraph, show } from './layout';
+import { SELF_REGISTERED } from '../oidc/registration.js';
+import { escape, paragraph, show } from './layout.js';
 
 const upperFirst = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 

@@ -14,24 +14,24 @@ import {
   RateLimited,
   Unauthorized,
   Unavailable,
-} from '../errors';
-import type { EmailCodeSignIn } from '../email-code/email-code-sign-in';
-import type { OperationId } from '../handlers/types';
-import { toApiError } from '../http/errors';
-import { clientOf } from '../http/request';
-import { stateOf } from '../http/state';
-import type { InteractionView, OidcInteractions } from '../oidc/interactions';
-import type { AccountService } from '../users/account';
-import type { AuthService } from '../sessions/auth';
-import type { IdentityProviderRegistry } from '../providers/registry';
-import type { ProviderSignIn } from '../providers/sign-in';
-import type { RedirectConfig } from '../redirects/allow-list';
-import type { MfaSignIn } from '../mfa/mfa-sign-in';
-import type { TokenPair } from '../sessions/session-start';
-import type { TokenService } from '../sessions/tokens';
-import { FormGuard, readForm } from '../account-pages/form-guard';
-import { show as showPage, type Notice, type Shown } from './layout';
-import * as views from './views';
+} from '../errors.js';
+import type { EmailCodeSignIn } from '../email-code/email-code-sign-in.js';
+import type { OperationId } from '../handlers/types.js';
+import { toApiError } from '../http/errors.js';
+import { clientOf } from '../http/request.js';
+import { stateOf } from '../http/state.js';
+import type { InteractionView, OidcInteractions } from '../oidc/interactions.js';
+import type { AccountService } from '../users/account.js';
+import type { AuthService } from '../sessions/auth.js';
+import type { IdentityProviderRegistry } from '../providers/registry.js';
+import type { ProviderSignIn } from '../providers/sign-in.js';
+import type { RedirectConfig } from '../redirects/allow-list.js';
+import type { MfaSignIn } from '../mfa/mfa-sign-in.js';
+import type { TokenPair } from '../sessions/session-start.js';
+import type { TokenService } from '../sessions/tokens.js';
+import { FormGuard, readForm } from '../account-pages/form-guard.js';
+import { show as showPage, type Notice, type Shown } from './layout.js';
+import * as views from './views.js';
 
 export interface OidcPagesOptions {
   interactions: OidcInteractions;

@@ -1,5 +1,5 @@
-import type { InteractionView } from '../oidc/interactions';
-import { escape, field, hidden, paragraph } from './layout';
+import type { InteractionView } from '../oidc/interactions.js';
+import { escape, field, hidden, paragraph } from './layout.js';
 
 /** The CSRF value of a form posted to this path under the interaction. */
 type Csrf = (path: string) => string;

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { findOauthClient, upsertRegisteredClient, deleteOauthClient } from './client-repository';
+import { findOauthClient, upsertRegisteredClient, deleteOauthClient } from './client-repository.js';
 import {
   consumeOidcRecord,
   deleteOidcRecordsOfGrant,
@@ -11,12 +11,12 @@ import {
   findServiceSessionOfRecord,
   followProviderSession,
   upsertOidcRecord,
-} from './record-repository';
-import { revokeSession } from '../sessions/session-repository';
-import type { Database } from '../db/types';
-import { seal, unseal } from '../infra/sealed';
-import type { ProviderContext } from './library';
-import { SELF_REGISTERED } from './registration';
+} from './record-repository.js';
+import { revokeSession } from '../sessions/session-repository.js';
+import type { Database } from '../db/types.js';
+import { seal, unseal } from '../infra/sealed.js';
+import type { ProviderContext } from './library.js';
+import { SELF_REGISTERED } from './registration.js';
 
 type Payload = Record<string, unknown>;
 

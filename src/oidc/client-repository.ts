@@ -1,5 +1,5 @@
 import { sql, type ColumnType, type Generated, type Selectable } from 'kysely';
-import type { Executor, Timestamp } from '../db/types';
+import type { Executor, Timestamp } from '../db/types.js';
 
 // Type aliases rather than interfaces: withTables wants types with an implicit index signature.
 export type OauthClientTable = {

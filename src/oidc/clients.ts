@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { AuditDetails } from '../audit/audit-repository';
+import type { AuditDetails } from '../audit/audit-repository.js';
 import {
   deleteOauthClient,
   findOauthClient,
@@ -9,13 +9,13 @@ import {
   setOauthClientSecret,
   updateOauthClient,
   type OauthClientRow,
-} from './client-repository';
-import type { Transact, UnitOfWork } from '../db/transaction';
-import type { Database } from '../db/types';
-import { NotFound, Validation, type FieldProblem } from '../errors';
-import { deriveKey, seal } from '../infra/sealed';
-import { recordEvent, type AuditEventType } from '../audit/audit-events';
-import { requireAdmin, type Principal } from '../principal';
+} from './client-repository.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
+import type { Database } from '../db/types.js';
+import { NotFound, Validation, type FieldProblem } from '../errors.js';
+import { deriveKey, seal } from '../infra/sealed.js';
+import { recordEvent, type AuditEventType } from '../audit/audit-events.js';
+import { requireAdmin, type Principal } from '../principal.js';
 
 export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
 export type Scope = 'openid' | 'profile' | 'email' | 'offline_access';

@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import type { ProviderMiddleware } from './library';
+import type { ProviderMiddleware } from './library.js';
 
 /** What the provider's context holds once it has answered an authorization request. */
 interface AuthorizationContext extends Koa.Context {

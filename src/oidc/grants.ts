@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
-import { deleteUserGrant, listUserGrants } from './record-repository';
-import type { Transact } from '../db/transaction';
-import type { Database } from '../db/types';
-import { NotFound } from '../errors';
-import { recordEvent } from '../audit/audit-events';
-import type { Principal } from '../principal';
+import { deleteUserGrant, listUserGrants } from './record-repository.js';
+import type { Transact } from '../db/transaction.js';
+import type { Database } from '../db/types.js';
+import { NotFound } from '../errors.js';
+import { recordEvent } from '../audit/audit-events.js';
+import type { Principal } from '../principal.js';
 
 export interface GrantView {
   id: string;

@@ -1,9 +1,9 @@
 import type Koa from 'koa';
 import type { Kysely } from 'kysely';
-import { findOauthClient } from './client-repository';
-import type { Database } from '../db/types';
-import { BadRequest, NotFound } from '../errors';
-import type { Interaction, Provider } from './library';
+import { findOauthClient } from './client-repository.js';
+import type { Database } from '../db/types.js';
+import { BadRequest, NotFound } from '../errors.js';
+import type { Interaction, Provider } from './library.js';
 
 export interface InteractionView {
   uid: string;

@@ -1,10 +1,10 @@
 import { createPrivateKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
-import type { AsymmetricAlgorithm, OidcConfig } from '../config';
-import { insertOidcKey, listOidcKeys } from './key-repository';
-import type { Database } from '../db/types';
-import { deriveKey, seal, unseal } from '../infra/sealed';
+import type { AsymmetricAlgorithm, OidcConfig } from '../config/index.js';
+import { insertOidcKey, listOidcKeys } from './key-repository.js';
+import type { Database } from '../db/types.js';
+import { deriveKey, seal, unseal } from '../infra/sealed.js';
 
 export interface SigningKey {
   key: KeyObject;

@@ -1,16 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Koa from 'koa';
-
-// oidc-provider is published as ES modules only, and this code is compiled to CommonJS, where
-// import() would become require(): a real import(), loaded when the app is made. The function's
-// text is new for each load of this module: where one process loads it in several sandboxes (a
-// test runner's), V8 reuses a function of the same text with the loader of the sandbox that
-// compiled it first, which may be gone.
-// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
-const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (
-  specifier: string,
-) => Promise<ProviderModule>;
 
 /** The library's module: the Provider class, the interaction policy and the errors its endpoints answer with. */
 export interface ProviderModule {
@@ -117,7 +106,7 @@ export function providerModule(): Promise<ProviderModule> {
       warn(...args);
     };
     try {
-      return await importModule('oidc-provider');
+      return (await import('oidc-provider')) as ProviderModule;
     } finally {
       console.warn = warn;
     }

@@ -1,7 +1,7 @@
 import type Koa from 'koa';
-import type { ProviderPages } from './default-pages';
-import type { ProviderMiddleware } from './library';
-import { SELF_REGISTERED } from './registration';
+import type { ProviderPages } from './default-pages.js';
+import type { ProviderMiddleware } from './library.js';
+import { SELF_REGISTERED } from './registration.js';
 
 /** What the provider's context holds once it has answered a logout request. */
 interface LogoutContext extends Koa.Context {

@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import type { ProviderMiddleware } from './library';
+import type { ProviderMiddleware } from './library.js';
 
 /**
  * oidc-provider middleware (`provider.use`) for first-party clients' authorization requests. The

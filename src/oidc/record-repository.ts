@@ -1,5 +1,5 @@
 import { sql, type ColumnType, type Selectable } from 'kysely';
-import type { Executor, NullableTimestamp, Timestamp } from '../db/types';
+import type { Executor, NullableTimestamp, Timestamp } from '../db/types.js';
 
 // Type aliases rather than interfaces: withTables wants types with an implicit index signature.
 export type OidcRecordTable = {

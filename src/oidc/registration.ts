@@ -1,4 +1,4 @@
-import { MAX_REDIRECT_URI_LENGTH, redirectListProblems, redirectProblem } from './clients';
+import { MAX_REDIRECT_URI_LENGTH, redirectListProblems, redirectProblem } from './clients.js';
 
 /**
  * The client metadata that says a client registered itself (RFC 7591) rather than being made by an

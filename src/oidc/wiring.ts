@@ -1,8 +1,8 @@
-import type { Core } from '../wiring/core';
-import { OauthClients } from './clients';
-import type { ProviderPages } from './default-pages';
-import { OauthGrants } from './grants';
-import { createOidcProvider, type OidcProviderOptions } from './provider';
+import type { Core } from '../wiring/core.js';
+import { OauthClients } from './clients.js';
+import type { ProviderPages } from './default-pages.js';
+import { OauthGrants } from './grants.js';
+import { createOidcProvider, type OidcProviderOptions } from './provider.js';
 
 /**
  * The service as an OpenID Connect provider (when OIDC_ENABLED): the provider itself, the admins'

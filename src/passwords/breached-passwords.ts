@@ -1,6 +1,6 @@
-import { Validation } from '../errors';
-import type { PwnedPasswordsRange } from './pwned-passwords';
-import type { Logger } from '../logger';
+import { Validation } from '../errors.js';
+import type { PwnedPasswordsRange } from './pwned-passwords.js';
+import type { Logger } from '../logger.js';
 
 /**
  * PWNED_PASSWORDS_CHECK: a new password found in known breaches is refused. A range API that is

@@ -1,10 +1,10 @@
-import type { Transact } from '../db/transaction';
-import type { UserRow } from '../db/types';
-import { InvalidPassword } from '../errors';
-import { recordEvent } from '../audit/audit-events';
-import { countedCheck, type LoginGuard } from '../sessions/login-guard';
-import { userCaller, type PasswordHasher } from './passwords';
-import type { ClientInfo } from '../principal';
+import type { Transact } from '../db/transaction.js';
+import type { UserRow } from '../db/types.js';
+import { InvalidPassword } from '../errors.js';
+import { recordEvent } from '../audit/audit-events.js';
+import { countedCheck, type LoginGuard } from '../sessions/login-guard.js';
+import { userCaller, type PasswordHasher } from './passwords.js';
+import type { ClientInfo } from '../principal.js';
 
 /**
  * The proof a signed-in user gives before changing their own credentials: their current password.

@@ -1,4 +1,4 @@
-import type { Executor } from '../db/types';
+import type { Executor } from '../db/types.js';
 
 /**
  * Replaces a user's password hash with a stronger one of the same password, only while the stored

@@ -2,7 +2,7 @@ import { pbkdf2, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { hash as argon2Hash, verify as argon2Verify, type Algorithm } from '@node-rs/argon2';
 import { hash as bcryptHash, verify as bcryptVerify } from '@node-rs/bcrypt';
-import type { PasswordConfig } from '../config';
+import type { PasswordConfig } from '../config/index.js';
 
 /** How new hashes are made; a stored hash weaker than this is replaced at the next sign-in. */
 export type HashPolicy = Pick<PasswordConfig, 'hashAlgorithm' | 'bcryptCost' | 'argon2MemoryKib' | 'argon2Iterations'>;

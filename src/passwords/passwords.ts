@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { dictionary } from '@zxcvbn-ts/language-common';
-import { RateLimited, Unavailable, Validation } from '../errors';
-import { clientKey } from '../infra/client-address';
-import { makeHash, needsRehash, verifyHash, type HashPolicy } from './password-hashes';
-import type { ClientInfo } from '../principal';
+import { RateLimited, Unavailable, Validation } from '../errors.js';
+import { clientKey } from '../infra/client-address.js';
+import { makeHash, needsRehash, verifyHash, type HashPolicy } from './password-hashes.js';
+import type { ClientInfo } from '../principal.js';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
 export const MAX_PASSWORD_BYTES = 72;

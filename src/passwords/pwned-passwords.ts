@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { PwnedPasswordsConfig } from '../config';
+import type { PwnedPasswordsConfig } from '../config/index.js';
 
 /**
  * A client of the Pwned Passwords range API (k-anonymity): only the first five hex characters of the

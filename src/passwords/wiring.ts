@@ -1,6 +1,6 @@
-import type { Core } from '../wiring/core';
-import { BreachedPasswords } from './breached-passwords';
-import { PwnedPasswordsRange } from './pwned-passwords';
+import type { Core } from '../wiring/core.js';
+import { BreachedPasswords } from './breached-passwords.js';
+import { PwnedPasswordsRange } from './pwned-passwords.js';
 
 /** The breached-password check, when PWNED_PASSWORDS_ENABLED; undefined otherwise. */
 export function breachedPasswords(core: Pick<Core, 'config' | 'logger' | 'metrics'>): BreachedPasswords | undefined {

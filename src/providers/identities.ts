@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
-import { deleteUserIdentity, findUserIdentity, listUserIdentities, otherSignInWays, type ListedIdentity } from './identity-repository';
-import type { Transact } from '../db/transaction';
-import type { Database } from '../db/types';
-import { Conflict, NotFound } from '../errors';
-import { recordEvent } from '../audit/audit-events';
-import type { Principal } from '../principal';
+import { deleteUserIdentity, findUserIdentity, listUserIdentities, otherSignInWays, type ListedIdentity } from './identity-repository.js';
+import type { Transact } from '../db/transaction.js';
+import type { Database } from '../db/types.js';
+import { Conflict, NotFound } from '../errors.js';
+import { recordEvent } from '../audit/audit-events.js';
+import type { Principal } from '../principal.js';
 
 /**
  * A user's own upstream identities: listed, and unlinked unless the identity is the last way left

@@ -1,5 +1,5 @@
 import { sql, type ColumnType, type Generated, type Insertable, type Selectable } from 'kysely';
-import type { Executor, GivenTimestamp, NullableTimestamp, Timestamp } from '../db/types';
+import type { Executor, GivenTimestamp, NullableTimestamp, Timestamp } from '../db/types.js';
 
 // Type aliases rather than interfaces: withTables wants types with an implicit index signature.
 export type UserIdentityTable = {

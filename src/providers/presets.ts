@@ -1,4 +1,4 @@
-import type { ProviderClaims } from './provider-repository';
+import type { ProviderClaims } from './provider-repository.js';
 
 /** What a provider's registration may leave out when its slug names a well-known provider. */
 export interface Preset {

@@ -1,5 +1,5 @@
 import { sql, type ColumnType, type Generated, type Selectable } from 'kysely';
-import type { Executor, Timestamp } from '../db/types';
+import type { Executor, Timestamp } from '../db/types.js';
 
 /** Which fields of an ID token or user-info answer hold the person's details. */
 export interface ProviderClaims {

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { AuditDetails } from '../audit/audit-repository';
+import type { AuditDetails } from '../audit/audit-repository.js';
 import {
   deleteProvider,
   findProvider,
@@ -8,14 +8,14 @@ import {
   updateProvider,
   type IdentityProviderRow,
   type ProviderSettings,
-} from './provider-repository';
-import type { Transact, UnitOfWork } from '../db/transaction';
-import type { Database } from '../db/types';
-import { Conflict, NotFound } from '../errors';
-import { deriveKey, seal, unseal } from '../infra/sealed';
-import { recordEvent, type AuditEventType } from '../audit/audit-events';
-import { requireAdmin, type Principal } from '../principal';
-import { check, checkAddresses, settingsOf, withOpenId, type ProviderInput } from './settings';
+} from './provider-repository.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
+import type { Database } from '../db/types.js';
+import { Conflict, NotFound } from '../errors.js';
+import { deriveKey, seal, unseal } from '../infra/sealed.js';
+import { recordEvent, type AuditEventType } from '../audit/audit-events.js';
+import { requireAdmin, type Principal } from '../principal.js';
+import { check, checkAddresses, settingsOf, withOpenId, type ProviderInput } from './settings.js';
 
 export type ProviderChanges = Partial<Omit<ProviderInput, 'slug' | 'kind'>>;
 

@@ -1,7 +1,7 @@
-import type { ProviderClaims, ProviderSettings } from './provider-repository';
-import { Validation, type FieldProblem } from '../errors';
-import { checkResolvesPublic, RefusedAddress, urlProblem as addressProblem } from '../infra/public-addresses';
-import { OIDC_CLAIMS, OIDC_SCOPES, PRESETS } from './presets';
+import type { ProviderClaims, ProviderSettings } from './provider-repository.js';
+import { Validation, type FieldProblem } from '../errors.js';
+import { checkResolvesPublic, RefusedAddress, urlProblem as addressProblem } from '../infra/public-addresses.js';
+import { OIDC_CLAIMS, OIDC_SCOPES, PRESETS } from './presets.js';
 
 /** A provider as an admin registers it; what is left out comes from the preset of its slug, if any. */
 export interface ProviderInput {

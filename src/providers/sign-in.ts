@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { RedirectConfig, SessionConfig } from '../config';
-import { findProvider, findProviderById, type IdentityProviderRow } from './provider-repository';
+import type { RedirectConfig, SessionConfig } from '../config/index.js';
+import { findProvider, findProviderById, type IdentityProviderRow } from './provider-repository.js';
 import {
   findCodeById,
   findIdentity,
@@ -12,11 +12,11 @@ import {
   takeCode,
   takeFlow,
   type ProviderCodeRow,
-} from './identity-repository';
-import type { Transact, UnitOfWork } from '../db/transaction';
-import type { Database, UserRow } from '../db/types';
-import { findUserByEmail, findUserById, insertUser, markPasswordUnknown } from '../users/user-repository';
-import type { ProviderAddressProof } from '../email-code/provider-address';
+} from './identity-repository.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
+import type { Database, UserRow } from '../db/types.js';
+import { findUserByEmail, findUserById, insertUser, markPasswordUnknown } from '../users/user-repository.js';
+import type { ProviderAddressProof } from '../email-code/provider-address.js';
 import {
   Conflict,
   EmailVerificationRequired,
@@ -26,20 +26,20 @@ import {
   InvalidToken,
   MfaRequired,
   NotFound,
-} from '../errors';
-import { seal, unseal } from '../infra/sealed';
-import type { MailboxClaim } from '../mailbox/claim';
-import { allowedRedirect } from '../redirects/allow-list';
-import type { AccountMail } from '../mail/account-mail';
-import { recordEvent } from '../audit/audit-events';
-import { emailNotVerified, type SecondFactorGate } from '../sessions/auth';
-import { countedCheck, type LoginGuard } from '../sessions/login-guard';
-import type { ClientInfo, Principal } from '../principal';
-import type { PasswordHasher } from '../passwords/passwords';
-import { openSession, type TokenPair } from '../sessions/session-start';
-import { sha256, type Assurance, type TokenService } from '../sessions/tokens';
-import { providerSealingKey, type IdentityProviderRegistry } from './registry';
-import { ProviderUnreachable, type Upstream, type UpstreamProfile } from './upstream';
+} from '../errors.js';
+import { seal, unseal } from '../infra/sealed.js';
+import type { MailboxClaim } from '../mailbox/claim.js';
+import { allowedRedirect } from '../redirects/allow-list.js';
+import type { AccountMail } from '../mail/account-mail.js';
+import { recordEvent } from '../audit/audit-events.js';
+import { emailNotVerified, type SecondFactorGate } from '../sessions/auth.js';
+import { countedCheck, type LoginGuard } from '../sessions/login-guard.js';
+import type { ClientInfo, Principal } from '../principal.js';
+import type { PasswordHasher } from '../passwords/passwords.js';
+import { openSession, type TokenPair } from '../sessions/session-start.js';
+import { sha256, type Assurance, type TokenService } from '../sessions/tokens.js';
+import { providerSealingKey, type IdentityProviderRegistry } from './registry.js';
+import { ProviderUnreachable, type Upstream, type UpstreamProfile } from './upstream.js';
 
 /** How long a sign-in may stay at the provider. */
 export const FLOW_TTL_MS = 10 * 60 * 1000;

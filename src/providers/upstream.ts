@@ -1,25 +1,14 @@
-import { publicOnlyFetch } from '../infra/public-addresses';
-import { hasAsciiLookalike, normalizeEmail } from '../email-address';
-import { randomUUID } from 'node:crypto';
-import type { IdentityProviderRow } from './provider-repository';
-import { PRESETS } from './presets';
+import { publicOnlyFetch } from '../infra/public-addresses.js';
+import { hasAsciiLookalike, normalizeEmail } from '../email-address.js';
+import type { IdentityProviderRow } from './provider-repository.js';
+import { PRESETS } from './presets.js';
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- the rule reads the import attribute of this type as a value
-type OpenIdClient = typeof import('openid-client', { with: { 'resolution-mode': 'import' } });
+type OpenIdClient = typeof import('openid-client');
 type Configuration = InstanceType<OpenIdClient['Configuration']>;
 type ClientAuth = ReturnType<OpenIdClient['None']>;
 
-// openid-client is published as ES modules only, and this code is compiled to CommonJS, where
-// import() would become require(): a real import(), loaded with the first provider sign-in.
-// The function's text is new for each load of this module: where one process loads it in several
-// sandboxes (a test runner's), V8 reuses a function of the same text with the loader of the
-// sandbox that compiled it first, which may be gone.
-// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
-const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as (
-  specifier: string,
-) => Promise<OpenIdClient>;
 let library: Promise<OpenIdClient> | undefined;
-const openIdClient = (): Promise<OpenIdClient> => (library ??= importModule('openid-client'));
+const openIdClient = (): Promise<OpenIdClient> => (library ??= import('openid-client'));
 
 /** How long a provider may take to answer one request. */
 const TIMEOUT_SECONDS = 10;

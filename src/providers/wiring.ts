@@ -1,12 +1,12 @@
-import { ProviderAddressProof } from '../email-code/provider-address';
-import type { MailboxClaim } from '../mailbox/claim';
-import type { MfaSignIn } from '../mfa/mfa-sign-in';
-import type { RedirectConfig } from '../redirects/allow-list';
-import type { Core } from '../wiring/core';
-import { LinkedIdentities } from './identities';
-import { IdentityProviderRegistry } from './registry';
-import { ProviderSignIn } from './sign-in';
-import { Upstream } from './upstream';
+import { ProviderAddressProof } from '../email-code/provider-address.js';
+import type { MailboxClaim } from '../mailbox/claim.js';
+import type { MfaSignIn } from '../mfa/mfa-sign-in.js';
+import type { RedirectConfig } from '../redirects/allow-list.js';
+import type { Core } from '../wiring/core.js';
+import { LinkedIdentities } from './identities.js';
+import { IdentityProviderRegistry } from './registry.js';
+import { ProviderSignIn } from './sign-in.js';
+import { Upstream } from './upstream.js';
 
 /** Signing in with other providers: the admins' registry of providers, the sign-in flow, and a person's linked identities. */
 export function providersRoom(

@@ -1,16 +1,16 @@
 import type { Kysely } from 'kysely';
-import type { SessionConfig } from '../config';
-import { findSessionAssurance, findSessionAuthenticatedAt, renewSessionAuthentication } from '../sessions/session-repository';
-import type { Transact, UnitOfWork } from '../db/transaction';
-import type { Database } from '../db/types';
-import { InvalidCode, ReauthRequired, Unauthorized } from '../errors';
-import { recordEvent } from '../audit/audit-events';
-import type { CurrentPassword } from '../passwords/current-password';
-import { countedCheck, type LoginGuard } from '../sessions/login-guard';
-import { sessionOf, type Principal } from '../principal';
-import { spendRecoveryCode, takeTotpCode } from '../mfa/second-factor-codes';
-import type { Assurance, TokenService } from '../sessions/tokens';
-import type { TotpCodes } from '../mfa/totp';
+import type { SessionConfig } from '../config/index.js';
+import { findSessionAssurance, findSessionAuthenticatedAt, renewSessionAuthentication } from '../sessions/session-repository.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
+import type { Database } from '../db/types.js';
+import { InvalidCode, ReauthRequired, Unauthorized } from '../errors.js';
+import { recordEvent } from '../audit/audit-events.js';
+import type { CurrentPassword } from '../passwords/current-password.js';
+import { countedCheck, type LoginGuard } from '../sessions/login-guard.js';
+import { sessionOf, type Principal } from '../principal.js';
+import { spendRecoveryCode, takeTotpCode } from '../mfa/second-factor-codes.js';
+import type { Assurance, TokenService } from '../sessions/tokens.js';
+import type { TotpCodes } from '../mfa/totp.js';
 
 /** What renews a session's authentication: the password, or a code of a TOTP app or a recovery code. */
 export type ReauthenticationProof = { password: string; code?: undefined } | { code: string; password?: undefined };

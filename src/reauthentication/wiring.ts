@@ -1,6 +1,6 @@
-import type { TotpCodes } from '../mfa/totp';
-import type { Core } from '../wiring/core';
-import { Reauthentication } from './reauthentication';
+import type { TotpCodes } from '../mfa/totp.js';
+import type { Core } from '../wiring/core.js';
+import { Reauthentication } from './reauthentication.js';
 
 /** Proof of presence before a new way in, and the re-authentication that renews it. */
 export function reauthenticationRoom(

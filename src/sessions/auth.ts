@@ -1,7 +1,7 @@
-import { normalizeEmail, requestedEmail } from '../email-address';
+import { normalizeEmail, requestedEmail } from '../email-address.js';
 import type { Kysely } from 'kysely';
-import type { SessionConfig } from '../config';
-import { Conflict, Forbidden, InvalidCredentials, MfaRequired, TokenExpired, Unauthorized } from '../errors';
+import type { SessionConfig } from '../config/index.js';
+import { Conflict, Forbidden, InvalidCredentials, MfaRequired, TokenExpired, Unauthorized } from '../errors.js';
 import {
   findAuthenticatedUser,
   findSessionAssurance,
@@ -10,22 +10,22 @@ import {
   revokeSession,
   revokeUserSessions,
   rotateRefreshToken,
-} from './session-repository';
-import { endUserOidcRecords } from '../oidc/record-repository';
-import type { Transact } from '../db/transaction';
-import type { Database, Executor, UserRow } from '../db/types';
-import { findUserByEmail, insertUser } from '../users/user-repository';
-import { replacePasswordHash } from '../passwords/password-hash-repository';
-import type { AccountMail } from '../mail/account-mail';
-import { recordEvent } from '../audit/audit-events';
-import type { BreachedPasswords } from '../passwords/breached-passwords';
-import { countedCheck, type LoginGuard } from './login-guard';
-import { sessionOf, type ClientInfo, type Principal } from '../principal';
-import { checkNewPassword, clientCaller, lowerHelperThreadPriority, type PasswordHasher } from '../passwords/passwords';
-import { openSession, type TokenPair } from './session-start';
-import { sha256, type TokenService } from './tokens';
+} from './session-repository.js';
+import { endUserOidcRecords } from '../oidc/record-repository.js';
+import type { Transact } from '../db/transaction.js';
+import type { Database, Executor, UserRow } from '../db/types.js';
+import { findUserByEmail, insertUser } from '../users/user-repository.js';
+import { replacePasswordHash } from '../passwords/password-hash-repository.js';
+import type { AccountMail } from '../mail/account-mail.js';
+import { recordEvent } from '../audit/audit-events.js';
+import type { BreachedPasswords } from '../passwords/breached-passwords.js';
+import { countedCheck, type LoginGuard } from './login-guard.js';
+import { sessionOf, type ClientInfo, type Principal } from '../principal.js';
+import { checkNewPassword, clientCaller, lowerHelperThreadPriority, type PasswordHasher } from '../passwords/passwords.js';
+import { openSession, type TokenPair } from './session-start.js';
+import { sha256, type TokenService } from './tokens.js';
 
-export type { TokenPair } from './session-start';
+export type { TokenPair } from './session-start.js';
 
 /**
  * The second step of a password login, for users with a second factor: a single-use token that

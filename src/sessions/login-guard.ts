@@ -1,10 +1,10 @@
-import { normalizeEmail } from '../email-address';
+import { normalizeEmail } from '../email-address.js';
 import { createHmac } from 'node:crypto';
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import type { LimitsConfig } from '../config';
-import { RateLimited } from '../errors';
-import { clientKey } from '../infra/client-address';
-import type { LimiterFactory } from '../infra/rate-limiter';
+import type { LimitsConfig } from '../config/index.js';
+import { RateLimited } from '../errors.js';
+import { clientKey } from '../infra/client-address.js';
+import type { LimiterFactory } from '../infra/rate-limiter.js';
 
 /** The window of the account-wide count, and how long an account-wide lock lasts. */
 export const ACCOUNT_WINDOW_SECONDS = 3600;

@@ -1,6 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
-import { preparedStatement } from '../db/prepared';
-import type { AssuranceLevel, Executor, NewSessionRow, SessionRow, UserRow } from '../db/types';
+import { preparedStatement } from '../db/prepared.js';
+import type { AssuranceLevel, Executor, NewSessionRow, SessionRow, UserRow } from '../db/types.js';
 
 export function insertSession(db: Executor, row: NewSessionRow): Promise<SessionRow> {
   return db.insertInto('sessions').values(row).returningAll().executeTakeFirstOrThrow();

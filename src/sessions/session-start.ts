@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { insertSession } from './session-repository';
-import type { Executor, UserRow } from '../db/types';
-import type { ClientInfo } from '../principal';
-import { PASSWORD_ONLY, type Assurance, type IssuedPair, type TokenService } from './tokens';
+import { insertSession } from './session-repository.js';
+import type { Executor, UserRow } from '../db/types.js';
+import type { ClientInfo } from '../principal.js';
+import { PASSWORD_ONLY, type Assurance, type IssuedPair, type TokenService } from './tokens.js';
 
 /** The tokens of a session as its holder gets them. */
 export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;

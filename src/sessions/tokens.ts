@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import type { KeyRing, TokenConfig } from '../config';
-import type { AssuranceLevel } from '../db/types';
-import { deriveKey, seal, unseal } from '../infra/sealed';
+import type { KeyRing, TokenConfig } from '../config/index.js';
+import type { AssuranceLevel } from '../db/types.js';
+import { deriveKey, seal, unseal } from '../infra/sealed.js';
 
 export type TokenType = 'access' | 'refresh';
 

@@ -1,7 +1,7 @@
-import type { BreachedPasswords } from '../passwords/breached-passwords';
-import type { MfaSignIn } from '../mfa/mfa-sign-in';
-import type { Core } from '../wiring/core';
-import { AuthService } from './auth';
+import type { BreachedPasswords } from '../passwords/breached-passwords.js';
+import type { MfaSignIn } from '../mfa/mfa-sign-in.js';
+import type { Core } from '../wiring/core.js';
+import { AuthService } from './auth.js';
 
 /** Registration, sign-in, refresh and logout: they need the second step of a sign-in and the breached-password check. */
 export function sessionsRoom(

@@ -1,4 +1,4 @@
-import type { Executor, NewUserRow, UserRow } from '../db/types';
+import type { Executor, NewUserRow, UserRow } from '../db/types.js';
 
 export type ImportedUser = Pick<UserRow, 'id' | 'email' | 'role' | 'is_active'>;
 

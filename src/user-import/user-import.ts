@@ -1,11 +1,11 @@
-import type { Transact } from '../db/transaction';
-import type { NewUserRow } from '../db/types';
-import { insertImportedUsers } from './user-import-repository';
-import { isEmailAddress, normalizeEmail } from '../email-address';
-import { recordEvents, type RequestOrigin } from '../audit/audit-events';
-import { Validation } from '../errors';
-import { beyondCaps, importProblem } from '../passwords/password-hashes';
-import { requireAdmin, type Principal } from '../principal';
+import type { Transact } from '../db/transaction.js';
+import type { NewUserRow } from '../db/types.js';
+import { insertImportedUsers } from './user-import-repository.js';
+import { isEmailAddress, normalizeEmail } from '../email-address.js';
+import { recordEvents, type RequestOrigin } from '../audit/audit-events.js';
+import { Validation } from '../errors.js';
+import { beyondCaps, importProblem } from '../passwords/password-hashes.js';
+import { requireAdmin, type Principal } from '../principal.js';
 
 /** Rows per call of the API, and per transaction of the CLI. */
 export const IMPORT_BATCH_SIZE = 1000;

@@ -1,5 +1,5 @@
-import type { Core } from '../wiring/core';
-import { UserImport } from './user-import';
+import type { Core } from '../wiring/core.js';
+import { UserImport } from './user-import.js';
 
 /** Bringing users, with their password hashes, from another system. */
 export function userImportRoom(core: Pick<Core, 'transact'>) {

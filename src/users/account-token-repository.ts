@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor, TokenPurpose } from '../db/types';
+import type { Executor, TokenPurpose } from '../db/types.js';
 
 export interface NewAccountToken {
   userId: number;

@@ -1,25 +1,25 @@
 import type { Kysely } from 'kysely';
-import type { AccountConfig } from '../config';
-import { AfterAnswer } from '../infra/after-answer';
-import { consumeAccountToken, recentAccountTokens } from './account-token-repository';
-import { endUserOidcRecords } from '../oidc/record-repository';
-import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../sessions/session-repository';
-import type { Transact } from '../db/transaction';
-import type { Database, SessionRow, UserRow } from '../db/types';
-import { isUniqueViolation } from '../db/errors';
-import { findUserByEmail, findUserById, updateLiveUser } from './user-repository';
-import { Conflict, InvalidToken, NotFound } from '../errors';
-import type { Logger } from '../logger';
-import type { MailboxClaim } from '../mailbox/claim';
-import type { AccountMail } from '../mail/account-mail';
-import { recordEvent } from '../audit/audit-events';
-import { normalizeEmail } from '../email-address';
-import type { BreachedPasswords } from '../passwords/breached-passwords';
-import type { CurrentPassword } from '../passwords/current-password';
-import type { LoginGuard } from '../sessions/login-guard';
-import { checkNewPassword, checkNotEmail, clientCaller, userCaller, type PasswordHasher } from '../passwords/passwords';
-import { sessionOf, type ClientInfo, type Principal } from '../principal';
-import { sha256 } from '../sessions/tokens';
+import type { AccountConfig } from '../config/index.js';
+import { AfterAnswer } from '../infra/after-answer.js';
+import { consumeAccountToken, recentAccountTokens } from './account-token-repository.js';
+import { endUserOidcRecords } from '../oidc/record-repository.js';
+import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../sessions/session-repository.js';
+import type { Transact } from '../db/transaction.js';
+import type { Database, SessionRow, UserRow } from '../db/types.js';
+import { isUniqueViolation } from '../db/errors.js';
+import { findUserByEmail, findUserById, updateLiveUser } from './user-repository.js';
+import { Conflict, InvalidToken, NotFound } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { MailboxClaim } from '../mailbox/claim.js';
+import type { AccountMail } from '../mail/account-mail.js';
+import { recordEvent } from '../audit/audit-events.js';
+import { normalizeEmail } from '../email-address.js';
+import type { BreachedPasswords } from '../passwords/breached-passwords.js';
+import type { CurrentPassword } from '../passwords/current-password.js';
+import type { LoginGuard } from '../sessions/login-guard.js';
+import { checkNewPassword, checkNotEmail, clientCaller, userCaller, type PasswordHasher } from '../passwords/passwords.js';
+import { sessionOf, type ClientInfo, type Principal } from '../principal.js';
+import { sha256 } from '../sessions/tokens.js';
 
 /** Password change and reset, e-mail verification, and the user's own sessions. */
 export class AccountService {

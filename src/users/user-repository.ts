@@ -1,6 +1,6 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
-import { preparedShape } from '../db/prepared';
-import type { Database, Executor, NewUserRow, UserRow, UserUpdate } from '../db/types';
+import { preparedShape } from '../db/prepared.js';
+import type { Database, Executor, NewUserRow, UserRow, UserUpdate } from '../db/types.js';
 
 export type UserStatus = 'active' | 'inactive' | 'deleted';
 export type SortField = 'id' | 'email' | 'name' | 'created_at' | 'updated_at';

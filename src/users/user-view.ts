@@ -1,5 +1,5 @@
-import type { components } from '../../generated/openapi';
-import type { ListedUser } from './user-repository';
+import type { components } from '../../generated/openapi.js';
+import type { ListedUser } from './user-repository.js';
 
 type User = components['schemas']['User'];
 

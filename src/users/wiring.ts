@@ -1,8 +1,8 @@
-import type { MailboxClaim } from '../mailbox/claim';
-import type { BreachedPasswords } from '../passwords/breached-passwords';
-import type { Core } from '../wiring/core';
-import { AccountService } from './account';
-import { UserService } from './users';
+import type { MailboxClaim } from '../mailbox/claim.js';
+import type { BreachedPasswords } from '../passwords/breached-passwords.js';
+import type { Core } from '../wiring/core.js';
+import { AccountService } from './account.js';
+import { UserService } from './users.js';
 
 /** A person's own account (profile, password, e-mail) and the admins' user management. */
 export function usersRoom(

@@ -2,13 +2,19 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Kysely } from 'kysely';
 import { Webhook } from 'standardwebhooks';
-import type { WebhookConfig } from '../config';
-import type { Database } from '../db/types';
-import { claimDueDeliveries, pruneFinishedDeliveries, recordAttempt, releaseDeliveries, type ClaimedDelivery } from './webhook-repository';
-import type { Logger } from '../logger';
-import { DrainLoop } from '../infra/drain-loop';
-import { deriveKey, unseal } from '../infra/sealed';
-import { publicOnlyLookup, RefusedAddress, urlProblem } from '../infra/public-addresses';
+import type { WebhookConfig } from '../config/index.js';
+import type { Database } from '../db/types.js';
+import {
+  claimDueDeliveries,
+  pruneFinishedDeliveries,
+  recordAttempt,
+  releaseDeliveries,
+  type ClaimedDelivery,
+} from './webhook-repository.js';
+import type { Logger } from '../logger.js';
+import { DrainLoop } from '../infra/drain-loop.js';
+import { deriveKey, unseal } from '../infra/sealed.js';
+import { publicOnlyLookup, RefusedAddress, urlProblem } from '../infra/public-addresses.js';
 
 const BATCH = 10;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { components } from '../../generated/openapi';
-import type { UnitOfWork } from '../db/transaction';
-import { findUsersByIds } from '../users/user-repository';
-import { findSubscribers, insertMessages, type NewWebhookMessageRow } from './webhook-repository';
-import { userView } from '../users/user-view';
+import type { components } from '../../generated/openapi.js';
+import type { UnitOfWork } from '../db/transaction.js';
+import { findUsersByIds } from '../users/user-repository.js';
+import { findSubscribers, insertMessages, type NewWebhookMessageRow } from './webhook-repository.js';
+import { userView } from '../users/user-view.js';
 
 export type WebhookEventType = components['schemas']['WebhookEventType'];
 

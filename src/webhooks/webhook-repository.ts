@@ -1,6 +1,6 @@
 import { CompiledQuery, sql, type ColumnType, type Generated, type Insertable, type Selectable } from 'kysely';
-import { preparedStatement } from '../db/prepared';
-import type { Executor, NullableTimestamp, Timestamp } from '../db/types';
+import { preparedStatement } from '../db/prepared.js';
+import type { Executor, NullableTimestamp, Timestamp } from '../db/types.js';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 

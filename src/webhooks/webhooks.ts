@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { PaginationConfig, WebhookConfig } from '../config';
-import type { AuditDetails } from '../audit/audit-repository';
-import type { Transact, UnitOfWork } from '../db/transaction';
-import type { Database } from '../db/types';
+import type { PaginationConfig, WebhookConfig } from '../config/index.js';
+import type { AuditDetails } from '../audit/audit-repository.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
+import type { Database } from '../db/types.js';
 import {
   deleteEndpoint,
   findEndpoint,
@@ -19,13 +19,13 @@ import {
   type WebhookDeliveryRow,
   type WebhookEndpointChanges,
   type WebhookEndpointRow,
-} from './webhook-repository';
-import { NotFound, Validation } from '../errors';
-import { seal } from '../infra/sealed';
-import { checkResolvesPublic, RefusedAddress, urlProblem } from '../infra/public-addresses';
-import { webhookSealingKey } from './delivery';
-import { recordEvent, type AuditEventType } from '../audit/audit-events';
-import { requireAdmin, type Principal } from '../principal';
+} from './webhook-repository.js';
+import { NotFound, Validation } from '../errors.js';
+import { seal } from '../infra/sealed.js';
+import { checkResolvesPublic, RefusedAddress, urlProblem } from '../infra/public-addresses.js';
+import { webhookSealingKey } from './delivery.js';
+import { recordEvent, type AuditEventType } from '../audit/audit-events.js';
+import { requireAdmin, type Principal } from '../principal.js';
 
 /** How long the secret before a rotation keeps signing messages beside the new one. */
 export const SECRET_OVERLAP_SECONDS = 24 * 60 * 60;

@@ -1,5 +1,5 @@
-import type { Core } from '../wiring/core';
-import { WebhookService } from './webhooks';
+import type { Core } from '../wiring/core.js';
+import { WebhookService } from './webhooks.js';
 
 /** The admins' webhooks; their delivery runs in the core, since every unit of work may queue a message. */
 export function webhooksRoom(core: Pick<Core, 'config' | 'db' | 'transact'>) {

@@ -1,20 +1,20 @@
 import Koa from 'koa';
-import { accountPagesRouter } from '../account-pages/router';
-import { operationsFor } from '../handlers';
-import type { Services } from '../handlers/types';
-import type { OidcProvider } from '../oidc/provider';
-import { oidcPagesRouter } from '../oidc-pages/router';
-import type { Core } from './core';
-import { buildApi } from '../http/api';
-import { contractFor, validationContractFor, type Features } from '../http/contract';
-import { docsRouter } from '../http/docs';
-import { homePage } from '../http/home';
-import { ApiError, notFound } from '../http/errors';
-import { METRICS_PATH, metricsEndpoint, requestMetrics } from '../http/metrics';
-import { accessLog, bodies, errors, requestId } from '../http/middleware';
-import { corsFor, noStoreUnder, openableByOtherOriginsUnder, securityHeaders } from '../http/security';
-import { stateOf } from '../http/state';
-import { isApiKey } from '../api-keys/api-key-secrets';
+import { accountPagesRouter } from '../account-pages/router.js';
+import { operationsFor } from '../handlers/index.js';
+import type { Services } from '../handlers/types.js';
+import type { OidcProvider } from '../oidc/provider.js';
+import { oidcPagesRouter } from '../oidc-pages/router.js';
+import type { Core } from './core.js';
+import { buildApi } from '../http/api.js';
+import { contractFor, validationContractFor, type Features } from '../http/contract.js';
+import { docsRouter } from '../http/docs.js';
+import { homePage } from '../http/home.js';
+import { ApiError, notFound } from '../http/errors.js';
+import { METRICS_PATH, metricsEndpoint, requestMetrics } from '../http/metrics.js';
+import { accessLog, bodies, errors, requestId } from '../http/middleware.js';
+import { corsFor, noStoreUnder, openableByOtherOriginsUnder, securityHeaders } from '../http/security.js';
+import { stateOf } from '../http/state.js';
+import { isApiKey } from '../api-keys/api-key-secrets.js';
 
 export interface WebApp {
   koa: Koa;

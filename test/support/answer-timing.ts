@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Worker } from 'node:worker_threads';
-import { startTestApp, uniqueEmail, type TestContext } from './app';
+import { startTestApp, uniqueEmail, type TestContext } from './app.js';
 
 // An operation that answers before it looks the e-mail up takes the same time for an existing account
 // and for an unknown address. The client runs on a thread of its own, as a remote client would: the

@@ -1,5 +1,5 @@
-import type { AuditEventTable } from '../../src/audit/audit-repository';
-import type { TestContext } from './app';
+import type { AuditEventTable } from '../../src/audit/audit-repository.js';
+import type { TestContext } from './app.js';
 
 /** The app's database with the audit trail's table, which the service reads through its own repository. */
 export const auditTable = (app: TestContext) => app.db.withTables<{ audit_events: AuditEventTable }>();

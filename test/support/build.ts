@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync, watch } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,8 +11,17 @@ import { promisify } from 'node:util';
 // compiles: the first test process to ask builds into the temporary folder, the others wait for that
 // build and read it. Nothing writes into a build once it is made.
 
-const ROOT = join(__dirname, '..', '..');
-const INPUTS = ['src', 'migrations', 'generated', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+const ROOT = join(import.meta.dirname, '..', '..');
+const INPUTS = [
+  'src',
+  'migrations',
+  'generated',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'package.json',
+  'package-lock.json',
+  'test/support/build.ts',
+];
 
 function filesUnder(path: string): string[] {
   if (!statSync(path).isDirectory()) return [path];
@@ -21,9 +30,10 @@ function filesUnder(path: string): string[] {
     .flatMap((name) => filesUnder(join(path, name)));
 }
 
-/** What the build depends on, hashed: a build is only reused by the sources that made it. */
+/** What the build depends on, hashed: a build is only reused by the checkout and sources that made it. */
 function sourcesHash(): string {
-  const hash = createHash('sha256');
+  // The checkout too: a build links to its checkout's node_modules.
+  const hash = createHash('sha256').update(`${ROOT}\0`);
   for (const file of INPUTS.flatMap((input) => filesUnder(join(ROOT, input)))) {
     hash
       .update(`${relative(ROOT, file)}\0`)
@@ -79,6 +89,9 @@ export function builtSources(): Promise<string> {
           await writeFile(join(lock, 'pid'), String(process.pid));
           const staging = await mkdtemp(join(tmpdir(), 'account-test-build-staging-'));
           await compile(staging);
+          // The compiled files are ES modules, as the package says, and find the project's packages.
+          await writeFile(join(staging, 'package.json'), JSON.stringify({ type: 'module' }));
+          await symlink(join(ROOT, 'node_modules'), join(staging, 'node_modules'), 'dir');
           await writeFile(join(staging, '.complete'), '');
           await rename(staging, dir).catch(() => rm(staging, { recursive: true, force: true }));
         } finally {

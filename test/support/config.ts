@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../../src/config';
+import { ConfigError, loadConfig } from '../../src/config/index.js';
 
 /** The problems loadConfig reports for this environment; none when it loads. */
 export function problemsOf(env: Record<string, string>): string[] {

@@ -1,13 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Ajv, { type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import { Ajv, type ValidateFunction } from 'ajv';
+import ajvFormats from 'ajv-formats';
 import yaml from 'js-yaml';
+
+// ajv-formats is CommonJS: its plugin is the module itself (typed as the default export).
+const addFormats = ajvFormats as unknown as typeof ajvFormats.default;
 
 type Json = Record<string, any>;
 
 /** api/openapi.yaml, as data. */
-export const document = yaml.load(readFileSync(join(__dirname, '..', '..', 'api', 'openapi.yaml'), 'utf8')) as Json;
+export const document = yaml.load(readFileSync(join(import.meta.dirname, '..', '..', 'api', 'openapi.yaml'), 'utf8')) as Json;
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 ajv.addSchema({ components: document.components }, 'contract');

@@ -1,4 +1,4 @@
-import type { Response } from './app';
+import type { Response } from './app.js';
 
 export function expectJson(res: Response): void {
   expect(res.headers['content-type']).toMatch(/^application\/json/);

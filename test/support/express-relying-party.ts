@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import type { ConfigParams } from 'express-openid-connect';
 
 // An Express application signing people in with Auth0's express-openid-connect, in a process of its
-// own: the library is CommonJS that requires openid-client (ES modules only), which Node's own loader
-// takes and the test runner's does not. Its page at / answers the signed-in person (`req.oidc.user`)
+// own, as an application is: the library is CommonJS that requires openid-client (ES modules only),
+// which Node's own loader takes and the test runner's does not. Its page at / answers the signed-in person (`req.oidc.user`)
 // and the algorithm of the ID token the library verified.
 
 export interface ExpressRelyingParty {
@@ -15,7 +15,7 @@ export interface ExpressRelyingParty {
 
 /** Starts the application on `port` (127.0.0.1) with express-openid-connect configured by `config`. */
 export async function startExpressRelyingParty(port: number, config: ConfigParams): Promise<ExpressRelyingParty> {
-  const child = spawn(process.execPath, ['-r', join(__dirname, 'ts-register.js'), __filename], {
+  const child = spawn(process.execPath, ['--import', join(import.meta.dirname, 'ts-register.mjs'), import.meta.filename], {
     env: { PATH: process.env.PATH, RELYING_PARTY: JSON.stringify({ port, config }) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -53,4 +53,4 @@ async function main(): Promise<void> {
   app.listen(port, '127.0.0.1', () => process.stdout.write('listening\n'));
 }
 
-if (require.main === module) void main();
+if (process.argv[1] === import.meta.filename) void main();

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 
 // The documentation pages as data: their fenced blocks, headings and links.
 
-export const ROOT = join(__dirname, '..', '..');
+export const ROOT = join(import.meta.dirname, '..', '..');
 
 /** A fenced block, from its opening fence to the closing one. */
 const FENCED_BLOCK = /^(`{3,}|~{3,})[^\n]*\n[\s\S]*?^\1[^\n]*$/gm;

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { insertOauthClient } from '../../src/oidc/client-repository';
-import { deriveKey, seal } from '../../src/infra/sealed';
-import { TEST_SECRET, type TestContext } from './app';
+import { insertOauthClient } from '../../src/oidc/client-repository.js';
+import { deriveKey, seal } from '../../src/infra/sealed.js';
+import { TEST_SECRET, type TestContext } from './app.js';
 
 export interface ClientInput {
   name: string;

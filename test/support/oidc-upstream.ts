@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
-import { providerClass, type Interaction, type Provider } from '../../src/oidc/library';
+import { providerClass, type Interaction, type Provider } from '../../src/oidc/library.js';
 
 /** The parts of oidc-provider's API this peer uses beyond the service's own. */
 interface Peer extends Provider {

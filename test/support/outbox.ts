@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../../src/db/types';
-import { until } from './wait';
+import type { Database } from '../../src/db/types.js';
+import { until } from './wait.js';
 
 /** Waits until every mail queued for `recipient` has gone out (or failed for good). */
 export async function outboxDrained(db: Kysely<Database>, recipient: string): Promise<void> {

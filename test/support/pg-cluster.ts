@@ -11,8 +11,8 @@ import { chown, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startTestApp, type Response, type TestContext } from './app';
-import { freePort } from './net';
+import { startTestApp, type Response, type TestContext } from './app.js';
+import { freePort } from './net.js';
 
 const run = promisify(execFile);
 const PG_BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';

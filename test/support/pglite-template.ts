@@ -3,8 +3,8 @@ import { readdirSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { appendFile, cp, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config';
-import { openMigratedDatabase } from '../../src/db/migrate';
+import { loadConfig } from '../../src/config/index.js';
+import { openMigratedDatabase } from '../../src/db/migrate.js';
 
 // Most of an embedded app's start goes into PGlite creating its cluster (initdb), and then into the
 // migrations. Both give the same result every time, so two clusters are made once per PGlite version
@@ -13,7 +13,7 @@ import { openMigratedDatabase } from '../../src/db/migrate';
 // app still runs its migrations at start-up as it always does; on the migrated copy there are none
 // left to run.
 
-const PGLITE_PACKAGE = join(__dirname, '..', '..', 'node_modules', '@electric-sql', 'pglite', 'package.json');
+const PGLITE_PACKAGE = join(import.meta.dirname, '..', '..', 'node_modules', '@electric-sql', 'pglite', 'package.json');
 const PGLITE_VERSION = (JSON.parse(readFileSync(PGLITE_PACKAGE, 'utf8')) as { version: string }).version;
 // In memory where the system offers room for it (a container's /dev/shm is often 64 MB): a cluster
 // is some 40 MB, and copying it there is quick.
@@ -36,7 +36,7 @@ const BASE = inMemoryFolder() ?? tmpdir();
 const TEST_SETTINGS = ['shared_buffers = 16MB'];
 const SETTINGS_HASH = createHash('sha256').update(TEST_SETTINGS.join('\n')).digest('hex').slice(0, 8);
 const TEMPLATE = join(BASE, `account-test-pglite-${PGLITE_VERSION}-${SETTINGS_HASH}`);
-const MIGRATIONS_DIR = join(__dirname, '..', '..', 'migrations');
+const MIGRATIONS_DIR = join(import.meta.dirname, '..', '..', 'migrations');
 /** The migrations' sources, hashed: a migrated template is only reused by the code that made it. */
 const MIGRATIONS_HASH = createHash('sha256')
   .update(

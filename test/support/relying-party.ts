@@ -1,21 +1,16 @@
-import { randomUUID } from 'node:crypto';
-import type { TestContext } from './app';
-import { FormBrowser, formTo, type Page } from './hosted-pages';
+import type { TestContext } from './app.js';
+import { FormBrowser, formTo, type Page } from './hosted-pages.js';
 
 // An application that signs people in through the service's OpenID Connect provider: openid-client
 // (a certified relying party) on one side, the hosted pages in a browser without JavaScript on the other.
 
-export type OpenIdClient = typeof import('openid-client', { with: { 'resolution-mode': 'import' } });
-export type Jose = typeof import('jose', { with: { 'resolution-mode': 'import' } });
-// Both are ESM only and the tests are compiled to CommonJS; the text is new for each test file's load of
-// this module (a function of the same text compiled by an earlier file's sandbox would import through it).
-// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real import(), which the compiler must not rewrite
-const importModule = new Function('specifier', `return import(specifier); // ${randomUUID()}`) as <T>(specifier: string) => Promise<T>;
+export type OpenIdClient = typeof import('openid-client');
+export type Jose = typeof import('jose');
 
 /** openid-client and jose, loaded one after the other (the runner links a dependency they share once at a time). */
 export async function relyingPartyLibraries(): Promise<{ oidc: OpenIdClient; jose: Jose }> {
-  const jose = await importModule<Jose>('jose');
-  const oidc = await importModule<OpenIdClient>('openid-client');
+  const jose = await import('jose');
+  const oidc = await import('openid-client');
   return { oidc, jose };
 }
 

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { TEST_SECRET } from './app';
-import { freePort } from './net';
+import { TEST_SECRET } from './app.js';
+import { freePort } from './net.js';
 
 // The real server process, started from the sources, as a deployment starts it.
 
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(import.meta.dirname, '..', '..');
 
 export interface Running {
   child: ChildProcess;
@@ -22,7 +22,7 @@ export interface Running {
 /** Starts src/server.ts in a process of its own, on a free port, with the suite's settings and `env` over them. */
 export async function startServer(env: Record<string, string>): Promise<Running> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['-r', './test/support/ts-register.js', 'src/server.ts'], {
+  const child = spawn(process.execPath, ['--import', './test/support/ts-register.mjs', 'src/server.ts'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,

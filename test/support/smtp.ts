@@ -148,7 +148,7 @@ export async function startSmtpServer(
 }
 
 /** Kept for callers that import it from here; it lives in ./net. */
-export { freePort } from './net';
+export { freePort } from './net.js';
 
 /** The token of the first link in the message's text whose path is `/${path}` (e.g. 'reset-password', 'verify-email'), read from its `?token=` query parameter; throws if there is none. */
 export function linkToken(mail: ReceivedMail, path: string): string {

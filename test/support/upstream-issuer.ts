@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
-import { startGithubUpstream } from './github-upstream';
+import { startGithubUpstream } from './github-upstream.js';
 
 /** The person the issuer signs in next, as an OpenID Connect provider describes them. */
 export interface Person {

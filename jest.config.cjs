@@ -3,7 +3,11 @@ const { availableParallelism } = require('node:os');
 /** @type {import('jest').Config} */
 const common = {
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
+  // The sources are ES modules, and so are the tests: swc strips the types and keeps the imports.
+  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'es6' } }] },
+  extensionsToTreatAsEsm: ['.ts'],
+  // The sources import each other as `./x.js`, the compiled file's name; here it is the TypeScript file.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
@@ -22,12 +26,12 @@ const WITHOUT_DATABASE = [
 ].map((name) => `<rootDir>/test/${name}\\.test\\.ts$`);
 
 // The whole suite runs on the embedded database, and again on PostgreSQL when TEST_DATABASE_URL is set.
-const projects = [{ ...common, displayName: 'embedded', setupFiles: ['<rootDir>/test/support/use-embedded.js'] }];
+const projects = [{ ...common, displayName: 'embedded', setupFiles: ['<rootDir>/test/support/use-embedded.cjs'] }];
 if (process.env.TEST_DATABASE_URL) {
   projects.push({
     ...common,
     displayName: 'postgres',
-    setupFiles: ['<rootDir>/test/support/use-postgres.js'],
+    setupFiles: ['<rootDir>/test/support/use-postgres.cjs'],
     testPathIgnorePatterns: ['/node_modules/', ...WITHOUT_DATABASE],
   });
 }
@@ -44,6 +48,6 @@ module.exports = {
   // memory among it) and slows down as its heap grows; past this after a file, it is replaced.
   workerIdleMemoryLimit: '800MB',
   // Longest files first, from the durations kept in test/support/durations.json.
-  testSequencer: '<rootDir>/test/support/sequencer.js',
-  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+  testSequencer: '<rootDir>/test/support/sequencer.cjs',
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
 };
