@@ -1213,8 +1213,11 @@ export interface paths {
          * @description The JWK Set (RFC 7517) other services use to verify this service's tokens themselves. With
          *     `ALGORITHM` RS256 or ES256, it lists the current signing key first, then the retired keys of
          *     `JWT_PREVIOUS_PUBLIC_KEYS`; every token names its key in the `kid` header (the key's RFC 7638
-         *     thumbprint). With HS256, HS384 or HS512 tokens are signed with a shared secret and the set is
-         *     empty.
+         *     thumbprint). With HS256, HS384 or HS512 tokens are signed with a shared secret and the set
+         *     holds no key of theirs. With the OpenID Connect provider on, the keys its ID tokens are
+         *     signed with follow (a key the service makes, once the provider was first used): an RSA key (RS256) always, and beside an
+         *     ES256 key the RSA key of `OIDC_RSA_PRIVATE_KEY` (made and kept by the service in
+         *     development).
          *
          *     **Not an envelope:** a successful answer is the bare JWK Set, the shape JWT libraries
          *     (`jose`'s `createRemoteJWKSet`, for one) read from a JWKS URL. Errors are envelopes, as
@@ -1669,7 +1672,8 @@ export interface paths {
          *     provider sends a browser to. `acr_values_supported` is `[aal1, aal2]`: an ID token's `acr`
          *     is the sign-in's assurance level, as the `aal` of the API's access tokens (`aal2` after a
          *     second factor), and its `amr` says how the person signed in (`pwd`, `otp`, `hwk`, `mfa`,
-         *     `fed`…).
+         *     `fed`…). `id_token_signing_alg_values_supported` is `[RS256]`, or `[RS256, ES256]` where the
+         *     service has an EC key; RS256 is the default of every client.
          */
         get: operations["openIdConfiguration"];
         put?: never;
@@ -1729,9 +1733,15 @@ export interface paths {
          *     client authenticates with HTTP Basic (`client_id:client_secret`); a public one sends
          *     `client_id` alone. No implicit, hybrid or password grant.
          *
-         *     The ID token (a JWT signed with the key of the JWK Set, with no `typ` but `JWT`) carries
+         *     The ID token (a JWT signed with a key of the JWK Set, with no `typ` but `JWT`) carries
          *     `sub`, `auth_time`, `nonce`, `sid`, `acr` (`aal1`, or `aal2` after a second factor), `amr`
-         *     and the claims of the scopes granted; a refresh keeps the `acr` and `amr` of the sign-in.
+         *     and the claims of the scopes granted, as `userinfo` answers them (`email` and
+         *     `email_verified` with `email`, `name` and `updated_at` with `profile`), as Keycloak's and
+         *     Auth0's do; a refresh keeps the `acr` and `amr` of the sign-in. It is signed RS256 (OpenID
+         *     Connect's default), or ES256 for a client registered with `id_token_signed_response_alg:
+         *     ES256` where the service has an EC key. A refresh token comes with `offline_access`: for a
+         *     first-party client whenever it asks, for any other only when it asked with
+         *     `prompt=consent` and the person allowed it.
          *     It is never accepted as a bearer token by the API, nor are the provider's access tokens.
          *     A refresh token of a person whose access was revoked (password changed or reset, logged out
          *     everywhere, disabled, deleted) is refused with `invalid_grant`.

@@ -292,6 +292,29 @@ describe('signing keys at start-up', () => {
     return [];
   };
 
+  it('takes OIDC_RSA_PRIVATE_KEY, the RSA key ID tokens are signed with beside an EC key, and says so in production without it', () => {
+    const es256 = { ALGORITHM: 'ES256', JWT_PRIVATE_KEY: pkcs8(ec.privateKey) };
+    const config = loadConfig({ SECRET_KEY, ...es256, OIDC_RSA_PRIVATE_KEY: oneLine(pkcs8(rsa.privateKey)) });
+    expect(config.oidc.rsaSigningKey?.equals(rsa.privateKey)).toBe(true);
+    expect(config.oidc.signingKey?.algorithm).toBe('ES256');
+    expect(problemsOf({ ...es256, OIDC_RSA_PRIVATE_KEY: pkcs8(ecKey().privateKey) })).toEqual([
+      'OIDC_RSA_PRIVATE_KEY is an EC key; it must be an RSA private key (RS256)',
+    ]);
+    expect(
+      problemsOf({ ALGORITHM: 'RS256', JWT_PRIVATE_KEY: pkcs8(rsa.privateKey), OIDC_RSA_PRIVATE_KEY: pkcs8(rsaKey().privateKey) }),
+    ).toEqual([
+      'OIDC_RSA_PRIVATE_KEY is set but ID tokens are signed with an EC key only beside it: ALGORITHM=ES256, or an EC OIDC_PRIVATE_KEY; remove it',
+    ]);
+    const production = {
+      SECRET_KEY,
+      NODE_ENV: 'production',
+      SMTP_URL: 'smtps://mail.example.com',
+      APP_URL: 'https://accounts.example.com',
+    };
+    expect(loadConfig({ ...production, ...es256 }).warnings).toEqual([expect.stringContaining('set OIDC_RSA_PRIVATE_KEY')]);
+    expect(loadConfig({ ...production, ...es256, OIDC_RSA_PRIVATE_KEY: pkcs8(rsa.privateKey) }).warnings).toEqual([]);
+  });
+
   it('loads an RSA or P-256 key, in PKCS#8, PKCS#1 or SEC1 PEM, with real newlines or `\\n` escapes', () => {
     const cases = [
       { ALGORITHM: 'RS256', JWT_PRIVATE_KEY: pkcs8(rsa.privateKey) },

@@ -123,7 +123,7 @@ async function authorize(
 async function codeFlow(
   client: { client_id: string; client_secret?: string },
   who: RegisteredUser,
-  // offline_access is granted only with prompt=consent (OpenID Connect Core 1.0, section 11).
+  // offline_access is granted to a third-party client only with prompt=consent (OpenID Connect Core 1.0, section 11).
   { scope = 'openid profile email offline_access', extra = { prompt: 'consent' }, browser = new FormBrowser(base) } = {},
 ) {
   const config = await configFor(client);

@@ -29,14 +29,13 @@ beforeAll(async () => {
     startTestApp({ APP_URL: teamOrigin }, { port }),
     startTestApp({ AUTH_REDIRECT_URLS: 'http://app.test/*' }),
   ]);
-  // The service signs in to its providers with client_secret_post.
+  // The service authenticates to a provider as its discovery lists first: client_secret_basic here.
   const client = await seedOauthClient(team, {
     name: 'Accounts',
     type: 'confidential',
     redirect_uris: [CALLBACK],
     scopes: ['openid', 'profile', 'email'],
     first_party: true,
-    token_endpoint_auth_method: 'client_secret_post',
   });
   const admin = await accounts.adminToken();
   const made = await accounts.post(

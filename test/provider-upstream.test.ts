@@ -186,6 +186,26 @@ describe('an OpenID provider built on oidc-provider', () => {
     expect((await auditRows(t, user.id, 'login.succeeded')).map((e) => e.details.provider)).toEqual(['corp', 'corp']);
   });
 
+  it('sends its client secret as discovery asks: HTTP Basic where it is listed, the form body where only that is', async () => {
+    const before = oidc.tokenAuthentications.length;
+    expect((await exchange(await viaOidc(oidcAccount().sub))).status).toBe(200);
+    expect(oidc.tokenAuthentications.slice(before)).toEqual(['client_secret_basic']);
+
+    const peer = await startOidcUpstream({ redirectUris: [callbackOf('corp-post')], tokenAuthMethods: ['client_secret_post'] });
+    try {
+      const person = { sub: 'poster', email: uniqueEmail('post'), email_verified: true };
+      peer.accounts.set(person.sub, person);
+      expect(await register({ slug: 'corp-post', client_id: peer.clientId, client_secret: peer.clientSecret, issuer: peer.issuer })).toBe(
+        201,
+      );
+      const started = await start('corp-post');
+      expect((await exchange(await land(await peer.signIn(started.location, person.sub), started.verifier))).status).toBe(200);
+      expect(peer.tokenAuthentications).toEqual(['client_secret_post']);
+    } finally {
+      await peer.close();
+    }
+  });
+
   it('makes no account for an address the provider does not vouch for: the exchange asks for a code mailed to it', async () => {
     const person = oidcAccount({ email_verified: false });
     const res = await exchange(await viaOidc(person.sub));

@@ -177,6 +177,16 @@ export interface OidcConfig {
    * in the database is used.
    */
   readonly signingKey: { readonly key: KeyObject; readonly algorithm: AsymmetricAlgorithm } | undefined;
+  /**
+   * Beside an EC `signingKey`, the RSA key of OIDC_RSA_PRIVATE_KEY: RS256 is OpenID Connect's default
+   * ID token algorithm, which clients that name none expect.
+   */
+  readonly rsaSigningKey: KeyObject | undefined;
+  /**
+   * Whether the keys not configured are made and kept, sealed, in the database (development): never
+   * in production, which signs only with the keys it is given.
+   */
+  readonly makesKeys: boolean;
   /** Dynamic client registration (RFC 7591): off, with an initial access token, or open to anyone. */
   readonly registration: OidcRegistration;
   /** The initial access token registration asks for when `registration` is `token`. */

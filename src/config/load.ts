@@ -109,6 +109,12 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
 
   if (read.problems.length > 0) throw new ConfigError(read.problems);
   const warnings = production ? productionWarnings(read, database, limits) : [];
+  if (production && oidc.enabled && oidc.signingKey?.algorithm === 'ES256' && oidc.rsaSigningKey === undefined) {
+    warnings.push(
+      'ID tokens are signed with an EC key only (ES256): OpenID Connect applications that expect its default, RS256, ' +
+        'cannot verify them; set OIDC_RSA_PRIVATE_KEY to an RSA private key to sign RS256 beside ES256',
+    );
+  }
   if (production && !oidc.enabled && read.string('OIDC_ENABLED') === undefined) {
     warnings.push(
       'the OpenID Connect provider is off: in production it needs a signing key, JWT_PRIVATE_KEY with ALGORITHM=RS256 or ES256, ' +
@@ -378,6 +384,23 @@ function oidcPart(
     }
     enabled = false;
   }
+  const rsaPem = read.string('OIDC_RSA_PRIVATE_KEY');
+  let rsaSigningKey: KeyObject | undefined;
+  if (rsaPem !== undefined) {
+    try {
+      rsaSigningKey = parseSigningKey(rsaPem);
+      if (algorithmOf(rsaSigningKey) !== 'RS256') throw new KeyError('is an EC key; it must be an RSA private key (RS256)');
+    } catch (error) {
+      if (!(error instanceof KeyError)) throw error;
+      read.problem(`OIDC_RSA_PRIVATE_KEY ${error.message}`);
+      rsaSigningKey = undefined;
+    }
+    if (rsaSigningKey && signingKey?.algorithm !== 'ES256') {
+      read.problem(
+        'OIDC_RSA_PRIVATE_KEY is set but ID tokens are signed with an EC key only beside it: ALGORITHM=ES256, or an EC OIDC_PRIVATE_KEY; remove it',
+      );
+    }
+  }
   const registration = read.oneOf('OIDC_REGISTRATION', REGISTRATION_MODES, 'off', (s) => s.toLowerCase());
   const registrationToken = read.string('OIDC_REGISTRATION_TOKEN');
   if (registration === 'token' && registrationToken === undefined) {
@@ -389,6 +412,8 @@ function oidcPart(
   return Object.freeze({
     enabled,
     signingKey,
+    rsaSigningKey,
+    makesKeys: !production,
     registration,
     registrationToken,
     brandName: read.string('BRAND_NAME') ?? 'Account Service',

@@ -79,6 +79,21 @@ function helmetHeaders(): ReadonlyArray<[string, string]> {
 }
 
 /**
+ * `Cross-Origin-Opener-Policy: unsafe-none` under `prefix`, where helmet's `same-origin` is
+ * everywhere else. An application's popup sign-in (oidc-client-ts's `signinPopup`, Auth0's and
+ * MSAL's popups) opens the provider's pages from the application's origin, and its callback page
+ * reports back to `window.opener`: a `same-origin` page on the way puts the popup in a browsing
+ * context group of its own, and the opener is gone for good. Keycloak's and Auth0's sign-in pages
+ * set no opener policy either. Framing stays refused (`frame-ancestors 'none'`, `X-Frame-Options`).
+ */
+export function openableByOtherOriginsUnder(prefix: string): Middleware {
+  return async (ctx: Context, next) => {
+    if (ctx.path.startsWith(prefix)) ctx.set('Cross-Origin-Opener-Policy', 'unsafe-none');
+    await next();
+  };
+}
+
+/**
  * `Cache-Control: no-store` on every response under `prefix`, errors and unknown routes included:
  * tokens and personal data must stay out of browser and proxy caches (RFC 6749 §5.1 asks it of
  * token responses; every API answer here is about someone). Set before the request is handled, so

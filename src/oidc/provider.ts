@@ -17,7 +17,9 @@ import { plainPages, type ProviderPages } from './default-pages.js';
 import { databaseInteractions, type OidcInteractions } from './interactions.js';
 import { providerModule, runtimeSupported, type Grant, type Provider, type ProviderContext, type ProviderMiddleware } from './library.js';
 import { SigningKeys } from './keys.js';
+import { formPostToRedirectUri } from './form-post.js';
 import { logoutWithoutSession } from './logout.js';
+import { offlineAccessForFirstParty } from './offline-access.js';
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration.js';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
@@ -58,8 +60,8 @@ export interface OidcProvider {
   /** oidc-provider's instance, made on first use. */
   instance(): Promise<Provider>;
   interactions: OidcInteractions;
-  /** The public key ID tokens are verified with, for the JWK Set; undefined until there is one. */
-  publishedKey(): Promise<PublicJwk | undefined>;
+  /** The public keys ID tokens are verified with, for the JWK Set (RSA first); none until there are. */
+  publishedKeys(): Promise<PublicJwk[]>;
   /** Answers discovery and /oauth2/* (the hosted pages' paths aside); passes every other request on. */
   middleware: Koa.Middleware;
 }
@@ -189,9 +191,8 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
   return {
     instance,
     interactions: databaseInteractions(instance, options.db),
-    async publishedKey() {
-      const key = await keys.current();
-      return key && publicJwk(createPublicKey(key.key));
+    async publishedKeys() {
+      return ((await keys.current()) ?? []).map((signing) => publicJwk(createPublicKey(signing.key)));
     },
     middleware,
   };
@@ -207,8 +208,13 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     );
   }
   const signing = await keys.ensure();
-  const jwk = publicJwk(createPublicKey(signing.key));
-  const privateJwk = { ...signing.key.export({ format: 'jwk' }), kid: jwk.kid, alg: signing.algorithm, use: 'sig' };
+  const privateJwks = signing.map(({ key, algorithm }) => ({
+    ...key.export({ format: 'jwk' }),
+    kid: publicJwk(createPublicKey(key)).kid,
+    alg: algorithm,
+    use: 'sig',
+  }));
+  const algorithms = signing.map((key) => key.algorithm);
   const secretKey = clientSealingKey(options.secret);
   const firstParty = async (clientId: string) => (await findOauthClient(db, clientId))?.first_party === true;
   // The requests of first-party clients, which are granted what they ask for without a consent page.
@@ -218,6 +224,9 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     const original = check.check.bind(check);
     check.check = (ctx) => (ctx.oidc && trusted.has(ctx.oidc) ? false : original(ctx));
   }
+
+  // The requests answered with the service's error page.
+  const errorPages = new WeakSet<object>();
 
   const configuration: Record<string, unknown> = {
     adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx, sessionMaxDays: options.sessionDays }),
@@ -242,6 +251,9 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     // `acr` is the sign-in's assurance level, as the API's tokens' `aal`: aal2 after a second factor, else aal1.
     acrValues: ACR_VALUES,
     claims: { openid: ['sub', 'auth_time', 'acr', 'amr'], profile: ['name', 'updated_at'], email: ['email', 'email_verified'] },
+    // The ID token carries the claims of the scopes granted, as Keycloak's and Auth0's do: relying
+    // parties that read the person from it alone (most do) get the e-mail address and the name.
+    conformIdTokenClaims: false,
     scopes: SCOPES,
     responseTypes: ['code'],
     // Clients that register themselves are marked, and held to the admin API's rules for addresses.
@@ -249,11 +261,12 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     clientDefaults: {
       grant_types: ['authorization_code'],
       response_types: ['code'],
-      id_token_signed_response_alg: signing.algorithm,
+      // RS256, OpenID Connect's default, for a client that names none; ES256 for one that asks, when there is an EC key.
+      id_token_signed_response_alg: algorithms[0],
       token_endpoint_auth_method: 'client_secret_basic',
     },
-    enabledJWA: { idTokenSigningAlgValues: [signing.algorithm] },
-    jwks: { keys: [privateJwk] },
+    enabledJWA: { idTokenSigningAlgValues: algorithms },
+    jwks: { keys: privateJwks },
     cookies: { keys: [deriveKey(options.secret, 'oidc-cookies').toString('base64url')] },
     // OAuth 2.1: PKCE for every client; the library knows S256 only.
     pkce: { required: () => true },
@@ -296,7 +309,16 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
         postLogoutSuccessSource: (ctx: Koa.Context) => pages.postLogoutSuccessSource(ctx),
       },
     },
-    renderError: (ctx: Koa.Context, out: Record<string, string>, error: unknown) => pages.renderError(ctx, out, error),
+    // Browsers may call the token endpoint of a public client (a single-page application) from the
+    // origins of its redirect URIs, and userinfo of any client from those; nothing else cross-origin.
+    clientBasedCORS: (ctx: ProviderContext, origin: string, client: { clientAuthMethod: string; redirectUris: string[] }) =>
+      origin !== 'null' &&
+      (ctx.oidc?.route === 'userinfo' || client.clientAuthMethod === 'none') &&
+      client.redirectUris.some((uri) => URL.parse(uri)?.origin === origin),
+    renderError: (ctx: Koa.Context, out: Record<string, string>, error: unknown) => {
+      errorPages.add(ctx);
+      return pages.renderError(ctx, out, error);
+    },
     // What the provider fetches of a client's (its JWKS, its sector identifier document) goes to public
     // addresses only, as resolved when it connects, unless PROVIDER_ALLOW_PRIVATE_URLS; then the
     // library's own special-use address guard is lifted too.
@@ -338,7 +360,10 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     if (oidc?.route !== 'resume' && oidc?.client?.metadata()[SELF_REGISTERED] === true)
       (error as { allow_redirect?: boolean }).allow_redirect = false;
   });
-  (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(logoutWithoutSession(pages));
+  const use = (middleware: ProviderMiddleware) => (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(middleware);
+  use(logoutWithoutSession(pages));
+  use(offlineAccessForFirstParty(ROUTES.authorization, firstParty));
+  use(formPostToRedirectUri(errorPages));
   provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'the OpenID Connect provider failed to answer'));
   return provider;
 }

@@ -6,8 +6,8 @@ import { createOidcProvider, type OidcProviderOptions } from './provider.js';
 
 /**
  * The service as an OpenID Connect provider (when OIDC_ENABLED): the provider itself, the admins'
- * clients, people's grants, and the JWK Set, which publishes the provider's key beside the API's
- * (the same key when ALGORITHM is RS256 or ES256).
+ * clients, people's grants, and the JWK Set, which publishes the provider's keys beside the API's
+ * (the same key when ALGORITHM is RS256 or ES256, and the RSA key beside an ES256 one).
  */
 export function oidcRoom(
   core: Pick<Core, 'config' | 'db' | 'transact' | 'logger'>,
@@ -32,8 +32,8 @@ export function oidcRoom(
     : undefined;
   const apiKeys = config.tokens.keys.jwks;
   const jwks = async () => {
-    const jwk = await oidc?.publishedKey();
-    return jwk && !apiKeys.keys.some((key) => key.kid === jwk.kid) ? { keys: [...apiKeys.keys, jwk] } : apiKeys;
+    const added = ((await oidc?.publishedKeys()) ?? []).filter((jwk) => !apiKeys.keys.some((key) => key.kid === jwk.kid));
+    return added.length > 0 ? { keys: [...apiKeys.keys, ...added] } : apiKeys;
   };
   return { oidc, jwks, oauthClients: new OauthClients(db, transact, config.secret.key), oauthGrants: new OauthGrants(db, transact) };
 }

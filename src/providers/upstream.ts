@@ -5,6 +5,7 @@ import { PRESETS } from './presets.js';
 
 type OpenIdClient = typeof import('openid-client');
 type Configuration = InstanceType<OpenIdClient['Configuration']>;
+type ClientAuth = ReturnType<OpenIdClient['None']>;
 
 let library: Promise<OpenIdClient> | undefined;
 const openIdClient = (): Promise<OpenIdClient> => (library ??= import('openid-client'));
@@ -141,7 +142,7 @@ export class Upstream {
 
   private async configure(provider: IdentityProviderRow, clientSecret: string | undefined): Promise<Configuration> {
     const client = await openIdClient();
-    const auth = clientSecret === undefined ? client.None() : client.ClientSecretPost(clientSecret);
+    const auth = clientSecret === undefined ? client.None() : secretAuthentication(client, provider.kind, clientSecret);
     // The registry allows plain http on loopback hosts only (development and tests).
     const insecure = [provider.issuer, provider.authorization_url, provider.token_url].some((url) => url?.startsWith('http:'));
     let config: Configuration;
@@ -176,6 +177,24 @@ export class Upstream {
     if (!this.allowPrivateUrls) config[client.customFetch] = publicOnlyFetch;
     return config;
   }
+}
+
+/**
+ * How the client secret reaches the provider's token endpoint. An OpenID provider is followed as its
+ * discovery document says: HTTP Basic (`client_secret_basic`, OpenID Connect's default) when it lists
+ * it or lists nothing, the form body (`client_secret_post`) when it lists only that. A plain OAuth2
+ * provider publishes no such list; the secret goes in the form body, as GitHub and most such
+ * providers document it.
+ */
+function secretAuthentication(client: OpenIdClient, kind: 'oidc' | 'oauth2', secret: string): ClientAuth {
+  const basic = client.ClientSecretBasic(secret);
+  const post = client.ClientSecretPost(secret);
+  if (kind === 'oauth2') return post;
+  return (server, ...rest) => {
+    const methods = server.token_endpoint_auth_methods_supported;
+    const onlyPost = Array.isArray(methods) && !methods.includes('client_secret_basic') && methods.includes('client_secret_post');
+    return (onlyPost ? post : basic)(server, ...rest);
+  };
 }
 
 /**

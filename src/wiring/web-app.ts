@@ -12,7 +12,7 @@ import { homePage } from '../http/home.js';
 import { ApiError, notFound } from '../http/errors.js';
 import { METRICS_PATH, metricsEndpoint, requestMetrics } from '../http/metrics.js';
 import { accessLog, bodies, errors, requestId } from '../http/middleware.js';
-import { corsFor, noStoreUnder, securityHeaders } from '../http/security.js';
+import { corsFor, noStoreUnder, openableByOtherOriginsUnder, securityHeaders } from '../http/security.js';
 import { stateOf } from '../http/state.js';
 import { isApiKey } from '../api-keys/api-key-secrets.js';
 
@@ -54,6 +54,8 @@ export async function webApp(
   const koa = new Koa({ proxy: config.server.trustProxy, maxIpsCount: 1 });
   koa.silent = true;
   koa.use(securityHeaders());
+  // The provider's endpoints and its hosted sign-in pages open in applications' popups.
+  if (oidc) koa.use(openableByOtherOriginsUnder('/oauth2/'));
   koa.use(noStoreUnder('/api'));
   koa.use(requestId);
   koa.use(async (ctx, next) => {

@@ -17,7 +17,7 @@ interface PeerContext {
   req: IncomingMessage;
   res: ServerResponse;
   respond?: boolean;
-  oidc?: { route?: string };
+  oidc?: { route?: string; body?: Record<string, unknown> };
 }
 
 /** A person with an account at the upstream provider, as OpenID Connect describes them. */
@@ -53,6 +53,8 @@ export interface OidcUpstream {
   tamper: IdTokenTampering;
   /** Every authorization request's query that reached oidc-provider, in order. */
   authorizations: URLSearchParams[];
+  /** How each token request authenticated the client, in order: `client_secret_basic`, `client_secret_post` or `none`. */
+  tokenAuthentications: string[];
   /**
    * A fresh browser at `authorizationUrl` (the service's 302 target), signing in as `sub`: returns
    * where the provider finally sends it (the service's callback with `code` and `state`, or `error`).
@@ -68,6 +70,12 @@ export interface OidcUpstreamOptions {
   /** The service's callback URIs registered for the client (exact match, as oidc-provider requires). */
   redirectUris: string[];
   accounts?: UpstreamAccount[];
+  /**
+   * The client authentication methods the token endpoint accepts, as discovery lists them in
+   * `token_endpoint_auth_methods_supported`; the service's client is registered with the first.
+   * By default both secret methods, HTTP Basic first.
+   */
+  tokenAuthMethods?: Array<'client_secret_basic' | 'client_secret_post'>;
 }
 
 export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<OidcUpstream> {
@@ -89,6 +97,7 @@ export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<O
     accounts: new Map((options.accounts ?? []).map((account) => [account.sub, account])),
     tamper: 'none',
     authorizations: [],
+    tokenAuthentications: [],
     signIn: (url, sub) => browse(issuer, url, { sub }),
     decline: (url) => browse(issuer, url, { decline: 'true' }),
     close: async () => {
@@ -99,7 +108,9 @@ export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<O
     },
   };
 
+  const tokenAuthMethods = options.tokenAuthMethods ?? ['client_secret_basic', 'client_secret_post'];
   const provider = new Provider(issuer, {
+    clientAuthMethods: tokenAuthMethods,
     clients: [
       {
         client_id: upstream.clientId,
@@ -107,7 +118,7 @@ export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<O
         redirect_uris: options.redirectUris,
         grant_types: ['authorization_code'],
         response_types: ['code'],
-        token_endpoint_auth_method: 'client_secret_post',
+        token_endpoint_auth_method: tokenAuthMethods[0],
       },
     ],
     jwks: { keys: [{ ...signing.privateKey.export({ format: 'jwk' }), kid, use: 'sig', alg: 'RS256' }] },
@@ -134,6 +145,7 @@ export async function startOidcUpstream(options: OidcUpstreamOptions): Promise<O
       return;
     }
     await next();
+    if (ctx.oidc?.route === 'token') upstream.tokenAuthentications.push(authenticationOf(ctx));
     if (ctx.oidc?.route === 'token' && ctx.status === 200 && upstream.tamper !== 'none') {
       const body = ctx.body as { id_token?: string };
       if (body.id_token) body.id_token = tampered(body.id_token, upstream.tamper);
@@ -220,6 +232,12 @@ function memoryAdapter() {
       return Promise.resolve();
     }
   };
+}
+
+/** How a token request authenticated its client: an HTTP Basic `Authorization` header, a secret in the form body, or neither. */
+function authenticationOf(ctx: PeerContext): string {
+  if (/^basic /i.test(ctx.req.headers.authorization ?? '')) return 'client_secret_basic';
+  return ctx.oidc?.body?.client_secret === undefined ? 'none' : 'client_secret_post';
 }
 
 async function bodyOf(req: IncomingMessage): Promise<string> {
