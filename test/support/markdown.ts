@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, normalize } from 'node:path';
 
 // The documentation pages as data: their fenced blocks, headings and links.
 
@@ -19,6 +19,18 @@ export function documentationPages(): string[] {
 
 export function readPage(page: string): string {
   return readFileSync(join(ROOT, page), 'utf8');
+}
+
+/** The documentation's contents page, which README.md links. */
+export const CONTENTS = 'docs/README.md';
+
+/** The docs pages the contents page links, in its order, each once, as paths from the repository root. */
+export function contentsPages(): string[] {
+  const targets = linkTargets(readPage(CONTENTS))
+    .filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target))
+    .map((target) => normalize(join('docs', target.split('#')[0])))
+    .filter((page) => page.startsWith('docs/') && page.endsWith('.md'));
+  return [...new Set(targets)];
 }
 
 export interface Fence {
