@@ -73,6 +73,7 @@ const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?
   { page: 'docs/postgresql.md', starts: 'createdb accounts', why: 'a PostgreSQL server of its own' },
   { page: 'docs/tokens.md', starts: 'ALGORITHM=ES256 JWT_PRIVATE_KEY', why: 'starts the service with other keys' },
   { page: 'docs/clients.md', starts: 'npm run build && npm pack', why: 'installs into another project' },
+  { page: 'docs/clients.md', starts: '// @hey-api/openapi-ts (client-fetch)', why: "two generators' clients, which test/sdk.test.ts runs" },
   { page: 'docs/second-factors.md', starts: 'async function post(path, body, token) {', why: 'browser code (WebAuthn)' },
   { page: 'docs/providers.md', starts: 'const b64url =', why: 'browser code, after a sign-in at the provider' },
   { page: 'docs/webhooks.md', starts: 'WEBHOOK_SECRET="$RECEIVER_SECRET" node', why: 'runs until stopped', inBackground: true },

@@ -49,12 +49,14 @@ export function fences(markdown: string): Fence[] {
   const lines = markdown.split('\n');
   const found: Fence[] = [];
   for (let index = 0; index < lines.length; index++) {
-    const open = /^(`{3,}|~{3,})\s*(\S*)\s*(.*)$/.exec(lines[index]);
+    // A fence may be indented, inside a list item: its lines lose that indentation.
+    const open = /^( *)(`{3,}|~{3,})\s*(\S*)\s*(.*)$/.exec(lines[index]);
     if (!open) continue;
-    const [, marker, language, rest] = open;
+    const [, indent, marker, language, rest] = open;
     const start = index;
     const body: string[] = [];
-    for (index++; index < lines.length && !lines[index].startsWith(marker); index++) body.push(lines[index]);
+    for (index++; index < lines.length && !lines[index].trimStart().startsWith(marker); index++)
+      body.push(lines[index].startsWith(indent) ? lines[index].slice(indent.length) : lines[index].trimStart());
     let before = start - 1;
     while (before >= 0 && lines[before].trim() === '') before--;
     const comment = before >= 0 ? /^<!--\s*(.*?)\s*-->$/.exec(lines[before].trim())?.[1] : undefined;
