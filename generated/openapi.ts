@@ -2213,7 +2213,11 @@ export interface components {
          *     ECMAScript's `\s` matches (ASCII white space, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029,
          *     U+202F, U+205F, U+3000, U+FEFF). The pattern spells these characters out, as `\xHH` escapes or
          *     as the characters themselves, so that every regex engine (Perl, Java, Go, Python, ECMAScript)
-         *     reads it alike: `\s` and `\uXXXX` mean different things, or nothing, in some of them.
+         *     reads it alike: `\s` and `\uXXXX` mean different things, or nothing, in some of them. It
+         *     leaves out the line separators U+2028 and U+2029, which would end the regular expression
+         *     literal a JavaScript client generates from it; the service holds them to the rule of the
+         *     other line breaks all the same (`x-trimmed: single-line`): around the name they are trimmed,
+         *     inside it, or as the whole name, they are refused with the same 422.
          * @example Ada Lovelace
          */
         Name: string;
@@ -2715,7 +2719,9 @@ export interface components {
          */
         FactorType: "totp" | "webauthn";
         /**
-         * @description A name to tell the user's factors apart; trimmed, with a character that is not white space (white space as `Name` counts it).
+         * @description A name to tell the user's factors apart; trimmed, with a character that is not white space
+         *     (white space as `Name` counts it: the pattern leaves out U+2028 and U+2029, and the service
+         *     counts them as white space all the same, `x-trimmed: nonblank`).
          * @example Phone
          */
         FactorName: string;
@@ -3005,7 +3011,7 @@ export interface components {
             credential: components["schemas"]["AuthenticationCredential"];
         };
         /**
-         * @description What the key is for, to tell the user's keys apart; trimmed, with the rules of a user's name.
+         * @description What the key is for, to tell the user's keys apart; trimmed, with the rules of a user's name (`Name`), line separators included.
          * @example Nightly export
          */
         ApiKeyName: string;

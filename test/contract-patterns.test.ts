@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Script } from 'node:vm';
 import { document } from './support/contract.js';
 
 /*
@@ -83,6 +84,12 @@ it.each(all.map((p) => [p.at, p.pattern]))('%s uses only escapes every engine re
   expect(escapes.filter((e) => !/^\\[xtnrf^$.|?*+()[\]{}\\/-]$/u.test(e))).toEqual([]);
   // `\x` is followed by exactly two hex digits (Perl and Go would read `\x{…}`, others would not).
   expect(pattern.match(/\\x(?![0-9A-Fa-f]{2})/gu)).toBeNull();
+});
+
+it.each(all.map((p) => [p.at, p.pattern]))('%s holds no line terminator, which would end a JavaScript regex literal', (_at, pattern) => {
+  // openapi-zod-client, among others, writes each pattern into its client as `/…/`.
+  expect([...pattern].filter((c) => '\n\r\u2028\u2029'.includes(c)).map((c) => c.codePointAt(0)!.toString(16))).toEqual([]);
+  expect(() => new Script(`/${pattern}/u;`)).not.toThrow();
 });
 
 it('compiles in Perl and matches there as it matches in the service', async () => {

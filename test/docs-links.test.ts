@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
-import { documentationPages, headingAnchors, linkTargets, readPage, ROOT, slug } from './support/markdown.js';
+import { CONTENTS, contentsPages, documentationPages, headingAnchors, linkTargets, readPage, ROOT, slug } from './support/markdown.js';
 
 // Every relative link of README.md and docs/*.md leads to a file that exists, and every #anchor to
 // a heading of that page, named as GitHub names it.
@@ -40,9 +40,15 @@ it.each(links)('%s: %s resolves', (page, target) => {
   expect([...headingAnchors(readPage(file))]).toContain(decodeURIComponent(anchor));
 });
 
-it('README.md links every docs page from its contents', () => {
+it('README.md links the contents page from its contents', () => {
   const readme = readPage('README.md');
-  const contents = readme.slice(readme.indexOf('\n## Contents'));
-  const linked = new Set(linkTargets(contents).map((target) => target.split('#')[0]));
-  expect(pages.filter((page) => page !== 'README.md' && !linked.has(page))).toEqual([]);
+  expect(linkTargets(readme.slice(readme.indexOf('\n## Contents')))).toContain(CONTENTS);
+});
+
+it('the contents page links every docs page, under a heading of what a reader came to do', () => {
+  const linked = new Set(contentsPages());
+  expect(pages.filter((page) => page !== 'README.md' && page !== CONTENTS && !linked.has(page))).toEqual([]);
+  expect([...headingAnchors(readPage(CONTENTS))]).toEqual(
+    expect.arrayContaining(['start', 'sign-people-in', 'run-it', 'secure-it', 'integrate']),
+  );
 });

@@ -262,6 +262,12 @@ describe('names', () => {
     'Ada\u009B31m',
     '\u001B[31mAda',
     'A\tda',
+    // Line separators: the pattern leaves them out (they would end a JavaScript regex literal), the service does not.
+    'Ada\u2028INFO admin logged in',
+    'Ada\u2029Lovelace',
+    '\u2028',
+    ' \u2029\u2028\t',
+    'A\u2028\u202Eda',
   ];
 
   it.each(HOSTILE.map((name) => [JSON.stringify(name), name]))('registration refuses %s and creates no account', async (_label, name) => {
@@ -286,8 +292,28 @@ describe('names', () => {
     expect(row.name).toBe('Plain Name');
   });
 
+  it('an API key or a factor named with line separators alone is refused, and none is made', async () => {
+    const user = await t.register();
+    for (const name of ['\u2028', 'Nightly\u2029export']) {
+      expectNameRefused(await t.post('/api/auth/api-keys', { name }, { token: user.access }));
+    }
+    const blank = await t.post('/api/auth/mfa/totp', { name: '\u2028\u2029' }, { token: user.access });
+    expectError(blank, 422, 'VALIDATION_ERROR');
+    expect(blank.body.error.details).toEqual([{ field: 'body.name', message: 'must not be blank' }]);
+    expect(await t.db.selectFrom('api_keys').select('id').where('user_id', '=', user.id).execute()).toEqual([]);
+    expect(await t.db.selectFrom('mfa_factors').select('id').where('user_id', '=', user.id).execute()).toEqual([]);
+  });
+
   it('accepts names in any script, and white space around a name that trimming removes', async () => {
-    for (const name of ['محمد بن موسى', 'דוד בן-גוריון', 'Zoë Ōtsuka-Łukasiewicz', '李小龙', 'Ada 👩‍💻', '\tAda Lovelace\n']) {
+    for (const name of [
+      'محمد بن موسى',
+      'דוד בן-גוריון',
+      'Zoë Ōtsuka-Łukasiewicz',
+      '李小龙',
+      'Ada 👩‍💻',
+      '\tAda Lovelace\n',
+      '\u2028Ada Lovelace\u2029',
+    ]) {
       const res = await t.post('/api/auth/register', { email: uniqueEmail('script'), password: 'password-123', name });
       expect(res.status).toBe(201);
       expect(res.body.data.user.name).toBe(name.trim());

@@ -1,15 +1,25 @@
-import { execFile } from 'node:child_process';
-import { appendFileSync, copyFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { appendFileSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { suiteDatabase, TEST_SECRET, type SuiteDatabase } from './support/app.js';
-import { documentationPages, fences, linkTargets, readPage, ROOT, type Fence } from './support/markdown.js';
+import { builtSources } from './support/build.js';
+import { FormBrowser, signIn } from './support/hosted-pages.js';
+import { freePort } from './support/net.js';
+import { until } from './support/wait.js';
+import { contentsPages, documentationPages, fences, readPage, ROOT, type Fence } from './support/markdown.js';
 import { startServer, type Running } from './support/server.js';
 
-// The shell examples of README.md and docs/*.md, run as a reader runs them: in order, on a fresh
+// The examples of README.md and docs/*.md, run as a reader runs them: in order, on a fresh
 // database, against the service in a process of its own, from a folder where `npm run cli` works.
 // README.md runs first (it creates the admin, starts the service and signs in); each docs page then
-// runs on that service, starting from the shell variables the README left (TOKEN, ADMIN_TOKEN…).
+// runs on that service, in the order of the contents page (docs/README.md), starting from the shell
+// variables the README left (TOKEN, ADMIN_TOKEN…).
+//
+// A JavaScript or TypeScript block is a file the reader saves: its first line names it
+// (`// .local/sign-in.mjs`), the test writes it there when the page reaches it, and the shell blocks
+// after it compile and run it like any other command, so what they print is checked as below.
 //
 // A block runs in steps: a line `# {...}` after commands shows what they print, and a ```json or
 // ```text block right after a shell block shows what its last commands print. Each step must exit
@@ -17,10 +27,25 @@ import { startServer, type Running } from './support/server.js';
 // one must have the shape shown (the same fields, of the same types; values aside).
 //
 // The folder's `npm run cli` runs src/cli from the sources, as support/server.ts runs the server:
-// `make build` takes half a minute, which the examples do not need to prove.
+// `make build` takes half a minute, which the examples do not need to prove. The typed client, which
+// the package exports from its build, comes from the suite's one build (support/build.ts): the folder
+// is the package, so `account-service/client` resolves to it as in the service's own folder.
 
-/** Blocks readers run but this test does not, and why; each carries `<!-- not run: ... -->` in its page. */
-const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?: true }> = [
+/** An account to sign in with in the browser the test plays, when a program waits for a person to. */
+interface Person {
+  email: string;
+  password: string;
+}
+
+/**
+ * Blocks readers run but this test does not, and why; each carries `<!-- not run: ... -->` in its page.
+ * With `startsService` the test starts the service there instead; with `signsIn` it runs the block,
+ * signs that person in at the address the program prints, and gives it the address the browser was
+ * sent back to, as a reader does in a browser; with `inBackground` it starts the block as a reader
+ * does in another terminal, and once the page's other blocks have run, checks that it printed what
+ * the page shows.
+ */
+const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?: true; signsIn?: Person; inBackground?: true }> = [
   { page: 'README.md', starts: 'make build', why: 'the test runs the sources' },
   { page: 'README.md', starts: 'make run | tee account.log', why: 'runs until stopped', startsService: true },
   { page: 'README.md', starts: 'BASE=http://127.0.0.1:8000', why: 'the test sets BASE to the service it started' },
@@ -43,19 +68,37 @@ const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?
   },
   { page: 'docs/deployment.md', starts: 'docker build', why: 'Docker' },
   { page: 'docs/deployment.md', starts: 'export SECRET_KEY', why: 'Docker Compose' },
-  { page: 'docs/importing-users.md', starts: 'psql "$DJANGO_DATABASE_URL"', why: "another system's database" },
-  { page: 'docs/importing-users.md', starts: 'psql "$APP_DATABASE_URL"', why: "another system's database" },
+  { page: 'docs/importing-users.md', starts: "mkdir -p .local   # Django's password hashes", why: "another system's database" },
+  { page: 'docs/importing-users.md', starts: "mkdir -p .local   # the app's password hashes", why: "another system's database" },
   { page: 'docs/postgresql.md', starts: 'createdb accounts', why: 'a PostgreSQL server of its own' },
-  { page: 'docs/tokens.md', starts: 'openssl genpkey', why: 'starts the service with other keys' },
+  { page: 'docs/tokens.md', starts: 'ALGORITHM=ES256 JWT_PRIVATE_KEY', why: 'starts the service with other keys' },
+  { page: 'docs/clients.md', starts: 'npm run build && npm pack', why: 'installs into another project' },
+  { page: 'docs/clients.md', starts: '// @hey-api/openapi-ts (client-fetch)', why: "two generators' clients, which test/sdk.test.ts runs" },
+  { page: 'docs/second-factors.md', starts: 'async function post(path, body, token) {', why: 'browser code (WebAuthn)' },
+  { page: 'docs/providers.md', starts: 'const b64url =', why: 'browser code, after a sign-in at the provider' },
+  { page: 'docs/webhooks.md', starts: 'WEBHOOK_SECRET="$RECEIVER_SECRET" node', why: 'runs until stopped', inBackground: true },
+  {
+    page: 'docs/oidc-provider.md',
+    starts: 'CLIENT_ID="$WIKI_ID"',
+    why: 'a person signs in in a browser',
+    signsIn: { email: 'ops@example.com', password: 'the-admin-password' },
+  },
 ];
 
 const SHELL = new Set(['sh', 'bash', 'shell', 'console']);
+const SCRIPT = new Set(['js', 'javascript', 'mjs', 'ts', 'typescript']);
 const OUTPUT = new Set(['json', 'text']);
+
+/** The file a script block is saved as: its first line, `// .local/name.mjs`. */
+const scriptFile = (body: string) => /^\/\/ (\.local\/[\w.-]+\.(?:c|m)?(?:js|ts))$/.exec(body.split('\n')[0])?.[1];
 
 /** What the service is started with beyond the suite's settings: what the pages tell the reader to set. */
 const SERVICE_ENV = {
   // docs/webhooks.md: local receivers in development
   WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+  // docs/tokens.md: a key pair, so that other services verify the tokens from the published keys
+  ALGORITHM: 'ES256',
+  JWT_PRIVATE_KEY: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
 };
 
 interface Step {
@@ -68,6 +111,8 @@ interface Block {
   page: string;
   fence: Fence;
   steps: Step[];
+  /** For a script block, the file it is saved as. */
+  file?: string;
 }
 
 /** The first line of a block that is not a comment, to name it by. */
@@ -100,14 +145,11 @@ function consoleCommands(body: string): string[] {
     .map((line) => line.slice(2));
 }
 
-/** README.md first, then the pages in the order of its contents, then any page it does not list. */
+/** README.md first, then the pages in the order of the contents page, then any page it does not list. */
 function pagesInReadingOrder(): string[] {
-  const readme = readPage('README.md');
-  const listed = linkTargets(readme.slice(readme.indexOf('\n## Contents')))
-    .map((target) => target.split('#')[0])
-    .filter((target) => target.startsWith('docs/'));
+  const listed = contentsPages();
   const rest = documentationPages().filter((page) => page !== 'README.md' && !listed.includes(page));
-  return ['README.md', ...new Set(listed), ...rest];
+  return ['README.md', ...listed, ...rest];
 }
 
 interface PageBlocks {
@@ -120,7 +162,7 @@ function pageBlocks(page: string): PageBlocks {
   const markdownLines = readPage(page).split('\n');
   const blocks: PageBlocks['blocks'] = [];
   all.forEach((fence, index) => {
-    if (!SHELL.has(fence.language)) return;
+    if (!SHELL.has(fence.language) && !SCRIPT.has(fence.language)) return;
     const next = all[index + 1];
     const closing = fence.line + fence.body.split('\n').length;
     const between = next ? markdownLines.slice(closing + 1, next.line - 1) : [];
@@ -128,7 +170,8 @@ function pageBlocks(page: string): PageBlocks {
     const notRun = /^not run:/.test(fence.comment ?? '')
       ? NOT_RUN.find((entry) => entry.page === page && firstCommand(fence.body).startsWith(entry.starts))
       : undefined;
-    blocks.push({ page, fence, steps: stepsOf(fence, following), notRun });
+    if (SCRIPT.has(fence.language)) blocks.push({ page, fence, steps: [], file: scriptFile(fence.body), notRun });
+    else blocks.push({ page, fence, steps: stepsOf(fence, following), notRun });
   });
   return { page, blocks };
 }
@@ -221,25 +264,128 @@ function runStep(shell: Shell, script: string): Promise<{ code: number; stdout: 
   });
 }
 
+/** Checks what a step printed against what the page shows it prints. */
+function checkPrinted(where: string, stdout: string, step: Step): void {
+  if (step.shown?.kind === 'text') {
+    if (!textPattern(step.shown.text).test(stdout.trim())) throw new Error(`${where}printed ${stdout}, shown ${step.shown.text}`);
+    return;
+  }
+  const values = jsonValues(stdout);
+  const shown = step.shown?.value;
+  const failures = values.filter((value, index) => isFailure(value) && !(index === values.length - 1 && isFailure(shown)));
+  if (failures.length) throw new Error(`${where}answered ${JSON.stringify(failures)}`);
+  if (step.shown) {
+    if (values.length === 0) throw new Error(`${where}printed nothing, shown ${JSON.stringify(shown)}`);
+    const differences = shapeDifferences(shown, values[values.length - 1]);
+    if (differences.length)
+      throw new Error(`${where}printed ${stdout}\nwhich differs from what the page shows:\n${differences.join('\n')}`);
+  }
+}
+
 async function runBlock(shell: Shell, block: Block): Promise<void> {
   for (const step of block.steps) {
     const where = `${block.page}:${block.fence.line}, the step\n${step.script.trim()}\n`;
     const run = await runStep(shell, step.script);
     if (run.code !== 0) throw new Error(`${where}exited ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
-    if (step.shown?.kind === 'text') {
-      if (!textPattern(step.shown.text).test(run.stdout.trim())) throw new Error(`${where}printed ${run.stdout}, shown ${step.shown.text}`);
-      continue;
-    }
-    const values = jsonValues(run.stdout);
-    const shown = step.shown?.value;
-    const failures = values.filter((value, index) => isFailure(value) && !(index === values.length - 1 && isFailure(shown)));
-    if (failures.length) throw new Error(`${where}answered ${JSON.stringify(failures)}`);
-    if (step.shown) {
-      if (values.length === 0) throw new Error(`${where}printed nothing, shown ${JSON.stringify(shown)}`);
-      const differences = shapeDifferences(shown, values[values.length - 1]);
-      if (differences.length)
-        throw new Error(`${where}printed ${run.stdout}\nwhich differs from what the page shows:\n${differences.join('\n')}`);
-    }
+    checkPrinted(where, run.stdout, step);
+  }
+}
+
+/** A block started as in another terminal, left running while the page's other blocks run. */
+interface Background {
+  where: string;
+  shown?: Step['shown'];
+  stdout: () => string;
+  exited: Promise<number | null>;
+  stop: () => Promise<unknown>;
+}
+
+/** Starts a block in the background and waits for its first line of output (a server says it listens). */
+async function startInBackground(shell: Shell, block: Block): Promise<Background> {
+  const script = block.steps.map((step) => step.script).join('\n');
+  const where = `${block.page}:${block.fence.line}, in the background\n${script.trim()}\n`;
+  // A process group of its own, so that stopping it stops the program the shell started too.
+  const child = spawn('bash', ['-c', `. ${JSON.stringify(shell.state)}\nset -eo pipefail\n${script}`], {
+    cwd: shell.dir,
+    env: shell.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const running: Background = {
+    where,
+    shown: block.steps[block.steps.length - 1]?.shown,
+    stdout: () => stdout,
+    exited,
+    stop: () => {
+      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGTERM');
+      return exited;
+    },
+  };
+  const started = await Promise.race([
+    until(() => stdout.includes('\n'), 'its first line', 30_000).then(() => true),
+    exited.then(() => false),
+  ]);
+  if (!started) throw new Error(`${where}exited first\nstdout: ${stdout}\nstderr: ${stderr}`);
+  return running;
+}
+
+/** Waits until a block left running has printed what its page shows, then stops it. */
+async function finishBackground(running: Background): Promise<void> {
+  try {
+    const { shown } = running;
+    if (shown?.kind !== 'text') return;
+    const printed = () => textPattern(shown.text).test(running.stdout().trim());
+    const done = await Promise.race([until(printed, `what the page shows`, 30_000).then(() => true), running.exited.then(() => printed())]);
+    if (!done) throw new Error(`${running.where}exited having printed ${running.stdout()}, shown ${shown.text}`);
+  } finally {
+    await running.stop();
+  }
+}
+
+/**
+ * Runs a block whose program prints an address to sign in at and then waits for the address the
+ * browser was sent back to: the person signs in there in the test's browser, and the program is
+ * given where the browser landed. What it prints after the address is checked as a step's output.
+ */
+async function runSigningIn(shell: Shell, block: Block, person: Person, base: string): Promise<void> {
+  const step: Step = { script: block.steps.map((each) => each.script).join('\n'), shown: block.steps[block.steps.length - 1]?.shown };
+  const where = `${block.page}:${block.fence.line}, the step\n${step.script.trim()}\n`;
+  const child = spawn('bash', ['-c', `. ${JSON.stringify(shell.state)}\nset -eo pipefail\n${step.script}`], {
+    cwd: shell.dir,
+    env: shell.env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    const address = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8');
+        const line = stdout
+          .split('\n')
+          .slice(0, -1)
+          .find((text) => /^https?:\/\/\S+$/.test(text.trim()));
+        if (line) resolve(line.trim());
+      });
+      void exited.then((code) =>
+        reject(new Error(`${where}exited ${code} before printing an address\nstdout: ${stdout}\nstderr: ${stderr}`)),
+      );
+    });
+    const landed = await signIn(new FormBrowser(base), address, person.email, person.password);
+    if (landed.status !== 0) throw new Error(`${where}the sign-in stopped at ${landed.url} (${landed.status}):\n${landed.html}`);
+    child.stdin.end(`${landed.url}\n`);
+    const code = await exited;
+    if (code !== 0) throw new Error(`${where}exited ${code}\nstdout: ${stdout}\nstderr: ${stderr}`);
+    checkPrinted(where, stdout.slice(stdout.indexOf(address) + address.length), step);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGTERM');
   }
 }
 
@@ -278,6 +424,26 @@ describe('the marked blocks', () => {
     expect(listed).toHaveLength(NOT_RUN.length);
   });
 
+  it('leave no script unsaved: each is a file a later block of its page runs, or marked not run', () => {
+    const unsaved = pages.flatMap(({ blocks }) =>
+      blocks
+        .filter((block) => SCRIPT.has(block.fence.language) && !block.file && !block.notRun)
+        .map((block) => `${block.page}:${block.fence.line}`),
+    );
+    expect(unsaved).toEqual([]);
+    const unused = pages.flatMap(({ blocks }) =>
+      blocks
+        .filter((block) => block.file)
+        .filter((block) => {
+          const stem = block.file!.replace(/\.[cm]?[jt]s$/, '');
+          const later = blocks.filter((other) => SHELL.has(other.fence.language) && other.fence.line > block.fence.line);
+          return !later.some((other) => (!other.notRun || other.notRun.signsIn) && other.fence.body.includes(stem));
+        })
+        .map((block) => `${block.page}:${block.fence.line} ${block.file}`),
+    );
+    expect(unused).toEqual([]);
+  });
+
   it('leave every page that shows curl with blocks to run', () => {
     for (const { page, blocks } of pages) {
       const curl = blocks.some((block) => !block.notRun && /\bcurl\b/.test(block.fence.body));
@@ -296,18 +462,26 @@ describe('the examples, in order on a fresh database', () => {
   beforeAll(async () => {
     database = await suiteDatabase();
     dir = mkdtempSync(join(tmpdir(), 'readme-examples-'));
+    const { name, exports } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; exports: unknown };
     writeFileSync(
       join(dir, 'package.json'),
       JSON.stringify({
+        name,
         private: true,
+        exports,
         scripts: { cli: `node --import ${join(ROOT, 'test/support/ts-register.mjs')} ${join(ROOT, 'src/cli/index.ts')}` },
       }),
     );
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+    // A copy, not a link: the build's imports resolve from the folder, as in the package.
+    cpSync(await builtSources(), join(dir, 'dist'), { recursive: true });
     writeFileSync(readmeState(), '');
-  });
+  }, 300_000);
+
+  const background: Background[] = [];
 
   afterAll(async () => {
+    await Promise.all(background.map((running) => running.stop()));
     server?.child.kill('SIGTERM');
     await server?.exited;
     await database?.drop();
@@ -330,11 +504,13 @@ describe('the examples, in order on a fresh database', () => {
   });
 
   async function startService(): Promise<void> {
-    server = await startServer({ ...database.env, ...SERVICE_ENV });
+    // The address the service is reached at is its APP_URL, and so the issuer of its tokens, as under `make run`.
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    server = await startServer({ ...database.env, ...SERVICE_ENV, PORT: String(port), APP_URL: base });
     // `make run | tee account.log`: the examples read the mails' links from it.
     server.child.stdout!.on('data', (chunk: Buffer) => appendFileSync(join(dir, 'account.log'), chunk));
     await server.waitFor((line) => /^listening on/.test(String(line.msg)), 100_000);
-    base = `http://127.0.0.1:${server.port}`;
   }
 
   for (const { page, blocks } of pages) {
@@ -346,12 +522,32 @@ describe('the examples, in order on a fresh database', () => {
       });
       for (const block of blocks) {
         const name = `line ${block.fence.line}: ${firstCommand(block.fence.body)}`;
+        const { file } = block;
         if (block.notRun) {
-          if (block.notRun.startsService) it(`${name} (the test starts the service)`, startService, 120_000);
+          const { startsService, signsIn, inBackground } = block.notRun;
+          if (startsService) it(`${name} (the test starts the service)`, startService, 120_000);
+          if (signsIn)
+            it(`${name} (the test signs in as ${signsIn.email})`, () => runSigningIn(shellFor(state()), block, signsIn, base), 120_000);
+          if (inBackground)
+            it(`${name} (the test starts it in the background)`, async () => {
+              background.push(await startInBackground(shellFor(state()), block));
+            });
+          continue;
+        }
+        if (file) {
+          it(`line ${block.fence.line}: saves ${file}`, () => {
+            mkdirSync(dirname(join(dir, file)), { recursive: true });
+            writeFileSync(join(dir, file), `${block.fence.body}\n`);
+          });
           continue;
         }
         it(name, () => runBlock(shellFor(state()), block), 120_000);
       }
+      if (blocks.some((block) => block.notRun?.inBackground))
+        it('what the blocks left running printed', async () => {
+          const started = background.splice(0);
+          for (const running of started) await finishBackground(running);
+        });
     });
   }
 });

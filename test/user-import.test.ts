@@ -67,6 +67,7 @@ describe('POST /api/users/import', () => {
       row({ role: 'root' }),
       row({ password_hash: '$2b$03$' + 'a'.repeat(53) }),
       row({ password_hash: '$argon2d$v=19$m=1024,t=1,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA' }),
+      row({ name: 'Ada\u2028INFO admin signed in' }),
     ];
     const { data, error } = await admin.POST('/api/users/import', { body: { users } });
     expect(error).toBeUndefined();
@@ -84,8 +85,9 @@ describe('POST /api/users/import', () => {
         { row: 8, email: email(7), status: 'invalid', reason: 'role must be user or admin' },
         { row: 9, email: email(8), status: 'invalid', reason: UNKNOWN_FORMAT },
         { row: 10, email: email(9), status: 'invalid', reason: UNKNOWN_FORMAT },
+        { row: 11, email: email(10), status: 'invalid', reason: expect.stringMatching(/^name must be 1 to 100 characters/) },
       ],
-      meta: { created: 1, conflict: 3, invalid: 6 },
+      meta: { created: 1, conflict: 3, invalid: 7 },
     });
 
     const created = await t.db.selectFrom('users').selectAll().where('email', '=', email(0)).executeTakeFirstOrThrow();
@@ -97,7 +99,7 @@ describe('POST /api/users/import', () => {
       password_hash: DJANGO.hash,
       deleted_at: null,
     });
-    const invalid = await t.db.selectFrom('users').select('email').where('email', 'in', [3, 5, 6, 7, 8, 9].map(email)).execute();
+    const invalid = await t.db.selectFrom('users').select('email').where('email', 'in', [3, 5, 6, 7, 8, 9, 10].map(email)).execute();
     expect(invalid).toEqual([]);
     // The account that was there keeps its own password.
     expect((await t.post('/api/auth/login/json', { email: taken.email, password: taken.password })).status).toBe(200);

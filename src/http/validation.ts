@@ -29,14 +29,34 @@ export function validatingBackend(document: OpenApiDocument): OpenAPIBackend {
       addFormats(ajv, ['date-time', 'uuid']);
       // The service's one e-mail rule; it allows surrounding white space, which is trimmed before storing.
       ajv.addFormat('email', { type: 'string', validate: isEmailAddress });
+      ajv.addKeyword({ keyword: 'x-trimmed', type: 'string', schemaType: 'string', validate: trimmedRule });
       return ajv;
     },
   });
 }
 
+/**
+ * `x-trimmed`: what a pattern cannot say in every client's language. U+2028 and U+2029 end the regex
+ * literal a JavaScript client generates from a pattern, so the contract's patterns leave them out and
+ * this keyword holds them to the rule of the other line breaks: trimmed around a value (`trim()`
+ * removes them), refused inside it (`single-line`), and never all a value holds (`nonblank`).
+ */
+function trimmedRule(rule: string, value: string): boolean {
+  const trimmed = value.trim();
+  if (rule === 'nonblank') return trimmed !== '';
+  if (rule === 'single-line') return trimmed !== '' && !/[\u2028\u2029]/.test(trimmed);
+  throw new Error(`unknown x-trimmed rule: ${rule}`);
+}
+
 /** The 422 for a request the contract refuses: each field to fix, as the envelope's `details`. */
 export function validationFailure(errors: ErrorObject[]) {
-  return validationError(closestBranch(errors).map(fieldError));
+  // A value may break two rules that share a message (a pattern and its `x-trimmed`): name it once.
+  const fields = new Map(
+    closestBranch(errors)
+      .map((error) => fieldError(error))
+      .map((field) => [JSON.stringify(field), field]),
+  );
+  return validationError([...fields.values()]);
 }
 
 /**
@@ -88,7 +108,9 @@ function fieldError(error: ErrorObject): FieldError {
     return { field: [...segments, String(params.additionalProperty)].join('.'), message: 'is not allowed' };
   }
   const patternMessage =
-    error.keyword === 'pattern' ? (error.parentSchema as { 'x-pattern-message'?: unknown } | undefined)?.['x-pattern-message'] : undefined;
+    error.keyword === 'pattern' || error.keyword === 'x-trimmed'
+      ? (error.parentSchema as { 'x-pattern-message'?: unknown } | undefined)?.['x-pattern-message']
+      : undefined;
   return {
     field: segments.join('.') || 'body',
     message: typeof patternMessage === 'string' ? patternMessage : (error.message ?? 'is invalid'),

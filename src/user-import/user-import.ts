@@ -30,10 +30,11 @@ export interface ImportRow {
 
 const FIELDS = new Set(['email', 'name', 'password_hash', 'role', 'email_verified']);
 const MAX_NAME_LENGTH = 100;
-// The contract's Name rule: a visible character, and no control or bidirectional-override characters.
+// The contract's Name rule (its pattern and `x-trimmed: single-line`): a visible character, and no
+// control, bidirectional-override or line-separator characters but the white space trimming removes.
 /* eslint-disable no-control-regex -- matching control characters is the point: they are refused */
 const NAME =
-  /^\s*[^\s\x00-\x1F\x7F-\x9F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069](?:[^\x00-\x1F\x7F-\x9F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]*[^\s\x00-\x1F\x7F-\x9F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069])?\s*$/;
+  /^\s*[^\s\x00-\x1F\x7F-\x9F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069](?:[^\x00-\x1F\x7F-\x9F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\u2028\u2029]*[^\s\x00-\x1F\x7F-\x9F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069])?\s*$/;
 /* eslint-enable no-control-regex */
 
 type Checked = { ok: true; email: string; user: NewUserRow } | { ok: false; email: string | null; reason: string };

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, normalize } from 'node:path';
 
 // The documentation pages as data: their fenced blocks, headings and links.
 
@@ -21,6 +21,18 @@ export function readPage(page: string): string {
   return readFileSync(join(ROOT, page), 'utf8');
 }
 
+/** The documentation's contents page, which README.md links. */
+export const CONTENTS = 'docs/README.md';
+
+/** The docs pages the contents page links, in its order, each once, as paths from the repository root. */
+export function contentsPages(): string[] {
+  const targets = linkTargets(readPage(CONTENTS))
+    .filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target))
+    .map((target) => normalize(join('docs', target.split('#')[0])))
+    .filter((page) => page.startsWith('docs/') && page.endsWith('.md'));
+  return [...new Set(targets)];
+}
+
 export interface Fence {
   /** The info string's first word (`sh`, `json`…), empty when none. */
   language: string;
@@ -37,12 +49,14 @@ export function fences(markdown: string): Fence[] {
   const lines = markdown.split('\n');
   const found: Fence[] = [];
   for (let index = 0; index < lines.length; index++) {
-    const open = /^(`{3,}|~{3,})\s*(\S*)\s*(.*)$/.exec(lines[index]);
+    // A fence may be indented, inside a list item: its lines lose that indentation.
+    const open = /^( *)(`{3,}|~{3,})\s*(\S*)\s*(.*)$/.exec(lines[index]);
     if (!open) continue;
-    const [, marker, language, rest] = open;
+    const [, indent, marker, language, rest] = open;
     const start = index;
     const body: string[] = [];
-    for (index++; index < lines.length && !lines[index].startsWith(marker); index++) body.push(lines[index]);
+    for (index++; index < lines.length && !lines[index].trimStart().startsWith(marker); index++)
+      body.push(lines[index].startsWith(indent) ? lines[index].slice(indent.length) : lines[index].trimStart());
     let before = start - 1;
     while (before >= 0 && lines[before].trim() === '') before--;
     const comment = before >= 0 ? /^<!--\s*(.*?)\s*-->$/.exec(lines[before].trim())?.[1] : undefined;
