@@ -67,6 +67,18 @@ export class InvalidRedirect extends DomainError {
   }
 }
 
+/**
+ * A secret the service keeps sealed under SECRET_KEY that no longer opens: SECRET_KEY changed since it
+ * was sealed, or the stored value was altered. `what` names it for the operator's log.
+ */
+export class UnreadableSecret extends DomainError {
+  constructor(readonly what: string) {
+    super(
+      'A secret kept by the service cannot be opened with its current SECRET_KEY; an administrator must restore the key it was sealed with',
+    );
+  }
+}
+
 /** A TOTP or recovery code that is wrong, or already used. */
 export class InvalidCode extends DomainError {
   constructor() {

@@ -1,6 +1,7 @@
 import { parseArgs, types } from 'node:util';
-import { ConfigError, loadConfig, processEnvironment } from '../config';
+import { ConfigError, dataDirSecret, loadConfig, processEnvironment } from '../config';
 import { DatabaseConnectionError } from '../db/connection-check';
+import { DataDirRefused } from '../db/data-dir';
 import { openDatabase } from '../db/database';
 import { openMigratedDatabase } from '../db/migrate';
 import { CommandError, UsageError, type CliIo, type Command, type Context, type Invocation, type Options } from './command';
@@ -88,7 +89,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     if (!build) throw new UsageError(`unknown command "${name}"`);
     const command = build({ name, rest, options: values, env: io.env });
     // ADMIN_EMAIL and ADMIN_PASSWORD are create-admin's input here, not the server's start-up admin.
-    const config = loadConfig({ ...io.env, ADMIN_EMAIL: undefined, ADMIN_PASSWORD: undefined });
+    const config = loadConfig({ ...io.env, ADMIN_EMAIL: undefined, ADMIN_PASSWORD: undefined }, false, dataDirSecret);
     await withDatabase(config, io, command.migrated, (database) => command.run({ ...database, config, io }));
     return 0;
   } catch (error) {
@@ -134,7 +135,7 @@ const isError = (value: unknown): value is Error => value instanceof Error || ty
 
 /** One line that says what went wrong, causes included; never a stack. */
 function describe(error: unknown): string {
-  if (error instanceof ConfigError || error instanceof DatabaseConnectionError) return error.message;
+  if (error instanceof ConfigError || error instanceof DatabaseConnectionError || error instanceof DataDirRefused) return error.message;
   if (!isError(error)) return String(error);
   // pg reports a refused connection to several addresses as an AggregateError with no message.
   const inner = (error as Partial<AggregateError>).errors;

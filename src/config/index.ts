@@ -1,5 +1,5 @@
 export type * from './config';
 export type { AsymmetricAlgorithm, KeyRing, PublicJwk } from './keys';
 export { loadConfig } from './load';
-export { loadProcessConfig, processEnvironment, workerEnvironment } from './process';
+export { dataDirSecret, loadProcessConfig, processEnvironment, workerEnvironment } from './process';
 export { ConfigError, type Env } from './reader';

@@ -1,9 +1,9 @@
-import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGlite, type Extension } from '@electric-sql/pglite';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import type { Pool } from 'pg';
 import { checkConnection } from './connection-check';
+import { prepareDataDir, unreadableDataDir } from './data-dir';
 import { lockDataDir } from './data-dir-lock';
 import { preparingPool } from './prepared';
 import type { DatabaseConfig } from '../config';
@@ -68,12 +68,14 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     const pglite = await PGlite.create({ extensions: { pg_trgm } });
     return { db: new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), kind: 'embedded' };
   }
-  mkdirSync(config.dataDir, { recursive: true });
+  prepareDataDir(config.dataDir);
   // PGlite keeps the database in this process's memory and writes it back to the folder: a second
   // process on the folder would see only its own writes, so it waits or is refused.
   const unlock = await lockDataDir(config.dataDir, options.waitForDataDirMs, options.onDataDirWait);
   try {
-    const pglite = await PGlite.create({ dataDir: config.dataDir, extensions: { pg_trgm } });
+    const pglite = await PGlite.create({ dataDir: config.dataDir, extensions: { pg_trgm } }).catch((error: unknown) => {
+      throw unreadableDataDir(config.dataDir, error);
+    });
     // Kysely's destroy closes PGlite; the folder is free once it has.
     const close = pglite.close.bind(pglite);
     pglite.close = async () => {

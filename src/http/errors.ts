@@ -8,6 +8,7 @@ import {
   InvalidCredentials,
   InvalidPasskey,
   InvalidRedirect,
+  UnreadableSecret,
   InvalidPassword,
   InvalidToken,
   MfaRequired,
@@ -126,6 +127,10 @@ function fromDomain(error: DomainError): ApiError {
       headers: { ...error.limits, 'Retry-After': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) },
       logLevel: error.overload ? 'warn' : undefined,
     });
+  }
+  if (error instanceof UnreadableSecret) {
+    const operator = `${error.what} does not open with SECRET_KEY: it was sealed under another key (SECRET_KEY changed) or altered`;
+    return new ApiError(500, 'INTERNAL_ERROR', message, undefined, { cause: new Error(operator) });
   }
   if (error instanceof Unavailable) {
     // Saturated: the caller is told when to come back, and the log gets a line rather than a stack.
