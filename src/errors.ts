@@ -72,10 +72,14 @@ export class InvalidRedirect extends DomainError {
  * was sealed, or the stored value was altered. `what` names it for the operator's log.
  */
 export class UnreadableSecret extends DomainError {
-  constructor(readonly what: string) {
+  /** What the operator's log says. */
+  readonly detail: string;
+
+  constructor(what: string) {
     super(
       'A secret kept by the service cannot be opened with its current SECRET_KEY; an administrator must restore the key it was sealed with',
     );
+    this.detail = `${what} does not open with SECRET_KEY: it was sealed under another key (SECRET_KEY changed) or altered`;
   }
 }
 

@@ -194,6 +194,33 @@ describe('a development start without SECRET_KEY', () => {
     expect(logged.err.message).toBe(
       'a TOTP secret does not open with SECRET_KEY: it was sealed under another key (SECRET_KEY changed) or altered',
     );
+
+    // The token endpoint answers in OAuth's terms, with the service's words rather than the library's.
+    const config = await oidc.discovery(new URL(`http://localhost:${server!.port}`), apiClient.id, undefined, oidc.None(), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    const exchange = await fetch(config.serverMetadata().token_endpoint!, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(`${apiClient.id}:${apiClient.secret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: 'grant_type=client_credentials',
+    });
+    expect({ status: exchange.status, body: await exchange.json() }).toEqual({
+      status: 500,
+      body: {
+        error: 'server_error',
+        error_description:
+          'A secret kept by the service cannot be opened with its current SECRET_KEY; an administrator must restore the key it was sealed with',
+      },
+    });
+    await server!.waitFor(
+      (line) =>
+        line.level === 50 &&
+        line.msg ===
+          `the secret of the OAuth client ${apiClient.id} does not open with SECRET_KEY: it was sealed under another key (SECRET_KEY changed) or altered`,
+    );
     await stop();
   });
 });

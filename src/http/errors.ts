@@ -129,8 +129,7 @@ function fromDomain(error: DomainError): ApiError {
     });
   }
   if (error instanceof UnreadableSecret) {
-    const operator = `${error.what} does not open with SECRET_KEY: it was sealed under another key (SECRET_KEY changed) or altered`;
-    return new ApiError(500, 'INTERNAL_ERROR', message, undefined, { cause: new Error(operator) });
+    return new ApiError(500, 'INTERNAL_ERROR', message, undefined, { cause: new Error(error.detail) });
   }
   if (error instanceof Unavailable) {
     // Saturated: the caller is told when to come back, and the log gets a line rather than a stack.

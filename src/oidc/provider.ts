@@ -10,6 +10,7 @@ import type { Database } from '../db/types';
 import { findUserById } from '../users/user-repository';
 import { deriveKey } from '../infra/sealed';
 import type { Logger } from '../logger';
+import { UnreadableSecret } from '../errors';
 import { adapterClass, userIdOf } from './adapter';
 import { clientSealingKey } from './clients';
 import type { operations } from '../../generated/openapi';
@@ -339,6 +340,11 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
       (error as { allow_redirect?: boolean }).allow_redirect = false;
   });
   (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(logoutWithoutSession(pages));
-  provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'the OpenID Connect provider failed to answer'));
+  provider.on('server_error', (_ctx, error: unknown) => {
+    // A client secret that no longer opens (adapter.ts) is a setting to fix, said in one line.
+    const cause = (error as Error).cause;
+    if (cause instanceof UnreadableSecret) logger.error(cause.detail);
+    else logger.error({ err: error }, 'the OpenID Connect provider failed to answer');
+  });
   return provider;
 }
