@@ -62,7 +62,7 @@ export class EmailVerificationRequired extends DomainError {
 
 /** An address to send a person back to that AUTH_REDIRECT_URLS does not allow: shown, never followed. */
 export class InvalidRedirect extends DomainError {
-  constructor(message = 'The redirect address is not on the allow-list') {
+  constructor(message = 'The redirect address is not on the allow-list (AUTH_REDIRECT_URLS)') {
     super(message);
   }
 }
