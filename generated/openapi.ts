@@ -8173,7 +8173,7 @@ export interface operations {
                      *       "success": false,
                      *       "error": {
                      *         "code": "INVALID_REDIRECT",
-                     *         "message": "The redirect address is not on the allow-list"
+                     *         "message": "The redirect address is not on the allow-list (AUTH_REDIRECT_URLS)"
                      *       }
                      *     }
                      */
