@@ -97,8 +97,18 @@ describe('a development start without SECRET_KEY', () => {
   let apiClient: { id: string; secret: string };
   let cliClient: { id: string; secret: string };
 
-  it('before the restart: a user enrols TOTP and an admin makes a confidential client', async () => {
+  it('is at http://localhost:PORT, where browsers offer passkeys: the address it prints, the issuer and the hosted pages', async () => {
     await start();
+    const port = server!.port;
+    expect(server!.lines.find(listening)?.msg).toBe(`listening on http://localhost:${port}`);
+    const discovery = await call('GET', '/.well-known/openid-configuration');
+    expect(discovery.body).toMatchObject({
+      issuer: `http://localhost:${port}`,
+      authorization_endpoint: expect.stringMatching(new RegExp(`^http://localhost:${port}/`)),
+    });
+  });
+
+  it('before the restart: a user enrols TOTP and an admin makes a confidential client', async () => {
     const email = uniqueEmail('restart');
     const registered = await call('POST', '/api/auth/register', { email, password: 'restart-password-1', name: 'Restart' });
     expect(registered.status).toBe(201);

@@ -23,7 +23,8 @@ import { startServer, type Running } from './support/server';
 const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?: true }> = [
   { page: 'README.md', starts: 'make build', why: 'the test runs the sources' },
   { page: 'README.md', starts: 'make run | tee account.log', why: 'runs until stopped', startsService: true },
-  { page: 'README.md', starts: 'BASE=http://127.0.0.1:8000', why: 'the test sets BASE to the service it started' },
+  { page: 'README.md', starts: 'BASE=http://localhost:8000', why: 'the test sets BASE to the service it started' },
+  { page: 'README.md', starts: 'docker compose up -d mailpit', why: 'Docker Compose' },
   { page: 'README.md', starts: 'make test', why: 'the whole suite' },
   { page: 'docs/command-line.md', starts: 'npm run build', why: 'needs the service stopped with the embedded database' },
   {
@@ -334,7 +335,8 @@ describe('the examples, in order on a fresh database', () => {
     // `make run | tee account.log`: the examples read the mails' links from it.
     server.child.stdout!.on('data', (chunk: Buffer) => appendFileSync(join(dir, 'account.log'), chunk));
     await server.waitFor((line) => /^listening on/.test(String(line.msg)), 100_000);
-    base = `http://127.0.0.1:${server.port}`;
+    // As the README names it: the default APP_URL, the issuer and the origin of the redirect allow-list.
+    base = `http://localhost:${server.port}`;
   }
 
   for (const { page, blocks } of pages) {
