@@ -193,6 +193,18 @@ describeOnce('a DATA_DIR that is not a data folder of this service', () => {
       }
     });
 
+    everyCase('refuses a damaged development key, saying what to do', async () => {
+      const dir = await folder();
+      await writeFile(join(dir, 'secret-key'), 'half a key\n');
+      const exit = await start({ DATA_DIR: dir, SECRET_KEY: '', NODE_ENV: '' });
+      expectOneLine(
+        exit,
+        new RegExp(
+          `^DATA_DIR ${dir}: secret-key is damaged; set SECRET_KEY, or delete the file to make a new key \\(sessions, second factors and client secrets sealed with the old one stop working\\)\n$`,
+        ),
+      );
+    });
+
     everyCase('refuses a file', async () => {
       const file = join(await folder(), 'data');
       await writeFile(file, 'not a folder\n');
