@@ -42,7 +42,8 @@ Commands:
 
 The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR. The embedded
 database serves one process: while the server runs on DATA_DIR, a command waits up to
-DATA_DIR_WAIT_SECONDS (30) for it to stop, then gives up.
+DATA_DIR_WAIT_SECONDS (30) for it to stop, then gives up. So is the key: SECRET_KEY, or in
+development without it the key the server keeps in DATA_DIR.
 `;
 
 /** Each command checks its arguments before anything touches the database. */
