@@ -134,6 +134,13 @@ describe('a development start without SECRET_KEY', () => {
     );
     expect(created.status).toBe(201);
     apiClient = { id: created.body.data.client_id, secret: created.body.data.client_secret };
+    const provider = await call(
+      'POST',
+      '/api/identity-providers',
+      { slug: 'github', client_id: 'Iv1.0123456789abcdef', client_secret: 'github-secret' },
+      admin,
+    );
+    expect(provider.status).toBe(201);
     expect(await clientCredentials(apiClient.id, apiClient.secret)).toEqual(expect.any(String));
     await stop();
   });
@@ -230,6 +237,20 @@ describe('a development start without SECRET_KEY', () => {
         line.level === 50 &&
         line.msg ===
           `the secret of the OAuth client ${apiClient.id} does not open with SECRET_KEY: it was sealed under another key (SECRET_KEY changed) or altered`,
+    );
+
+    // So does the start of a sign-in with an identity provider whose client secret was sealed with the old key.
+    const relogged = (await call('POST', '/api/auth/login/json', ADMIN)).body.data.access_token;
+    const link = await call(
+      'POST',
+      '/api/auth/identities/github/link',
+      { redirect_to: `http://localhost:${server!.port}/settings`, code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' },
+      relogged,
+    );
+    expect(link.status).toBe(500);
+    expect(link.body.error.message).toBe(verified.body.error.message);
+    await server!.waitFor(
+      (line) => line.level === 50 && line.err?.message?.startsWith('the client secret of the identity provider github does not open'),
     );
     await stop();
   });
