@@ -3776,7 +3776,7 @@ export interface components {
          *     `REAUTH_MAX_AGE_MINUTES`; send the password, or renew the session's authentication with
          *     `POST /api/auth/reauthenticate` (or sign in again) and retry.
          *     `INTERNAL_ERROR` (500) also answers a request that needs a secret the service keeps sealed
-         *     under `SECRET_KEY` (a TOTP factor's, an OAuth client's) when the current key no longer opens
+         *     under `SECRET_KEY` (a TOTP factor's, an identity provider's) when the current key no longer opens
          *     it, because `SECRET_KEY` changed since: the message says so, and the log names the secret.
          *     `REQUEST_TIMEOUT` (408) and `HEADERS_TOO_LARGE` (431) come from the HTTP server before a request
          *     reaches an operation (headers or body not received in time; headers over Node's 16 KiB), as
