@@ -60,8 +60,11 @@ build: node_modules
 migrate: build
 	$(NPM) run migrate
 
-## run: install, build, migrate and start on http://127.0.0.1:8000 (embedded database unless DATABASE_URL is set)
-run: build
+## run: install, build, migrate and start on http://localhost:8000 (embedded database unless DATABASE_URL is set);
+## refused at once, before the build, while another server holds the embedded database's DATA_DIR
+run:
+	@node scripts/data-dir-free.cjs
+	@$(MAKE) --no-print-directory build
 	$(NPM) run migrate
 	$(NPM) start
 

@@ -3791,6 +3791,9 @@ export interface components {
          *     asked without `current_password` by a session whose last authentication is older than
          *     `REAUTH_MAX_AGE_MINUTES`; send the password, or renew the session's authentication with
          *     `POST /api/auth/reauthenticate` (or sign in again) and retry.
+         *     `INTERNAL_ERROR` (500) also answers a request that needs a secret the service keeps sealed
+         *     under `SECRET_KEY` (a TOTP factor's, an identity provider's) when the current key no longer opens
+         *     it, because `SECRET_KEY` changed since: the message says so, and the log names the secret.
          *     `REQUEST_TIMEOUT` (408) and `HEADERS_TOO_LARGE` (431) come from the HTTP server before a request
          *     reaches an operation (headers or body not received in time; headers over Node's 16 KiB), as
          *     does a 400 `BAD_REQUEST` for a malformed request line; each closes the connection.
@@ -8189,7 +8192,7 @@ export interface operations {
                      *       "success": false,
                      *       "error": {
                      *         "code": "INVALID_REDIRECT",
-                     *         "message": "The redirect address is not on the allow-list"
+                     *         "message": "The redirect address is not on the allow-list (AUTH_REDIRECT_URLS)"
                      *       }
                      *     }
                      */

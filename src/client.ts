@@ -38,7 +38,7 @@ export function bearerAuth(token: TokenSource): Middleware {
  * `{ data, error, response }`: `data` is the success body, `error` the error envelope.
  *
  * @example
- * const client = createAccountClient({ baseUrl: 'http://127.0.0.1:8000', token: () => session.accessToken });
+ * const client = createAccountClient({ baseUrl: 'http://localhost:8000', token: () => session.accessToken });
  * const { data, error } = await client.GET('/api/users', { params: { query: { per_page: 50, status: 'active' } } });
  */
 export function createAccountClient({ baseUrl, token, fetch }: AccountClientOptions): AccountClient {

@@ -62,8 +62,24 @@ export class EmailVerificationRequired extends DomainError {
 
 /** An address to send a person back to that AUTH_REDIRECT_URLS does not allow: shown, never followed. */
 export class InvalidRedirect extends DomainError {
-  constructor(message = 'The redirect address is not on the allow-list') {
+  constructor(message = 'The redirect address is not on the allow-list (AUTH_REDIRECT_URLS)') {
     super(message);
+  }
+}
+
+/**
+ * A secret the service keeps sealed under SECRET_KEY that no longer opens: SECRET_KEY changed since it
+ * was sealed, or the stored value was altered. `what` names it for the operator's log.
+ */
+export class UnreadableSecret extends DomainError {
+  /** What the operator's log says. */
+  readonly detail: string;
+
+  constructor(what: string) {
+    super(
+      'A secret kept by the service cannot be opened with its current SECRET_KEY; an administrator must restore the key it was sealed with',
+    );
+    this.detail = `${what} does not open with SECRET_KEY: it was sealed under another key (SECRET_KEY changed) or altered`;
   }
 }
 

@@ -1,5 +1,6 @@
 import { ConfigError, loadProcessConfig } from './config/index.js';
 import { DatabaseConnectionError } from './db/connection-check.js';
+import { DataDirRefused } from './db/data-dir.js';
 import { DataDirInUse } from './db/data-dir-lock.js';
 import { openMigratedDatabase } from './db/migrate.js';
 
@@ -16,7 +17,12 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DatabaseConnectionError || error instanceof DataDirInUse) {
+  if (
+    error instanceof ConfigError ||
+    error instanceof DatabaseConnectionError ||
+    error instanceof DataDirInUse ||
+    error instanceof DataDirRefused
+  ) {
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }

@@ -5,6 +5,7 @@ import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { createApp, type App } from './app.js';
 import { ConfigError, loadProcessConfig, workerEnvironment, type Config } from './config/index.js';
 import { DatabaseConnectionError } from './db/connection-check.js';
+import { DataDirRefused } from './db/data-dir.js';
 import { DataDirInUse } from './db/data-dir-lock.js';
 import { createHttpServer, listen, ListenError } from './http/listener.js';
 import { createLogger, type Logger } from './logger.js';
@@ -23,8 +24,11 @@ async function main(): Promise<void> {
   const config = loadProcessConfig();
   const logger = createLogger(config.logging);
   // Cluster workers inherit the primary's key (see supervise), so this is said once.
-  if (config.secret.generated) {
-    logger.warn('SECRET_KEY is not set: using a random key, so tokens will not survive a restart');
+  if (config.secret.source === 'random' && cluster.isPrimary) {
+    logger.warn('SECRET_KEY is not set and DATA_DIR keeps nothing: using a random key, so tokens will not survive a restart');
+  }
+  if (config.secret.source === 'data-dir' && cluster.isPrimary) {
+    logger.info(`SECRET_KEY is not set: using the development key kept in ${config.secret.keptIn}; production needs SECRET_KEY`);
   }
   if (config.metrics.withheld && cluster.isPrimary) {
     logger.warn('/metrics is off: in production it needs METRICS_TOKEN (or METRICS_PUBLIC=true to serve it to anyone)');
@@ -76,7 +80,9 @@ async function serve(config: Config, logger: Logger): Promise<void> {
     } else {
       const address = server.address();
       const port = typeof address === 'object' && address ? address.port : configuredPort;
-      const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      // A loopback address is shown as localhost: the name browsers allow passkeys on (the default APP_URL's).
+      const shown = host === '127.0.0.1' || host === '::1' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+      const base = `http://${shown}:${port}`;
       logger.info({ database: config.database.url ? 'postgres' : `embedded (${config.database.dataDir})` }, `listening on ${base}`);
       if (config.docs.enabled) logger.info(`API docs: ${base}/docs (ReDoc: ${base}/redoc)`);
     }
@@ -187,7 +193,8 @@ main().catch((error: unknown) => {
     error instanceof ConfigError ||
     error instanceof DatabaseConnectionError ||
     error instanceof ListenError ||
-    error instanceof DataDirInUse
+    error instanceof DataDirInUse ||
+    error instanceof DataDirRefused
   ) {
     process.stderr.write(`${error.message}\n`);
   } else {

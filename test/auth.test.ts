@@ -308,7 +308,7 @@ describe('JWT claims', () => {
     const verified = jwt.verify(u.access, TEST_SECRET, { algorithms: ['HS256'] }) as Claims;
     expect(headerOf(u.access).alg).toBe('HS256');
     expect(verified).toEqual({
-      iss: 'http://127.0.0.1:8000',
+      iss: 'http://localhost:8000',
       aud: 'account-service',
       sub: String(u.id),
       email: u.email,
@@ -333,7 +333,7 @@ describe('JWT claims', () => {
     const verified = jwt.verify(u.refresh, TEST_SECRET, { algorithms: ['HS256'] }) as Claims;
     expect(headerOf(u.refresh).alg).toBe('HS256');
     expect(verified).toEqual({
-      iss: 'http://127.0.0.1:8000',
+      iss: 'http://localhost:8000',
       aud: 'account-service',
       sub: String(u.id),
       type: 'refresh',

@@ -1,5 +1,8 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadConfig } from '../src/config/index.js';
 import { problemsOf } from './support/config.js';
+import { readPage, ROOT } from './support/markdown.js';
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
@@ -14,11 +17,12 @@ describe('configuration', () => {
         maxConnections: 10_000,
       },
       database: { url: undefined, preparedStatements: true, dataDir: './data' },
+      account: { appUrl: 'http://localhost:8000' },
       tokens: {
         algorithm: 'HS256',
         accessTokenExpireMinutes: 30,
         refreshTokenExpireDays: 7,
-        issuer: 'http://127.0.0.1:8000',
+        issuer: 'http://localhost:8000',
         audience: 'account-service',
       },
       sessions: { maxDays: 30, refreshReuseGraceSeconds: 10, requireVerifiedEmail: false },
@@ -89,10 +93,10 @@ describe('configuration', () => {
     ]);
   });
 
-  it('makes a random key in development and says so', () => {
+  it('makes a random key in development when given nowhere to keep one', () => {
     const a = loadConfig({});
     const b = loadConfig({});
-    expect(a.secret.generated).toBe(true);
+    expect(a.secret.source).toBe('random');
     expect(a.secret.key.length).toBeGreaterThanOrEqual(32);
     expect(a.secret.key).not.toBe(b.secret.key);
   });
@@ -127,5 +131,60 @@ describe('configuration', () => {
     expect(config.database.preparedStatements).toBe(false);
     expect(config.server.port).toBe(9000);
     expect(config.passwords.bcryptCost).toBe(4);
+  });
+});
+
+/**
+ * Every variable the loader reads, found in its sources: the first argument of each EnvReader call
+ * (`read.string('PORT')`, `read.oneOf('ALGORITHM', …)`…) and each name read from the environment
+ * directly (`env.UV_THREADPOOL_SIZE`).
+ */
+function variablesTheLoaderReads(): Set<string> {
+  const names = new Set<string>();
+  const folder = join(ROOT, 'src', 'config');
+  for (const file of readdirSync(folder).filter((name) => name.endsWith('.ts'))) {
+    const text = readFileSync(join(folder, file), 'utf8');
+    for (const [, name] of text.matchAll(/\bread\.[A-Za-z]+\(\s*'([A-Z][A-Z0-9_]*)'/g)) names.add(name);
+    for (const [, dotted, quoted] of text.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)\b|\[\s*'([A-Z][A-Z0-9_]*)'\s*\])/g)) {
+      names.add(dotted ?? quoted);
+    }
+  }
+  return names;
+}
+
+/** The variables docs/configuration.md gives a row of its table (a row may name several). */
+function documentedVariables(): Set<string> {
+  const names = new Set<string>();
+  for (const line of readPage('docs/configuration.md').split('\n')) {
+    const first = /^\| ((?:`[A-Z][A-Z0-9_]*`(?:, )?)+) \|/.exec(line)?.[1];
+    for (const [, name] of first?.matchAll(/`([A-Z][A-Z0-9_]*)`/g) ?? []) names.add(name);
+  }
+  return names;
+}
+
+describe('the configuration page', () => {
+  it('finds every variable the loader reads in its sources', () => {
+    // Each name the loader looks up in an environment that records them, in development and in
+    // production, must be one the scan of its sources found: a read the scan cannot see fails here.
+    const found = variablesTheLoaderReads();
+    const looked = new Set<string>();
+    const recording = (env: Record<string, string>) =>
+      new Proxy(env, {
+        get: (target, name) => {
+          if (typeof name === 'string') looked.add(name);
+          return target[name as string];
+        },
+      });
+    loadConfig(recording({}));
+    loadConfig(recording({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32), SMTP_URL: 'smtps://mail.example.com' }));
+    expect([...looked].filter((name) => !found.has(name))).toEqual([]);
+    expect(found.size).toBeGreaterThan(90);
+  });
+
+  it('documents every variable the loader reads, and none it does not', () => {
+    const read = variablesTheLoaderReads();
+    const documented = documentedVariables();
+    expect({ undocumented: [...read].filter((name) => !documented.has(name)).sort() }).toEqual({ undocumented: [] });
+    expect({ notRead: [...documented].filter((name) => !read.has(name)).sort() }).toEqual({ notRead: [] });
   });
 });

@@ -109,6 +109,28 @@ onEmbedded('one process per embedded DATA_DIR', () => {
     await expect(readFile(join(dir, '.lock'), 'utf8')).rejects.toThrow(/ENOENT/);
   }, 240_000);
 
+  it('refuses a second `make run` at once, before it builds anything', async () => {
+    const dir = database.env.DATA_DIR;
+    const first = await start();
+    await first.waitFor(listening, 90_000);
+    // NPM is a command that only records that it ran: a build or a start would show in the file.
+    const ran = join(dir, 'npm-ran');
+    const make = spawn('make', ['--no-print-directory', 'run', `NPM=sh -c 'echo "$$*" >> ${ran}' npm`], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, DATA_DIR: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    make.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => make.once('close', resolve));
+    expect(code).not.toBe(0);
+    expect(stderr.split('\n')[0]).toBe(inUse(dir, first.child.pid!));
+    await expect(readFile(ran, 'utf8')).rejects.toThrow(/ENOENT/);
+    expect(await status(first.port, '/health/ready')).toBe(200);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+  }, 180_000);
+
   it('takes over a lock left by a process that is gone', async () => {
     const dir = database.env.DATA_DIR;
     const gone = spawn(process.execPath, ['-e', '']);

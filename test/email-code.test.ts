@@ -137,6 +137,8 @@ describe('the mail', () => {
     for (const redirect_to of ['https://evil.example/welcome', 'https://other.example.test/elsewhere', 'javascript:alert(1)']) {
       const res = await ask(t, { email: other.email, redirect_to });
       expectError(res, 400, 'INVALID_REDIRECT');
+      // The operator who set up the application learns which setting to change.
+      expect(res.body.error.message).toBe('The redirect address is not on the allow-list (AUTH_REDIRECT_URLS)');
     }
     await quiet(t, other.email);
     expect(await codeRows(t, other.email)).toHaveLength(0);

@@ -67,7 +67,7 @@ describe('second-factor configuration', () => {
   it('names each bad setting', () => {
     expect(problemsOf({ WEBAUTHN_RP_ID: 'https://example.com' })).toEqual([
       'WEBAUTHN_RP_ID must be a domain name such as example.com (no scheme, port or path), got "https://example.com"',
-      'WEBAUTHN_ORIGINS: "http://127.0.0.1:8000" is not on WEBAUTHN_RP_ID "https://example.com" or a subdomain of it',
+      'WEBAUTHN_ORIGINS: "http://localhost:8000" is not on WEBAUTHN_RP_ID "https://example.com" or a subdomain of it',
     ]);
     expect(problemsOf({ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://example.org,app.example.com' })).toEqual([
       'WEBAUTHN_ORIGINS: "https://example.org" is not on WEBAUTHN_RP_ID "example.com" or a subdomain of it',

@@ -40,7 +40,7 @@ describe.each([
     keys: rsaKey(),
     privatePem: (key: KeyObject) => pkcs8(key),
     env: {} as Record<string, string>,
-    issuer: 'http://127.0.0.1:8000',
+    issuer: 'http://localhost:8000',
     audience: 'account-service',
   },
   {
@@ -238,7 +238,7 @@ describe('ALGORITHM=HS256', () => {
     const jose = await import('jose');
     const user = await app.register();
     const secret = new TextEncoder().encode(TEST_SECRET);
-    const options = { algorithms: ['HS256'], issuer: 'http://127.0.0.1:8000', audience: 'account-service' };
+    const options = { algorithms: ['HS256'], issuer: 'http://localhost:8000', audience: 'account-service' };
     const { payload } = await jose.jwtVerify(user.access, secret, options);
     expect(payload).toMatchObject({
       iss: options.issuer,

@@ -32,7 +32,7 @@ describe('mail in production', () => {
     const server = await startServer({ ...PRODUCTION, DATA_DIR: 'memory://' });
     try {
       expect(await server.exited).toBe(1);
-      expect(server.stderr()).toMatch(/Invalid configuration:\n {2}- SMTP_URL is required when NODE_ENV=production/);
+      expect(server.stderr()).toMatch(/^Invalid configuration: SMTP_URL is required when NODE_ENV=production.*\n$/);
       expect(server.lines.some(listening)).toBe(false);
     } finally {
       server.child.kill('SIGKILL');

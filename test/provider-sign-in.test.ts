@@ -238,6 +238,7 @@ describe('what an attacker tries', () => {
       const query = new URLSearchParams({ redirect_to: target, code_challenge: s256('x'.repeat(43)), code_challenge_method: 'S256' });
       const res = await t.get(`/api/auth/providers/corp/authorize?${query.toString()}`, { headers: HOST });
       expectError(res, 400, 'INVALID_REDIRECT');
+      expect(res.body.error.message).toBe('The redirect address is not on the allow-list (AUTH_REDIRECT_URLS)');
       expect(res.headers.location).toBeUndefined();
     }
     expect(await rows().selectFrom('provider_flows').select('id').execute()).toHaveLength(before.length);

@@ -48,7 +48,8 @@ interface Person {
 const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?: true; signsIn?: Person; inBackground?: true }> = [
   { page: 'README.md', starts: 'make build', why: 'the test runs the sources' },
   { page: 'README.md', starts: 'make run | tee account.log', why: 'runs until stopped', startsService: true },
-  { page: 'README.md', starts: 'BASE=http://127.0.0.1:8000', why: 'the test sets BASE to the service it started' },
+  { page: 'README.md', starts: 'BASE=http://localhost:8000', why: 'the test sets BASE to the service it started' },
+  { page: 'README.md', starts: 'docker compose up -d mailpit', why: 'Docker Compose' },
   { page: 'README.md', starts: 'make test', why: 'the whole suite' },
   { page: 'docs/command-line.md', starts: 'npm run build', why: 'needs the service stopped with the embedded database' },
   {
@@ -505,8 +506,9 @@ describe('the examples, in order on a fresh database', () => {
 
   async function startService(): Promise<void> {
     // The address the service is reached at is its APP_URL, and so the issuer of its tokens, as under `make run`.
+    // As the README names it: the default APP_URL, the issuer and the origin of the redirect allow-list.
     const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
+    base = `http://localhost:${port}`;
     server = await startServer({ ...database.env, ...SERVICE_ENV, PORT: String(port), APP_URL: base });
     // `make run | tee account.log`: the examples read the mails' links from it.
     server.child.stdout!.on('data', (chunk: Buffer) => appendFileSync(join(dir, 'account.log'), chunk));

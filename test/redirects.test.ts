@@ -42,7 +42,7 @@ describe('redirect allow-list (AUTH_REDIRECT_URLS)', () => {
     expect(allowedRedirect(redirects, 'http://localhost:3000/any/path?q=1')).toBeDefined();
     expect(allowedRedirect(redirects, 'http://localhost:3001/any/path')).toBeUndefined();
     // The default is replaced, not added to.
-    expect(allowedRedirect(redirects, 'http://127.0.0.1:8000/')).toBeUndefined();
+    expect(allowedRedirect(redirects, 'http://localhost:8000/')).toBeUndefined();
   });
 
   it('refuses entries that are not an exact URL or an origin with /*, naming each', () => {

@@ -186,8 +186,9 @@ onPostgres('cluster mode', () => {
       WEB_CONCURRENCY: '2',
       RATE_LIMIT_ENABLED: 'true',
       AUTH_RATE_LIMIT_PER_MINUTE: '5',
-      // No SECRET_KEY: the primary makes one and every worker must use it.
+      // No SECRET_KEY and nowhere to keep one: the primary makes one and every worker must use it.
       SECRET_KEY: '',
+      DATA_DIR: 'memory://',
     });
     await server.waitFor((line) => line.msg === 'worker listening');
     await until(() => server.lines.filter((line) => line.msg === 'worker listening').length >= 2, 'both workers listening', 60_000, 50);

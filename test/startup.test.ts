@@ -1,9 +1,12 @@
 import { jest } from '@jest/globals';
 import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TEST_SECRET } from './support/app.js';
 import { freePort } from './support/net.js';
+import { copyOfCluster } from './support/pglite-template.js';
 import { startServer } from './support/server.js';
 
 /*
@@ -116,6 +119,98 @@ describeOnce('a DATABASE_URL that does not lead to a database', () => {
     withPostgres('names the user when the server refuses it', async () => {
       const exit = await start({ DATABASE_URL: variant({ user: 'no_such_role_here' }) });
       expectOneLine(exit, /refused the user of DATABASE_URL: role "no_such_role_here" does not exist/);
+    });
+  });
+});
+
+describeOnce('an APP_URL without its scheme', () => {
+  it.each(['accounts.example.com', '127.0.0.1:8000'])('stops the server with one line naming APP_URL: %s', async (appUrl) => {
+    const exit = await ENTRY_POINTS[0][1]({ DATA_DIR: 'memory://', APP_URL: appUrl });
+    expectOneLine(
+      exit,
+      new RegExp(
+        `^Invalid configuration: APP_URL must be the service's public address with its scheme, such as https://accounts\\.example\\.com; got "${appUrl.replace(/\./g, '\\.')}"$`,
+        'm',
+      ),
+    );
+  });
+});
+
+describeOnce('a DATA_DIR that is not a data folder of this service', () => {
+  const folders: string[] = [];
+  const folder = async (): Promise<string> => {
+    const dir = await mkdtemp(join(tmpdir(), 'account-data-dir-'));
+    folders.push(dir);
+    return dir;
+  };
+  afterAll(async () => {
+    for (const dir of folders) await rm(dir, { recursive: true, force: true });
+  });
+
+  describe.each(ENTRY_POINTS)('%s', (name, start) => {
+    const everyCase = name === 'the server' ? it : it.skip;
+
+    it('refuses a folder holding other files, and writes nothing into it, not even a development key', async () => {
+      const dir = await folder();
+      await writeFile(join(dir, 'notes.txt'), 'mine\n');
+      await mkdir(join(dir, 'Documents'));
+      const exit = await start({ DATA_DIR: dir, SECRET_KEY: '', NODE_ENV: '' });
+      expectOneLine(
+        exit,
+        new RegExp(
+          `^(error: )?DATA_DIR ${dir} is not a data folder of this service \\(it holds "Documents", "notes\\.txt"\\); set DATA_DIR to a new or empty folder$`,
+          'm',
+        ),
+      );
+      expect((await readdir(dir)).sort()).toEqual(['Documents', 'notes.txt']);
+    });
+
+    everyCase("refuses another PostgreSQL version's database", async () => {
+      const dir = await folder();
+      await writeFile(join(dir, 'PG_VERSION'), '16\n');
+      await mkdir(join(dir, 'base'));
+      const exit = await start({ DATA_DIR: dir });
+      expectOneLine(
+        exit,
+        new RegExp(
+          `^DATA_DIR ${dir} holds a PostgreSQL 16 database, and the embedded database is PostgreSQL 17; set DATA_DIR to a new folder \\(or DATABASE_URL to a PostgreSQL server that can open it\\)\n$`,
+        ),
+      );
+    });
+
+    everyCase("refuses a damaged database with what to do, not the library's abort", async () => {
+      const { dir, drop } = await copyOfCluster();
+      try {
+        await truncate(join(dir, 'global', 'pg_control'), 0);
+        const exit = await start({ DATA_DIR: dir });
+        expectOneLine(
+          exit,
+          new RegExp(
+            `^DATA_DIR ${dir} could not be opened as the embedded database: its files are damaged or were written by another program; restore the folder from a backup, or set DATA_DIR to a new folder\n$`,
+          ),
+        );
+      } finally {
+        await drop();
+      }
+    });
+
+    everyCase('refuses a damaged development key, saying what to do', async () => {
+      const dir = await folder();
+      await writeFile(join(dir, 'secret-key'), 'half a key\n');
+      const exit = await start({ DATA_DIR: dir, SECRET_KEY: '', NODE_ENV: '' });
+      expectOneLine(
+        exit,
+        new RegExp(
+          `^DATA_DIR ${dir}: secret-key is damaged; set SECRET_KEY, or delete the file to make a new key \\(sessions, second factors and client secrets sealed with the old one stop working\\)\n$`,
+        ),
+      );
+    });
+
+    everyCase('refuses a file', async () => {
+      const file = join(await folder(), 'data');
+      await writeFile(file, 'not a folder\n');
+      const exit = await start({ DATA_DIR: file });
+      expectOneLine(exit, new RegExp(`^DATA_DIR ${file} is a file; set DATA_DIR to a folder\n$`));
     });
   });
 });

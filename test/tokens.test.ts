@@ -121,20 +121,20 @@ describe('with the default settings', () => {
     it('issues tokens with iss (APP_URL by default), aud (account-service by default) and, on access tokens, email_verified', async () => {
       const u = await t.register();
       expect(claimsOf(u.access)).toMatchObject({
-        iss: 'http://127.0.0.1:8000',
+        iss: 'http://localhost:8000',
         aud: 'account-service',
         email_verified: false,
         type: 'access',
       });
-      expect(claimsOf(u.refresh)).toMatchObject({ iss: 'http://127.0.0.1:8000', aud: 'account-service', type: 'refresh' });
+      expect(claimsOf(u.refresh)).toMatchObject({ iss: 'http://localhost:8000', aud: 'account-service', type: 'refresh' });
       expect(claimsOf(u.refresh)).not.toHaveProperty('email_verified');
       const res = await refresh(u.refresh);
       expect(claimsOf(res.body.data.access_token)).toMatchObject({
-        iss: 'http://127.0.0.1:8000',
+        iss: 'http://localhost:8000',
         aud: 'account-service',
         email_verified: false,
       });
-      expect(claimsOf(res.body.data.refresh_token)).toMatchObject({ iss: 'http://127.0.0.1:8000', aud: 'account-service' });
+      expect(claimsOf(res.body.data.refresh_token)).toMatchObject({ iss: 'http://localhost:8000', aud: 'account-service' });
     });
 
     it('refuses access tokens signed with its own key for another audience or issuer, or without them (401)', async () => {
@@ -150,7 +150,7 @@ describe('with the default settings', () => {
         { ...claims, aud: 'billing-service' },
         { ...claims, aud: ['billing-service'] },
         { ...claims, iss: 'https://staging.example.com' },
-        { ...claims, iss: 'http://127.0.0.1:8000/' },
+        { ...claims, iss: 'http://localhost:8000/' },
         withoutIss,
         withoutAud,
       ]) {

@@ -1,7 +1,8 @@
 import { realpathSync } from 'node:fs';
 import { parseArgs, types } from 'node:util';
-import { ConfigError, loadConfig, processEnvironment } from '../config/index.js';
+import { ConfigError, dataDirSecret, loadConfig, processEnvironment } from '../config/index.js';
 import { DatabaseConnectionError } from '../db/connection-check.js';
+import { DataDirRefused } from '../db/data-dir.js';
 import { openDatabase } from '../db/database.js';
 import { openMigratedDatabase } from '../db/migrate.js';
 import { CommandError, UsageError, type CliIo, type Command, type Context, type Invocation, type Options } from './command.js';
@@ -42,7 +43,8 @@ Commands:
 
 The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR. The embedded
 database serves one process: while the server runs on DATA_DIR, a command waits up to
-DATA_DIR_WAIT_SECONDS (30) for it to stop, then gives up.
+DATA_DIR_WAIT_SECONDS (30) for it to stop, then gives up. So is the key: SECRET_KEY, or in
+development without it the key the server keeps in DATA_DIR.
 `;
 
 /** Each command checks its arguments before anything touches the database. */
@@ -89,7 +91,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     if (!build) throw new UsageError(`unknown command "${name}"`);
     const command = build({ name, rest, options: values, env: io.env });
     // ADMIN_EMAIL and ADMIN_PASSWORD are create-admin's input here, not the server's start-up admin.
-    const config = loadConfig({ ...io.env, ADMIN_EMAIL: undefined, ADMIN_PASSWORD: undefined });
+    const config = loadConfig({ ...io.env, ADMIN_EMAIL: undefined, ADMIN_PASSWORD: undefined }, false, dataDirSecret);
     await withDatabase(config, io, command.migrated, (database) => command.run({ ...database, config, io }));
     return 0;
   } catch (error) {
@@ -135,7 +137,7 @@ const isError = (value: unknown): value is Error => value instanceof Error || ty
 
 /** One line that says what went wrong, causes included; never a stack. */
 function describe(error: unknown): string {
-  if (error instanceof ConfigError || error instanceof DatabaseConnectionError) return error.message;
+  if (error instanceof ConfigError || error instanceof DatabaseConnectionError || error instanceof DataDirRefused) return error.message;
   if (!isError(error)) return String(error);
   // pg reports a refused connection to several addresses as an AggregateError with no message.
   const inner = (error as Partial<AggregateError>).errors;

@@ -73,8 +73,10 @@ function command(run: (context: Context) => Promise<void>): Command {
   return {
     migrated: true,
     async run(context) {
-      if (context.config.secret.generated)
-        throw new CommandError('SECRET_KEY is not set: client secrets are sealed with it, so give the command the server’s SECRET_KEY');
+      if (context.config.secret.source === 'random')
+        throw new CommandError(
+          'SECRET_KEY is not set and DATA_DIR keeps no key (memory://): client secrets are sealed with it, so give the command the server’s SECRET_KEY',
+        );
       try {
         await run(context);
       } catch (error) {

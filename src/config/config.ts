@@ -84,8 +84,14 @@ export interface DatabaseConfig {
 export interface SecretConfig {
   /** SECRET_KEY: signs HS* tokens, seals queued mail and keys the login counters. */
   readonly key: string;
-  /** True when no SECRET_KEY was configured and a random one was made for this process. */
-  readonly generated: boolean;
+  /**
+   * Where the key comes from: the SECRET_KEY setting; in development without it, the key kept in
+   * DATA_DIR (`keptIn`, made on the first start); or, with nowhere to keep one (DATA_DIR=memory://),
+   * a random key for this process only.
+   */
+  readonly source: 'setting' | 'data-dir' | 'random';
+  /** The file the key is kept in, when `source` is `data-dir`. */
+  readonly keptIn?: string;
 }
 
 export interface TokenConfig {

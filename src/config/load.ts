@@ -58,7 +58,7 @@ const MIN_SECRET_BYTES: Record<Algorithm, number> = { HS256: 32, HS384: 48, HS51
  * Parses the environment into a frozen Config. Every problem is collected and reported at once,
  * so a misconfigured deployment is fixed in one round. `stdoutIsTty` picks the default log format.
  */
-export function loadConfig(env: Env, stdoutIsTty = false): Config {
+export function loadConfig(env: Env, stdoutIsTty = false, keptSecret?: KeptSecret): Config {
   const read = new EnvReader(env);
   const nodeEnv = read.string('NODE_ENV') ?? 'development';
   const production = nodeEnv === 'production';
@@ -71,7 +71,7 @@ export function loadConfig(env: Env, stdoutIsTty = false): Config {
   const mail = mailPart(read, production, account.appUrl);
   const limits = limitsPart(read, database);
   const algorithm = read.oneOf('ALGORITHM', ALGORITHMS, 'HS256', (s) => s.toUpperCase());
-  const secret = secretPart(read, algorithm, production);
+  const secret = secretPart(read, algorithm, production, database, keptSecret);
   const signing = signingKeys(read, algorithm);
   const sessions = sessionPart(read);
   const tokens = tokenSettings(read, account.appUrl);
@@ -233,11 +233,19 @@ function adminPart(read: EnvReader): AdminConfig | undefined {
   return email !== undefined && password !== undefined ? Object.freeze({ email, password }) : undefined;
 }
 
+/**
+ * Bind addresses whose service a browser on this machine reaches as `localhost`: the default
+ * APP_URL names it so, because browsers allow passkeys on http://localhost and never on an IP address.
+ */
+const LOCAL_HOSTS = new Set(['127.0.0.1', '::1', '0.0.0.0', '::', 'localhost']);
+
 function accountPart(read: EnvReader, server: ServerConfig): AccountConfig {
   const { host, port } = server;
   const appUrlSetting = read.string('APP_URL');
-  const appUrl = (appUrlSetting ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
-  if (!/^https?:\/\/[^/]/.test(appUrl)) read.problem(`APP_URL must be an http:// or https:// URL, got "${appUrl}"`);
+  const appUrl = (appUrlSetting ?? `http://${LOCAL_HOSTS.has(host) ? 'localhost' : host}:${port}`).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]/.test(appUrl) || !URL.canParse(appUrl)) {
+    read.problem(`APP_URL must be the service's public address with its scheme, such as https://accounts.example.com; got "${appUrl}"`);
+  }
   return Object.freeze({
     appUrl,
     pagesEnabled: read.boolean('ACCOUNT_PAGES_ENABLED', appUrlSetting === undefined || isOwnAddress(appUrl, host, port)),
@@ -300,19 +308,37 @@ function limitsPart(read: EnvReader, database: DatabaseConfig): LimitsConfig {
   });
 }
 
-function secretPart(read: EnvReader, algorithm: Algorithm, production: boolean): SecretConfig {
+/**
+ * The development key kept in DATA_DIR (made on the first call) and the file it is kept in: the
+ * process entry points pass one (src/config/process.ts); without it a development start, as in the
+ * tests, makes a random key. It throws, with a message for the operator, when DATA_DIR cannot keep one.
+ */
+export type KeptSecret = (dataDir: string) => { key: string; path: string };
+
+function secretPart(
+  read: EnvReader,
+  algorithm: Algorithm,
+  production: boolean,
+  database: DatabaseConfig,
+  keptSecret: KeptSecret | undefined,
+): SecretConfig {
   const minBytes = MIN_SECRET_BYTES[algorithm];
   const key = read.string('SECRET_KEY');
   if (key !== undefined) {
     const bytes = Buffer.byteLength(key, 'utf8');
     if (bytes < minBytes) read.problem(`SECRET_KEY must be at least ${minBytes} bytes with ${algorithm}, got ${bytes}`);
-    return Object.freeze({ key, generated: false });
+    return Object.freeze({ key, source: 'setting' });
   }
   if (production) {
     read.problem(`SECRET_KEY is required when NODE_ENV=production (at least ${minBytes} bytes with ${algorithm})`);
-    return Object.freeze({ key: '', generated: false });
+    return Object.freeze({ key: '', source: 'setting' });
   }
-  return Object.freeze({ key: randomBytes(64).toString('base64url'), generated: true });
+  // An in-memory database forgets everything at exit, so there is nothing for a kept key to keep open.
+  if (keptSecret === undefined || database.dataDir.startsWith('memory://')) {
+    return Object.freeze({ key: randomBytes(64).toString('base64url'), source: 'random' });
+  }
+  const kept = keptSecret(database.dataDir);
+  return Object.freeze({ key: kept.key, source: 'data-dir', keptIn: kept.path });
 }
 
 /**
@@ -466,7 +492,9 @@ function auditPart(read: EnvReader): AuditConfig {
 }
 
 function redirectPart(read: EnvReader, appUrl: string): RedirectConfig {
-  const entries = (read.string('AUTH_REDIRECT_URLS') ?? `${new URL(appUrl).origin}/*`)
+  // An APP_URL that is not a URL is reported already; the allow-list is then left empty.
+  const fallback = URL.canParse(appUrl) ? `${new URL(appUrl).origin}/*` : '';
+  const entries = (read.string('AUTH_REDIRECT_URLS') ?? fallback)
     .split(',')
     .map((entry) => entry.trim())
     .filter(Boolean);

@@ -1,6 +1,8 @@
+import { join } from 'node:path';
 import dotenv from 'dotenv';
+import { keptSecretKey, SECRET_KEY_FILE } from '../db/data-dir.js';
 import type { Config } from './config.js';
-import { loadConfig } from './load.js';
+import { loadConfig, type KeptSecret } from './load.js';
 import type { Env } from './reader.js';
 
 /**
@@ -12,9 +14,12 @@ export function processEnvironment(): Env {
   return process.env;
 }
 
+/** Development without SECRET_KEY: the key kept in DATA_DIR, shared by the server and the command line. */
+export const dataDirSecret: KeptSecret = (dataDir) => ({ key: keptSecretKey(dataDir), path: join(dataDir, SECRET_KEY_FILE) });
+
 /** The configuration of this process, for the server and `npm run migrate`. */
 export function loadProcessConfig(): Config {
-  return loadConfig(processEnvironment(), Boolean(process.stdout.isTTY));
+  return loadConfig(processEnvironment(), Boolean(process.stdout.isTTY), dataDirSecret);
 }
 
 /**
@@ -22,5 +27,5 @@ export function loadProcessConfig(): Config {
  * a SECRET_KEY made up for this run, so that every worker signs and checks tokens with one key.
  */
 export function workerEnvironment(config: Config): Env {
-  return config.secret.generated ? { SECRET_KEY: config.secret.key } : {};
+  return config.secret.source === 'random' ? { SECRET_KEY: config.secret.key } : {};
 }

@@ -1,5 +1,4 @@
 import { createRequire } from 'node:module';
-import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGlite } from '@electric-sql/pglite';
 // Trigram indexes for the user search.
@@ -7,6 +6,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import type { Pool } from 'pg';
 import { checkConnection } from './connection-check.js';
+import { prepareDataDir, unreadableDataDir } from './data-dir.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { preparingPool } from './prepared.js';
 import type { DatabaseConfig } from '../config/index.js';
@@ -67,12 +67,14 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     const pglite = await PGlite.create({ extensions: { pg_trgm } });
     return { db: new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), kind: 'embedded' };
   }
-  mkdirSync(config.dataDir, { recursive: true });
+  prepareDataDir(config.dataDir);
   // PGlite keeps the database in this process's memory and writes it back to the folder: a second
   // process on the folder would see only its own writes, so it waits or is refused.
   const unlock = await lockDataDir(config.dataDir, options.waitForDataDirMs, options.onDataDirWait);
   try {
-    const pglite = await PGlite.create({ dataDir: config.dataDir, extensions: { pg_trgm } });
+    const pglite = await PGlite.create({ dataDir: config.dataDir, extensions: { pg_trgm } }).catch((error: unknown) => {
+      throw unreadableDataDir(config.dataDir, error);
+    });
     // Kysely's destroy closes PGlite; the folder is free once it has.
     const close = pglite.close.bind(pglite);
     pglite.close = async () => {

@@ -8,6 +8,7 @@ import {
   InvalidCredentials,
   InvalidPasskey,
   InvalidRedirect,
+  UnreadableSecret,
   InvalidPassword,
   InvalidToken,
   MfaRequired,
@@ -126,6 +127,9 @@ function fromDomain(error: DomainError): ApiError {
       headers: { ...error.limits, 'Retry-After': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) },
       logLevel: error.overload ? 'warn' : undefined,
     });
+  }
+  if (error instanceof UnreadableSecret) {
+    return new ApiError(500, 'INTERNAL_ERROR', message, undefined, { cause: new Error(error.detail) });
   }
   if (error instanceof Unavailable) {
     // Saturated: the caller is told when to come back, and the log gets a line rather than a stack.

@@ -1,5 +1,6 @@
 import { Secret, TOTP } from 'otpauth';
 import type { TotpConfig } from '../config/index.js';
+import { UnreadableSecret } from '../errors.js';
 import { deriveKey, seal, unseal } from '../infra/sealed.js';
 
 /** RFC 6238 as every authenticator app reads it: SHA-1, 6 digits, 30-second steps. */
@@ -38,11 +39,13 @@ export class TotpCodes {
 
   /**
    * The time step `code` belongs to, within one step of drift around `nowMs`; undefined for a
-   * wrong code or a secret that does not unseal. The caller makes sure each step is taken once.
+   * wrong code. A secret that does not unseal is the service's fault, not the code's: UnreadableSecret.
+   * The caller makes sure each step is taken once.
    */
   stepOf(sealedSecret: string, code: string, nowMs: number): number | undefined {
     const base32 = unseal(this.key, sealedSecret);
-    if (base32 === undefined || !/^\d{6}$/.test(code)) return undefined;
+    if (base32 === undefined) throw new UnreadableSecret('a TOTP secret');
+    if (!/^\d{6}$/.test(code)) return undefined;
     const totp = this.totp(base32, '');
     const delta = totp.validate({ token: code, timestamp: nowMs, window: DRIFT_STEPS });
     return delta === null ? undefined : totp.counter({ timestamp: nowMs }) + delta;

@@ -14,6 +14,7 @@ import {
 } from './record-repository.js';
 import { revokeSession } from '../sessions/session-repository.js';
 import type { Database } from '../db/types.js';
+import { UnreadableSecret } from '../errors.js';
 import { seal, unseal } from '../infra/sealed.js';
 import type { ProviderContext } from './library.js';
 import { SELF_REGISTERED } from './registration.js';
@@ -42,12 +43,30 @@ export interface AdapterOptions {
   sessionMaxDays: number;
 }
 
+/**
+ * A client whose sealed secret no longer opens. The provider answers it as `server_error` with this
+ * error's description (it shows the descriptions of errors marked `expose` only) rather than refusing
+ * the client's metadata in its own words.
+ */
+export class UnreadableClientSecret extends Error {
+  readonly expose = true;
+  readonly statusCode = 500;
+  readonly error_description: string;
+
+  constructor(clientId: string) {
+    const cause = new UnreadableSecret(`the secret of the OAuth client ${clientId}`);
+    super('server_error', { cause });
+    this.error_description = cause.message;
+  }
+}
+
 /** The metadata a client of `oauth_clients` is given to the provider with: its row's metadata, id, secret and whether it registered itself. */
 export function clientMetadata(
   row: { client_id: string; metadata: Payload; client_secret_sealed: string | null; registered: boolean },
   secretKey: Buffer,
 ): Payload {
   const secret = row.client_secret_sealed === null ? undefined : unseal(secretKey, row.client_secret_sealed);
+  if (row.client_secret_sealed !== null && secret === undefined) throw new UnreadableClientSecret(row.client_id);
   return {
     ...row.metadata,
     client_id: row.client_id,

@@ -10,6 +10,7 @@ import type { Database } from '../db/types.js';
 import { findUserById } from '../users/user-repository.js';
 import { deriveKey } from '../infra/sealed.js';
 import type { Logger } from '../logger.js';
+import { UnreadableSecret } from '../errors.js';
 import { adapterClass, userIdOf } from './adapter.js';
 import { clientSealingKey } from './clients.js';
 import type { operations } from '../../generated/openapi.js';
@@ -364,6 +365,11 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   use(logoutWithoutSession(pages));
   use(offlineAccessForFirstParty(ROUTES.authorization, firstParty));
   use(formPostToRedirectUri(errorPages));
-  provider.on('server_error', (_ctx, error) => logger.error({ err: error }, 'the OpenID Connect provider failed to answer'));
+  provider.on('server_error', (_ctx, error: unknown) => {
+    // A client secret that no longer opens (adapter.ts) is a setting to fix, said in one line.
+    const cause = (error as Error).cause;
+    if (cause instanceof UnreadableSecret) logger.error(cause.detail);
+    else logger.error({ err: error }, 'the OpenID Connect provider failed to answer');
+  });
   return provider;
 }

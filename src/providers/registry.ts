@@ -11,7 +11,7 @@ import {
 } from './provider-repository.js';
 import type { Transact, UnitOfWork } from '../db/transaction.js';
 import type { Database } from '../db/types.js';
-import { Conflict, NotFound } from '../errors.js';
+import { Conflict, NotFound, UnreadableSecret } from '../errors.js';
 import { deriveKey, seal, unseal } from '../infra/sealed.js';
 import { recordEvent, type AuditEventType } from '../audit/audit-events.js';
 import { requireAdmin, type Principal } from '../principal.js';
@@ -101,7 +101,10 @@ export class IdentityProviderRegistry {
 
   /** The provider's client secret in clear, for its token requests; undefined for a public client. */
   clientSecret(row: IdentityProviderRow): string | undefined {
-    return row.client_secret_sealed === null ? undefined : unseal(this.key, row.client_secret_sealed);
+    if (row.client_secret_sealed === null) return undefined;
+    const secret = unseal(this.key, row.client_secret_sealed);
+    if (secret === undefined) throw new UnreadableSecret(`the client secret of the identity provider ${row.slug}`);
+    return secret;
   }
 }
 
