@@ -105,7 +105,6 @@ beforeAll(async () => {
   flows = {
     'hey-api': require(join(workDir, 'out', 'flows', 'hey-api.flow.js')) as Flow,
     codegen: require(join(workDir, 'out', 'flows', 'codegen.flow.js')) as Flow,
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     zod: require(join(workDir, 'out', 'flows', 'zod.flow.js')) as Flow,
   };
   orval = require(join(workDir, 'out', 'flows', 'orval.flow.js')) as OrvalFlow;
