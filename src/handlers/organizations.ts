@@ -12,7 +12,9 @@ export const listOrganizations: Handler<'listOrganizations'> = async (input, { o
 
 export const listMyOrganizations: Handler<'listMyOrganizations'> = async (input, { organizations }) => {
   const memberships = await organizations.mine(signedIn(input));
-  return ok(memberships.map(({ organization, role, permissions }) => ({ organization: organizationView(organization), role, permissions })));
+  return ok(
+    memberships.map(({ organization, role, permissions }) => ({ organization: organizationView(organization), role, permissions })),
+  );
 };
 
 export const getOrganization: Handler<'getOrganization'> = async (input, { organizations }) =>

@@ -81,7 +81,11 @@ export function lockOrganization(db: Executor, id: number): Promise<Organization
 }
 
 /** The changed organisation; throws the unique violation when the new slug is taken. */
-export function updateOrganization(db: Executor, id: number, values: { slug?: string; name?: string }): Promise<OrganizationRow | undefined> {
+export function updateOrganization(
+  db: Executor,
+  id: number,
+  values: { slug?: string; name?: string },
+): Promise<OrganizationRow | undefined> {
   return orgs(db)
     .updateTable('organizations')
     .set({ ...values, updated_at: sql<Date>`now()` })
@@ -118,7 +122,9 @@ export async function listOrganizationsPage(
 ): Promise<{ rows: OrganizationRow[]; total: number }> {
   const [rows, count] = await Promise.all([
     filteredOrganizations(db, filter).selectAll().orderBy('id').limit(limit).offset(offset).execute(),
-    filteredOrganizations(db, filter).select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow(),
+    filteredOrganizations(db, filter)
+      .select(sql<number>`count(*)::int`.as('total'))
+      .executeTakeFirstOrThrow(),
   ]);
   return { rows, total: count.total };
 }
@@ -187,19 +193,15 @@ export async function listMembersPage(
       .where('users.deleted_at', 'is', null);
   const [rows, count] = await Promise.all([
     members()
-      .select([
-        'organization_members.user_id',
-        'users.email',
-        'users.name',
-        'organization_members.role',
-        'organization_members.joined_at',
-      ])
+      .select(['organization_members.user_id', 'users.email', 'users.name', 'organization_members.role', 'organization_members.joined_at'])
       .orderBy('organization_members.joined_at')
       .orderBy('organization_members.user_id')
       .limit(limit)
       .offset(offset)
       .execute(),
-    members().select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow(),
+    members()
+      .select(sql<number>`count(*)::int`.as('total'))
+      .executeTakeFirstOrThrow(),
   ]);
   return { rows, total: count.total };
 }
@@ -265,7 +267,10 @@ export function findRole(db: Executor, key: string, lock: 'share' | 'update' | '
 }
 
 /** The new role, or undefined when its key is taken. */
-export function insertRole(db: Executor, role: { key: string; name: string; permissions: string[] }): Promise<OrganizationRoleRow | undefined> {
+export function insertRole(
+  db: Executor,
+  role: { key: string; name: string; permissions: string[] },
+): Promise<OrganizationRoleRow | undefined> {
   return orgs(db)
     .insertInto('organization_roles')
     .values(role)
@@ -274,7 +279,11 @@ export function insertRole(db: Executor, role: { key: string; name: string; perm
     .executeTakeFirst();
 }
 
-export function updateRole(db: Executor, key: string, values: { name: string; permissions: string[] }): Promise<OrganizationRoleRow | undefined> {
+export function updateRole(
+  db: Executor,
+  key: string,
+  values: { name: string; permissions: string[] },
+): Promise<OrganizationRoleRow | undefined> {
   return orgs(db)
     .updateTable('organization_roles')
     .set({ ...values, updated_at: sql<Date>`now()` })

@@ -33,7 +33,13 @@ export class OrganizationRoles {
     return this.transact(async (trx) => {
       const role = await repo.insertRole(trx, { key: input.key, name: input.name.trim(), permissions: unique(input.permissions) });
       if (!role) throw new Conflict('A role with this key already exists');
-      await recordEvent(trx, { type: 'organization_role.created', actor: principal.user.id, subject: null, details: about(role), origin: principal.client });
+      await recordEvent(trx, {
+        type: 'organization_role.created',
+        actor: principal.user.id,
+        subject: null,
+        details: about(role),
+        origin: principal.client,
+      });
       return role;
     });
   }
@@ -44,7 +50,13 @@ export class OrganizationRoles {
       await this.custom(trx, key);
       const role = await repo.updateRole(trx, key, { name: input.name.trim(), permissions: unique(input.permissions) });
       if (!role) throw new NotFound('Role not found');
-      await recordEvent(trx, { type: 'organization_role.updated', actor: principal.user.id, subject: null, details: about(role), origin: principal.client });
+      await recordEvent(trx, {
+        type: 'organization_role.updated',
+        actor: principal.user.id,
+        subject: null,
+        details: about(role),
+        origin: principal.client,
+      });
       return role;
     });
   }
@@ -55,7 +67,13 @@ export class OrganizationRoles {
       const role = await this.custom(trx, key);
       if (await repo.roleIsHeld(trx, key)) throw new Conflict('Members still hold this role: give them another one first');
       await repo.deleteRole(trx, key);
-      await recordEvent(trx, { type: 'organization_role.deleted', actor: principal.user.id, subject: null, details: about(role), origin: principal.client });
+      await recordEvent(trx, {
+        type: 'organization_role.deleted',
+        actor: principal.user.id,
+        subject: null,
+        details: about(role),
+        origin: principal.client,
+      });
     });
   }
 

@@ -94,7 +94,13 @@ export class Organizations {
       }
       if (!organization) throw new Conflict('An organization with this slug already exists');
       await repo.insertMember(trx, { organizationId: organization.id, userId: ownerId, role: OWNER });
-      await recordEvent(trx, { type: 'organization.created', actor: actor.id, subject: null, details: about(organization), origin: actor.origin });
+      await recordEvent(trx, {
+        type: 'organization.created',
+        actor: actor.id,
+        subject: null,
+        details: about(organization),
+        origin: actor.origin,
+      });
       await recordEvent(trx, {
         type: 'organization.member_added',
         actor: actor.id,
@@ -161,11 +167,21 @@ export class Organizations {
       await this.access(trx, principal, id, 'org:delete', true);
       const deleted = await repo.deleteOrganization(trx, id);
       if (!deleted) throw organizationNotFound();
-      await recordEvent(trx, { type: 'organization.deleted', actor: principal.user.id, subject: null, details: about(deleted), origin: principal.client });
+      await recordEvent(trx, {
+        type: 'organization.deleted',
+        actor: principal.user.id,
+        subject: null,
+        details: about(deleted),
+        origin: principal.client,
+      });
     });
   }
 
-  async members(principal: Principal, id: number, input: Pick<PageInput, 'page' | 'per_page'>): Promise<{ rows: MemberRow[]; meta: PageMeta }> {
+  async members(
+    principal: Principal,
+    id: number,
+    input: Pick<PageInput, 'page' | 'per_page'>,
+  ): Promise<{ rows: MemberRow[]; meta: PageMeta }> {
     await this.access(this.db, principal, id, 'members:read');
     const { page, perPage, offset } = this.pageOf(input);
     const { rows, total } = await repo.listMembersPage(this.db, id, perPage, offset);
@@ -347,6 +363,7 @@ export function checkedSlug(slug: string, field = 'body.slug'): string {
 function slugOf(name: string): string {
   const base = name
     .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '')
