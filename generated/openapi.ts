@@ -1096,6 +1096,16 @@ export interface paths {
          *     `details.client_id` in each and a null `subject_user_id`; `oauth_grant.revoked`
          *     (`details.client_id`), when a person takes back what they allowed an application.
          *
+         *     Organisations: `organization.created`, `organization.updated` (`details.fields`) and
+         *     `organization.deleted`, with a null `subject_user_id`; `organization.member_added`,
+         *     `organization.member_removed` (`details.left`: the member left) and
+         *     `organization.role_changed` (`details.previous_role`), whose subject is the member, with
+         *     `details.role`; each with `details.organization_id`, `details.slug` and `details.name`. A null
+         *     `actor_user_id` is the command line's. Roles: `organization_role.created`, `…updated` and
+         *     `…deleted`, with `details.key` and `details.permissions`. A login refused because the person
+         *     is not a member of the organisation it named is `login.failed` with `details.reason`
+         *     `not_a_member`.
+         *
          *     Provider sign-ins: `identity.linked` (an upstream identity was linked to the subject;
          *     `details.provider`, `details.identity_id`, `details.subject` (the provider's id of the
          *     person), `details.how`: `signup`, `verified_email` or `manual`), `identity.unlinked`

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { sql } from 'kysely';
 import { main } from '../src/cli/index.js';
 import type { OrganizationMemberTable } from '../src/organizations/organization-repository.js';
 import { startTestApp, TEST_SECRET, type RegisteredUser, type TestContext } from './support/app.js';
@@ -458,7 +459,7 @@ describe('audit and webhooks', () => {
       .selectFrom('audit_events')
       .select(['event_type', 'actor_user_id', 'subject_user_id'])
       .where('event_type', 'like', 'organization.%')
-      .where(({ eb, ref }) => eb(ref('details', '->>').key('organization_id' as never), '=', String(org.id)))
+      .where(sql<boolean>`details->>'organization_id' = ${String(org.id)}`)
       .orderBy('id')
       .execute();
     expect(rows).toEqual([

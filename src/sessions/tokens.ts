@@ -156,7 +156,11 @@ export class TokenService {
       amr: [...assurance.amr],
       aal: assurance.aal,
       auth_time: Math.floor(authenticatedAt.getTime() / 1000),
-      ...(organization && { org_id: organization.org_id, org_role: organization.org_role, org_permissions: [...organization.org_permissions] }),
+      ...(organization && {
+        org_id: organization.org_id,
+        org_role: organization.org_role,
+        org_permissions: [...organization.org_permissions],
+      }),
     });
   }
 

@@ -9,5 +9,18 @@ export function sessionsRoom(
   needs: { mfa: MfaSignIn; breached: BreachedPasswords | undefined; organizations: OrganizationMembership },
 ) {
   const { config, db, tokens, mail, passwords, transact, loginGuard } = core;
-  return { auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, needs.mfa, needs.breached, needs.organizations) };
+  return {
+    auth: new AuthService(
+      db,
+      config.sessions,
+      tokens,
+      mail,
+      passwords,
+      transact,
+      loginGuard,
+      needs.mfa,
+      needs.breached,
+      needs.organizations,
+    ),
+  };
 }

@@ -78,10 +78,10 @@ export async function queueWebhookEvents(trx: UnitOfWork, events: readonly Webho
 
 function userEventData(event: UserWebhookEvent, shown: ReturnType<typeof userView>): unknown {
   return event.session
-      ? { session_id: event.session.id, all: event.session.all, ...sessionProvider(event), user: shown }
-      : event.identity
-        ? { identity: event.identity, user: shown }
-        : shown;
+    ? { session_id: event.session.id, all: event.session.all, ...sessionProvider(event), user: shown }
+    : event.identity
+      ? { identity: event.identity, user: shown }
+      : shown;
 }
 
 /** `session.created` of a provider sign-in names the provider; the service's own credentials leave it out. */
