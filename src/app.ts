@@ -71,7 +71,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       organizationRoles,
       ...sessionsRoom(core, { mfa, breached, organizations }),
       ...usersRoom(core, { breached, mailbox }),
-      ...reauthenticationRoom(core, { totp }),
+      ...reauthenticationRoom(core, { totp, organizations }),
       ...userImportRoom(core),
       ...auditRoom(core),
       ...apiKeysRoom(core),

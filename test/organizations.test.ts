@@ -343,6 +343,15 @@ describe('the active organisation', () => {
     expect(claimsOf(plain.body.data.access_token).org_id).toBeUndefined();
   });
 
+  it('stays in the access token a re-authentication answers', async () => {
+    const owner = await verifiedUser();
+    const org = await createOrg(owner.access, { name: 'Reauth', slug: 'reauth' });
+    const acting = await refresh(owner.refresh, org.id);
+    const res = await t.post('/api/auth/reauthenticate', { password: owner.password }, { token: acting.body.data.access_token });
+    expect(res.status).toBe(200);
+    expect(claimsOf(res.body.data.access_token)).toMatchObject({ org_id: org.id, org_role: 'owner', org_permissions: ALL });
+  });
+
   it('refuses a non-member at login (403) and opens no session', async () => {
     const [owner, outsider] = await Promise.all([verifiedUser(), verifiedUser()]);
     const org = await createOrg(owner.access, { name: 'Closed', slug: 'closed' });
