@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { components } from '../../generated/openapi.js';
 import type { Kysely } from 'kysely';
 import { recordEvent, type RequestOrigin } from '../audit/audit-events.js';
 import type { OrganizationConfig, PaginationConfig } from '../config/index.js';
@@ -35,14 +36,7 @@ export interface PageInput {
   limit?: number;
 }
 
-export interface PageMeta {
-  page: number;
-  per_page: number;
-  total: number;
-  pages: number;
-  has_next: boolean;
-  has_prev: boolean;
-}
+export type PageMeta = components['schemas']['PageMeta'];
 
 export type OrganizationList =
   | { shape: 'page'; rows: OrganizationRow[]; meta: PageMeta }
