@@ -1096,6 +1096,16 @@ export interface paths {
          *     `details.client_id` in each and a null `subject_user_id`; `oauth_grant.revoked`
          *     (`details.client_id`), when a person takes back what they allowed an application.
          *
+         *     Organisations: `organization.created`, `organization.updated` (`details.fields`) and
+         *     `organization.deleted`, with a null `subject_user_id`; `organization.member_added`,
+         *     `organization.member_removed` (`details.left`: the member left) and
+         *     `organization.role_changed` (`details.previous_role`), whose subject is the member, with
+         *     `details.role`; each with `details.organization_id`, `details.slug` and `details.name`. A null
+         *     `actor_user_id` is the command line's. Roles: `organization_role.created`, `…updated` and
+         *     `…deleted`, with `details.key` and `details.permissions`. A login refused because the person
+         *     is not a member of the organisation it named is `login.failed` with `details.reason`
+         *     `not_a_member`.
+         *
          *     Provider sign-ins: `identity.linked` (an upstream identity was linked to the subject;
          *     `details.provider`, `details.identity_id`, `details.subject` (the provider's id of the
          *     person), `details.how`: `signup`, `verified_email` or `manual`), `identity.unlinked`
@@ -1231,6 +1241,210 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/organizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's organisations
+         * @description Every organisation the caller is a member of, by id, with their role there and the
+         *     permissions it grants. Pass one's `id` as `organization_id` to `POST /api/auth/refresh` (or
+         *     `login/json`) for access tokens that act for it.
+         */
+        get: operations["listMyOrganizations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List organisations (admin)
+         * @description Every organisation, in the two shapes of `GET /api/users`. **Pages** (default): `page` and
+         *     `per_page`, by id, with `meta` `{page, per_page, total, pages, has_next, has_prev}`.
+         *     **Cursor**: given `cursor` and/or `limit`, items by id after `cursor`, with `meta`
+         *     `{next_cursor, has_more}`. Mixing the two shapes is a 422. `q` filters both.
+         */
+        get: operations["listOrganizations"];
+        put?: never;
+        /**
+         * Create an organisation
+         * @description Creates an organisation with the caller as its `owner`. With `ORG_CREATION=anyone` (the
+         *     default) any user whose e-mail address is verified may (403 `FORBIDDEN` otherwise); with
+         *     `ORG_CREATION=admin` only admins. Without `slug`, one is made from the name (a taken one
+         *     gets a random tail); a `slug` given that is taken is a 409. Slugs are 2 to 48 of `a-z`,
+         *     `0-9` and `-`, never digits alone (422). Recorded as `organization.created` and
+         *     `organization.member_added`, and sent to webhooks as such.
+         */
+        post: operations["createOrganization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read an organisation
+         * @description Needs `org:read` in the organisation, or the admin role. A non-member is told it does not exist (404).
+         */
+        get: operations["getOrganization"];
+        /**
+         * Change an organisation
+         * @description Changes `name` and/or `slug`; what is not sent stays. Needs `org:update`, or the admin role;
+         *     a member without it gets 403, a non-member 404. A taken slug is a 409. Recorded as
+         *     `organization.updated`.
+         */
+        put: operations["updateOrganization"];
+        post?: never;
+        /**
+         * Delete an organisation
+         * @description Deletes the organisation with its memberships; sessions acting for it act for none from
+         *     their next refresh (tokens already issued keep their claims until they expire). Needs
+         *     `org:delete` (owners), or the admin role. Recorded as `organization.deleted`.
+         */
+        delete: operations["deleteOrganization"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an organisation's members
+         * @description The members whose account is not deleted, by when they joined, in pages (`page`,
+         *     `per_page`, with the `meta` of `GET /api/users`). Needs `members:read`, or the admin role.
+         */
+        get: operations["listOrganizationMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{id}/members/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The member's user id. */
+                user_id: components["parameters"]["MemberUserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a member's role
+         * @description Gives the member another role (a key of `GET /api/organization-roles`; another is a 422).
+         *     Needs `members:update`, or the admin role. Only an owner (or an admin) makes an owner or
+         *     changes an owner's role (403); the last owner cannot be demoted (409). Takes effect at the
+         *     member's next refresh. Recorded as `organization.role_changed`.
+         */
+        put: operations["updateOrganizationMember"];
+        post?: never;
+        /**
+         * Remove a member, or leave
+         * @description Removes the member. Needs `members:remove`, or the admin role; any member may remove
+         *     themself (leave). Only an owner (or an admin) removes an owner (403), and the last owner
+         *     can neither leave nor be removed (409). Sessions acting for the organisation act for none
+         *     from their next refresh. Recorded as `organization.member_removed`.
+         */
+        delete: operations["removeOrganizationMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organization-roles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organisation roles (admin)
+         * @description The roles every organisation shares, the built-in ones (`built_in`) first, then by key.
+         */
+        get: operations["listOrganizationRoles"];
+        put?: never;
+        /**
+         * Create an organisation role (admin)
+         * @description A role of the deployment's own, with any permission strings: the organisation ones
+         *     (`org:read`…) and the deployment's (`invoices:read`), as access tokens carry them in
+         *     `org_permissions`. A taken key is a 409. Recorded as `organization_role.created`.
+         */
+        post: operations["createOrganizationRole"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organization-roles/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The role's key. */
+                key: components["parameters"]["RoleKey"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change an organisation role (admin)
+         * @description Replaces the name and permissions of a role of the deployment's own; members holding it get
+         *     the new permissions at their next refresh. A built-in role is a 409, an unknown key a 404.
+         *     Recorded as `organization_role.updated`.
+         */
+        put: operations["updateOrganizationRole"];
+        post?: never;
+        /**
+         * Delete an organisation role (admin)
+         * @description Deletes a role of the deployment's own. A built-in role, or one a member still holds, is a
+         *     409; an unknown key a 404. Recorded as `organization_role.deleted`.
+         */
+        delete: operations["deleteOrganizationRole"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2303,6 +2517,12 @@ export interface components {
             email: string;
             /** Format: password */
             password: string;
+            /**
+             * @description Sign in acting for this organisation: the access tokens then carry `org_id`, `org_role`
+             *     and `org_permissions`, and the session remembers it. A user who is not a member gets 403
+             *     `FORBIDDEN` and no session.
+             */
+            organization_id?: number;
         };
         /** @description As JSON or as a form; the OAuth2 fields a client library adds to a form are accepted too. */
         RefreshRequest: {
@@ -2321,6 +2541,13 @@ export interface components {
              * @description Accepted and ignored.
              */
             client_secret?: string;
+            /**
+             * @description Switch the organisation the session acts for (null: none); the new access token carries
+             *     its `org_id`, `org_role` and `org_permissions`. A user who is not a member gets 403
+             *     `FORBIDDEN`, and the refresh token stays as it was. Left out, the session goes on acting
+             *     for the one it remembers while its user is a member, and forgets it once they are not.
+             */
+            organization_id?: number | null;
         };
         LogoutRequest: {
             /**
@@ -2665,7 +2892,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization_role.created" | "organization_role.updated" | "organization_role.deleted";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -3099,13 +3326,13 @@ export interface components {
          * @example user.created
          * @enum {string}
          */
-        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked";
+        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed";
         /**
          * @description An event type, or `*` for every type (those added later included).
          * @example user.created
          * @enum {string}
          */
-        WebhookSubscription: "*" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked";
+        WebhookSubscription: "*" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed";
         /**
          * @description Where events are POSTed: `https://` with a name that resolves to public addresses (plain
          *     `http://` and internal addresses only with `WEBHOOK_ALLOW_PRIVATE_URLS=true`); no user name
@@ -3282,6 +3509,143 @@ export interface components {
              * @description Null unless the user is deleted.
              */
             deleted_at: string | null;
+        };
+        /**
+         * @description Unique; lower-case letters, digits and hyphens, never digits alone.
+         * @example acme
+         */
+        OrganizationSlug: string;
+        /** @example billing */
+        OrganizationRoleKey: string;
+        /**
+         * @description A permission string, the organisation ones (`org:read`, `org:update`, `org:delete`, `members:read`, `members:invite`, `members:update`, `members:remove`) or the deployment's own (`invoices:read`).
+         * @example invoices:read
+         */
+        OrganizationPermission: string;
+        Organization: {
+            /** @example 4 */
+            id: number;
+            slug: components["schemas"]["OrganizationSlug"];
+            /** @example Acme Corp */
+            name: string;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        OrganizationResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Organization"];
+        };
+        OrganizationListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Organization"][];
+            meta: components["schemas"]["PageMeta"] | components["schemas"]["CursorMeta"];
+        };
+        CreateOrganizationRequest: {
+            /** @example Acme Corp */
+            name: string;
+            slug?: components["schemas"]["OrganizationSlug"];
+        };
+        UpdateOrganizationRequest: {
+            /** @example Acme Corporation */
+            name?: string;
+            slug?: components["schemas"]["OrganizationSlug"];
+        };
+        MyOrganization: {
+            organization: components["schemas"]["Organization"];
+            role: components["schemas"]["OrganizationRoleKey"];
+            permissions: components["schemas"]["OrganizationPermission"][];
+        };
+        MyOrganizationListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["MyOrganization"][];
+        };
+        OrganizationMember: {
+            user: {
+                /** @example 7 */
+                id: number;
+                /** @example ada@example.com */
+                email: string;
+                /** @example Ada Lovelace */
+                name: string;
+            };
+            role: components["schemas"]["OrganizationRoleKey"];
+            joined_at: components["schemas"]["Timestamp"];
+        };
+        OrganizationMemberResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrganizationMember"];
+        };
+        OrganizationMemberListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrganizationMember"][];
+            meta: components["schemas"]["PageMeta"];
+        };
+        UpdateOrganizationMemberRequest: {
+            role: components["schemas"]["OrganizationRoleKey"];
+        };
+        OrganizationRole: {
+            key: components["schemas"]["OrganizationRoleKey"];
+            /** @example Billing */
+            name: string;
+            permissions: components["schemas"]["OrganizationPermission"][];
+            /**
+             * @description `owner`, `admin` and `member`: they cannot be changed or deleted.
+             * @example false
+             */
+            built_in: boolean;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        OrganizationRoleResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrganizationRole"];
+        };
+        OrganizationRoleListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrganizationRole"][];
+        };
+        UpdateOrganizationRoleRequest: {
+            /** @example Billing */
+            name: string;
+            permissions: components["schemas"]["OrganizationPermission"][];
+        };
+        CreateOrganizationRoleRequest: {
+            key: components["schemas"]["OrganizationRoleKey"];
+            /** @example Billing */
+            name: string;
+            permissions: components["schemas"]["OrganizationPermission"][];
+        };
+        WebhookOrganizationEvent: {
+            /** @enum {string} */
+            type: "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed";
+            timestamp: components["schemas"]["Timestamp"];
+            data: {
+                /** @description The organisation as it was after the change (before it, for `organization.deleted`). */
+                organization: {
+                    id: number;
+                    slug: string;
+                    name: string;
+                };
+                /** @description The member's events only. */
+                member?: {
+                    user: {
+                        id: number;
+                        email: string;
+                        name: string;
+                    };
+                    /** @description The role held after the change; for `member_removed`, the one held until then. */
+                    role: string;
+                    /** @description `role_changed` only: the role held before. */
+                    previous_role?: string;
+                };
+            };
         };
         WebhookUserEvent: {
             /** @enum {string} */
@@ -4274,6 +4638,12 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The organisation id. */
+        OrganizationId: number;
+        /** @description The member's user id. */
+        MemberUserId: number;
+        /** @description The role's key. */
+        RoleKey: components["schemas"]["OrganizationRoleKey"];
         /** @description The user id. */
         UserId: number;
         /** @description The webhook endpoint id. */
@@ -6557,6 +6927,683 @@ export interface operations {
             };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    listMyOrganizations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's memberships. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "organization": {
+                     *             "id": 4,
+                     *             "slug": "acme",
+                     *             "name": "Acme Corp",
+                     *             "created_at": "2026-01-02T03:04:05.000Z",
+                     *             "updated_at": "2026-01-02T03:04:05.000Z"
+                     *           },
+                     *           "role": "owner",
+                     *           "permissions": [
+                     *             "org:read",
+                     *             "org:update",
+                     *             "org:delete",
+                     *             "members:read",
+                     *             "members:invite",
+                     *             "members:update",
+                     *             "members:remove"
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MyOrganizationListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizations: {
+        parameters: {
+            query?: {
+                /** @description Page shape. Page number, 1-indexed; 1 when left out. */
+                page?: number;
+                /** @description Page shape. Items per page, at most `MAX_PAGE_SIZE` (100); `DEFAULT_PAGE_SIZE` (20) when left out. */
+                per_page?: number;
+                /** @description Cursor shape. Only organisations with an id greater than this are returned (default 0). */
+                cursor?: number;
+                /** @description Cursor shape. Items to return, at most `MAX_PAGE_SIZE` (100); `DEFAULT_PAGE_SIZE` (20) when left out. */
+                limit?: number;
+                /** @description Case-insensitive substring of the name or the slug. */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of organisations. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": 4,
+                     *           "slug": "acme",
+                     *           "name": "Acme Corp",
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "per_page": 20,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "has_next": false,
+                     *         "has_prev": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Acme Corp",
+                 *       "slug": "acme"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateOrganizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The organisation. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 4,
+                     *         "slug": "acme",
+                     *         "name": "Acme Corp",
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 4,
+                     *         "slug": "acme",
+                     *         "name": "Acme Corp",
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Acme Corporation"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateOrganizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The organisation as it now is. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 4,
+                     *         "slug": "acme",
+                     *         "name": "Acme Corporation",
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-03T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationMembers: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-indexed; 1 when left out. */
+                page?: number;
+                /** @description Items per page, at most `MAX_PAGE_SIZE` (100); `DEFAULT_PAGE_SIZE` (20) when left out. */
+                per_page?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of members. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "user": {
+                     *             "id": 7,
+                     *             "email": "ada@example.com",
+                     *             "name": "Ada Lovelace"
+                     *           },
+                     *           "role": "owner",
+                     *           "joined_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "per_page": 20,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "has_next": false,
+                     *         "has_prev": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationMemberListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The member's user id. */
+                user_id: components["parameters"]["MemberUserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": "admin"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateOrganizationMemberRequest"];
+            };
+        };
+        responses: {
+            /** @description The member with their new role. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": 8,
+                     *           "email": "grace@example.com",
+                     *           "name": "Grace Hopper"
+                     *         },
+                     *         "role": "admin",
+                     *         "joined_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationMemberResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The member's user id. */
+                user_id: components["parameters"]["MemberUserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationRoles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every role. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "key": "member",
+                     *           "name": "Member",
+                     *           "permissions": [
+                     *             "org:read",
+                     *             "members:read"
+                     *           ],
+                     *           "built_in": true,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         },
+                     *         {
+                     *           "key": "billing",
+                     *           "name": "Billing",
+                     *           "permissions": [
+                     *             "org:read",
+                     *             "invoices:read"
+                     *           ],
+                     *           "built_in": false,
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationRoleListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganizationRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "key": "billing",
+                 *       "name": "Billing",
+                 *       "permissions": [
+                 *         "org:read",
+                 *         "invoices:read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateOrganizationRoleRequest"];
+            };
+        };
+        responses: {
+            /** @description The role. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "key": "billing",
+                     *         "name": "Billing",
+                     *         "permissions": [
+                     *           "org:read",
+                     *           "invoices:read"
+                     *         ],
+                     *         "built_in": false,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationRoleResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganizationRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The role's key. */
+                key: components["parameters"]["RoleKey"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Billing",
+                 *       "permissions": [
+                 *         "org:read",
+                 *         "invoices:read",
+                 *         "invoices:pay"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateOrganizationRoleRequest"];
+            };
+        };
+        responses: {
+            /** @description The role as it now is. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "key": "billing",
+                     *         "name": "Billing",
+                     *         "permissions": [
+                     *           "org:read",
+                     *           "invoices:read",
+                     *           "invoices:pay"
+                     *         ],
+                     *         "built_in": false,
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-03T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationRoleResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOrganizationRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The role's key. */
+                key: components["parameters"]["RoleKey"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhooks: {

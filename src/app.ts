@@ -15,6 +15,7 @@ import { mailboxRoom } from './mailbox/wiring.js';
 import { mfaRoom } from './mfa/wiring.js';
 import type { OidcProvider } from './oidc/provider.js';
 import { oidcRoom } from './oidc/wiring.js';
+import { organizationsRoom } from './organizations/wiring.js';
 import { providerPages } from './oidc-pages/provider-pages.js';
 import { withProviderReturn } from './oidc-pages/router.js';
 import { breachedPasswords } from './passwords/wiring.js';
@@ -56,6 +57,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const breached = breachedPasswords(core);
     const { factors, mfa, totp } = mfaRoom(core);
     const { mailbox } = mailboxRoom(core);
+    const { organizations, organizationRoles } = organizationsRoom(core);
     const { oidc, ...oidcServices } = oidcRoom(core, {
       pages: providerPages(config.oidc.brandName),
       admit: core.limits && providerAdmission(core.limits.guard),
@@ -65,9 +67,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       mfa,
       ...oidcServices,
       ...healthRoom(core),
-      ...sessionsRoom(core, { mfa, breached }),
+      organizations,
+      organizationRoles,
+      ...sessionsRoom(core, { mfa, breached, organizations }),
       ...usersRoom(core, { breached, mailbox }),
-      ...reauthenticationRoom(core, { totp }),
+      ...reauthenticationRoom(core, { totp, organizations }),
       ...userImportRoom(core),
       ...auditRoom(core),
       ...apiKeysRoom(core),

@@ -53,6 +53,15 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'oauth_client.deleted': true,
   'oauth_client.secret_rotated': true,
   'oauth_grant.revoked': true,
+  'organization.created': true,
+  'organization.updated': true,
+  'organization.deleted': true,
+  'organization.member_added': true,
+  'organization.member_removed': true,
+  'organization.role_changed': true,
+  'organization_role.created': true,
+  'organization_role.updated': true,
+  'organization_role.deleted': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */
@@ -103,6 +112,7 @@ const USER_EVENT_OF = {
  */
 export function webhookEventsOf(event: AuditEvent): WebhookEvent[] {
   const { subject, details = {} } = event;
+  if (event.type.startsWith('organization.')) return organizationEventsOf(event);
   if (subject === null) return [];
   const about = (type: WebhookEventType): WebhookEvent => ({ type, userId: subject });
   const session = (type: WebhookEventType, all = details.all === true): WebhookEvent => ({
@@ -157,6 +167,18 @@ export function webhookEventsOf(event: AuditEvent): WebhookEvent[] {
     default:
       return [];
   }
+}
+
+/** An organisation's event, with the organisation as it was and, for a member's, the member and their role. */
+function organizationEventsOf(event: AuditEvent): WebhookEvent[] {
+  const { subject, details = {} } = event;
+  const { organization_id: id, slug, name, role, previous_role: previousRole } = details;
+  if (typeof id !== 'number' || typeof slug !== 'string' || typeof name !== 'string') return [];
+  const member =
+    subject !== null && typeof role === 'string'
+      ? { userId: subject, role, ...(typeof previousRole === 'string' && { previousRole }) }
+      : undefined;
+  return [{ type: event.type as WebhookEventType, organization: { id, slug, name }, member }];
 }
 
 function rowOf(event: AuditEvent): NewAuditEventRow {

@@ -20,6 +20,9 @@ export type Options = {
   'post-logout-redirect-uri'?: string[];
   grant?: string[];
   'first-party'?: boolean;
+  slug?: string;
+  'owner-email'?: string;
+  role?: string;
 };
 
 /** A command as typed: its name, the words after it, its options, and the environment. */

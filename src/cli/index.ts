@@ -10,6 +10,7 @@ import { createAdminCommand } from './create-admin.js';
 import { importUsersCommand } from './import-users.js';
 import { migrateCommand } from './migrate.js';
 import { oauthClientsCommand } from './oauth-clients.js';
+import { organizationsCommand } from './organizations.js';
 import { purgeCommand } from './purge.js';
 import { revokeSessionsCommand } from './revoke-sessions.js';
 
@@ -39,6 +40,10 @@ Commands:
                              a new secret for a confidential client, printed once
   oauth-clients delete <client_id>
                              remove a client with its grants and tokens
+  organizations create --name <name> --slug <slug> --owner-email <e-mail>
+                             create an organisation owned by that user; prints its id
+  organizations add-member --slug <slug> --email <e-mail> --role <role>
+                             add the user to the organisation with the role, or give a member it
   help                       show this text
 
 The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR. The embedded
@@ -55,6 +60,7 @@ const COMMANDS: Record<string, (invocation: Invocation) => Command> = {
   purge: purgeCommand,
   'import-users': importUsersCommand,
   'oauth-clients': oauthClientsCommand,
+  organizations: organizationsCommand,
 };
 
 /** Runs one command and returns the exit code: 0 done, 1 failed, 2 bad usage. */
@@ -75,6 +81,9 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
         'post-logout-redirect-uri': { type: 'string', multiple: true },
         grant: { type: 'string', multiple: true },
         'first-party': { type: 'boolean' },
+        slug: { type: 'string' },
+        'owner-email': { type: 'string' },
+        role: { type: 'string' },
       },
     });
   } catch (error) {

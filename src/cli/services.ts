@@ -10,6 +10,7 @@ import { CurrentPassword } from '../passwords/current-password.js';
 import { PasswordHasher } from '../passwords/passwords.js';
 import { UserImport } from '../user-import/user-import.js';
 import { UserService } from '../users/users.js';
+import { Organizations } from '../organizations/organizations.js';
 
 /** The commands print what they did; the services' own log lines would only repeat it. */
 const QUIET = createLogger({ level: 'silent' });
@@ -20,6 +21,7 @@ export function commandServices({ db, config }: Pick<Context, 'db' | 'config'>):
   imports: UserImport;
   housekeeping: Housekeeping;
   oauthClients: OauthClients;
+  organizations: Organizations;
 } {
   const transact = transactions(db);
   // A command hashes one password at a time, with nothing queued behind it.
@@ -31,5 +33,6 @@ export function commandServices({ db, config }: Pick<Context, 'db' | 'config'>):
     imports: new UserImport(transact),
     housekeeping: new Housekeeping(db, config.housekeeping, config.audit, QUIET),
     oauthClients: new OauthClients(db, transact, config.secret.key),
+    organizations: new Organizations(db, transact, config.organizations, config.pagination),
   };
 }

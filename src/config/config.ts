@@ -31,6 +31,7 @@ export interface Config {
   readonly audit: AuditConfig;
   readonly mfa: MfaConfig;
   readonly apiKeys: ApiKeyConfig;
+  readonly organizations: OrganizationConfig;
   readonly webhooks: WebhookConfig;
   /** The URLs of upstream identity providers and OAuth clients that the service itself fetches. */
   readonly providers: ProviderUrlConfig;
@@ -300,6 +301,12 @@ export interface WebAuthnConfig {
 export interface ApiKeyConfig {
   /** The longest lifetime a key may be given (API_KEY_MAX_DAYS); new keys get 90 days, or this when shorter. */
   readonly maxDays: number;
+}
+
+/** Organisations: the deployment's customers, each a set of members with roles. */
+export interface OrganizationConfig {
+  /** Who may create one (ORG_CREATION): `anyone` with a verified e-mail address, or `admin`s only. */
+  readonly creation: 'anyone' | 'admin';
 }
 
 /** PROVIDER_ALLOW_PRIVATE_URLS: where the service may fetch a provider's or an OAuth client's URLs. */

@@ -8,6 +8,7 @@ import type {
   AdminConfig,
   Algorithm,
   ApiKeyConfig,
+  OrganizationConfig,
   AuditConfig,
   Config,
   DatabaseConfig,
@@ -80,6 +81,9 @@ export function loadConfig(env: Env, stdoutIsTty = false, keptSecret?: KeptSecre
   const audit = auditPart(read);
   const mfa = mfaPart(read, account.appUrl);
   const apiKeys = apiKeyPart(read);
+  const organizations = Object.freeze<OrganizationConfig>({
+    creation: read.oneOf('ORG_CREATION', ['anyone', 'admin'] as const, 'anyone', (s) => s.toLowerCase()),
+  });
   const webhooks = webhookPart(read);
   const providers = Object.freeze({ allowPrivateUrls: read.boolean('PROVIDER_ALLOW_PRIVATE_URLS', !production) });
   const redirects = redirectPart(read, account.appUrl);
@@ -140,6 +144,7 @@ export function loadConfig(env: Env, stdoutIsTty = false, keptSecret?: KeptSecre
     audit,
     mfa,
     apiKeys,
+    organizations,
     webhooks,
     providers,
     emailCode,

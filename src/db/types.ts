@@ -49,6 +49,8 @@ export interface SessionTable {
   provider: ColumnType<string | null, string | null | undefined, string | null>;
   /** When the holder last proved who they are: the sign-in that opened it, or a re-authentication since; never a refresh. */
   authenticated_at: Timestamp;
+  /** The organisation the session acts for (its access tokens' `org_id`); null for none. */
+  organization_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export type SessionRow = Selectable<SessionTable>;

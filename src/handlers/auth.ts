@@ -29,13 +29,13 @@ export const login: Handler<'login'> = async ({ body, client }, { auth }) => {
 };
 
 export const loginJson: Handler<'loginJson'> = async ({ body, client }, { auth }) => {
-  const { user, tokens } = await auth.login(body.email, body.password, client);
+  const { user, tokens } = await auth.login(body.email, body.password, client, 'body.email', body.organization_id);
   return ok({ ...tokenPairView(tokens), user: userView(user, user.role === 'admin') });
 };
 
 /** Answers as the token URL does, so that an OAuth2 client may use either as its refresh URL. */
 export const refreshToken: Handler<'refreshToken'> = async ({ body, client }, { auth }) => {
-  const tokens = tokenPairView(await auth.refresh(body.refresh_token, client));
+  const tokens = tokenPairView(await auth.refresh(body.refresh_token, client, body.organization_id));
   return ok(tokens, tokens);
 };
 

@@ -7,6 +7,7 @@ import * as health from './health.js';
 import * as identityProviders from './identity-providers.js';
 import * as keys from './keys.js';
 import * as oauth from './oauth.js';
+import * as organizations from './organizations.js';
 import * as users from './users.js';
 import * as webhooks from './webhooks.js';
 import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types.js';
@@ -24,6 +25,7 @@ export const handlers = {
   ...webhooks,
   ...identityProviders,
   ...oauth,
+  ...organizations,
 } satisfies HandlerMap;
 
 /** The handlers as the HTTP layer runs them, bound to the app's services. */

@@ -18,6 +18,8 @@ import type { MfaSignIn } from '../mfa/mfa-sign-in.js';
 import type { UserImport } from '../user-import/user-import.js';
 import type { UserService } from '../users/users.js';
 import type { WebhookService } from '../webhooks/webhooks.js';
+import type { Organizations } from '../organizations/organizations.js';
+import type { OrganizationRoles } from '../organizations/organization-roles.js';
 
 export type OperationId = keyof operations;
 
@@ -113,6 +115,9 @@ export interface Services {
   identities: LinkedIdentities;
   /** Proof of presence before a new way in, and its renewal. */
   reauthentication: Reauthentication;
+  organizations: Organizations;
+  /** The roles every organisation shares, for admins. */
+  organizationRoles: OrganizationRoles;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

@@ -2,6 +2,7 @@ import type { components } from '../../generated/openapi.js';
 import type { AuditEventRow } from '../audit/audit-repository.js';
 import type { ApiKeyRow, MfaFactorRow, SessionRow } from '../db/types.js';
 import type { WebhookEndpointRow } from '../webhooks/webhook-repository.js';
+import type { MemberRow, OrganizationRoleRow, OrganizationRow } from '../organizations/organization-repository.js';
 import type { TokenPair } from '../sessions/auth.js';
 import type { ImportResult } from '../user-import/user-import.js';
 import { iso } from '../users/user-view.js';
@@ -141,4 +142,17 @@ export function webhookDeliveryView(row: WebhookDeliveryWithAttempts): WebhookDe
       duration_ms: attempt.duration_ms,
     })),
   };
+}
+
+export function organizationView(row: OrganizationRow): components['schemas']['Organization'] {
+  return { id: row.id, slug: row.slug, name: row.name, created_at: iso(row.created_at), updated_at: iso(row.updated_at) };
+}
+
+export function organizationMemberView(row: MemberRow): components['schemas']['OrganizationMember'] {
+  return { user: { id: row.user_id, email: row.email, name: row.name }, role: row.role, joined_at: iso(row.joined_at) };
+}
+
+export function organizationRoleView(row: OrganizationRoleRow): components['schemas']['OrganizationRole'] {
+  const { key, name, permissions, built_in } = row;
+  return { key, name, permissions, built_in, created_at: iso(row.created_at), updated_at: iso(row.updated_at) };
 }

@@ -1,6 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { SessionConfig } from '../config/index.js';
-import { findSessionAssurance, findSessionAuthenticatedAt, renewSessionAuthentication } from '../sessions/session-repository.js';
+import {
+  findSessionAssurance,
+  findSessionAuthenticatedAt,
+  findSessionOrganization,
+  renewSessionAuthentication,
+} from '../sessions/session-repository.js';
+import type { OrganizationMembership } from '../sessions/auth.js';
 import type { Transact, UnitOfWork } from '../db/transaction.js';
 import type { Database } from '../db/types.js';
 import { InvalidCode, ReauthRequired, Unauthorized } from '../errors.js';
@@ -40,7 +46,7 @@ export class Reauthentication {
     private readonly currentPassword: CurrentPassword,
     private readonly totp: TotpCodes,
     config: Pick<SessionConfig, 'reauthMaxAgeMinutes'>,
-    private readonly options: { now: Clock; loginGuard?: LoginGuard },
+    private readonly options: { now: Clock; loginGuard?: LoginGuard; organizations?: OrganizationMembership },
   ) {
     this.maxAgeMs = config.reauthMaxAgeMinutes * 60_000;
   }
@@ -95,7 +101,13 @@ export class Reauthentication {
       }
     }
     await this.options.loginGuard?.signInCompleted(user.email, client.ip);
-    return { accessToken: this.tokens.issueAccess(user, sessionId, at, assurance), expiresInSeconds: this.tokens.accessTtlSeconds };
+    // The new token acts for the organisation the session acts for, while its user is a member of it.
+    const organizationId = await findSessionOrganization(this.db, sessionId);
+    const organization = organizationId === null ? undefined : await this.options.organizations?.claims(this.db, user.id, organizationId);
+    return {
+      accessToken: this.tokens.issueAccess(user, sessionId, at, assurance, organization),
+      expiresInSeconds: this.tokens.accessTtlSeconds,
+    };
   }
 
   /** Records the proof on the live session; how the session was signed in stays as it was. */

@@ -6,10 +6,12 @@ import {
   findAuthenticatedUser,
   findSessionAssurance,
   findSessionCreatedAt,
+  findSessionOrganization,
   revokeOwnSession,
   revokeSession,
   revokeUserSessions,
   rotateRefreshToken,
+  setSessionOrganization,
 } from './session-repository.js';
 import { endUserOidcRecords } from '../oidc/record-repository.js';
 import type { Transact } from '../db/transaction.js';
@@ -23,7 +25,7 @@ import { countedCheck, type LoginGuard } from './login-guard.js';
 import { sessionOf, type ClientInfo, type Principal } from '../principal.js';
 import { checkNewPassword, clientCaller, lowerHelperThreadPriority, type PasswordHasher } from '../passwords/passwords.js';
 import { openSession, type TokenPair } from './session-start.js';
-import { sha256, type TokenService } from './tokens.js';
+import { sha256, type OrganizationClaims, type TokenService } from './tokens.js';
 
 export type { TokenPair } from './session-start.js';
 
@@ -44,7 +46,17 @@ export interface SecondFactorGate {
   ): Promise<{ mfaToken: string; methods: string[] } | undefined>;
 }
 
+/**
+ * The organisations a session may act for: the claims of the user's membership as it is now, or
+ * undefined for a non-member.
+ */
+export interface OrganizationMembership {
+  claims(db: Executor, userId: number, organizationId: number): Promise<OrganizationClaims | undefined>;
+}
+
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+const notAMember = () => new Forbidden('You are not a member of this organization');
 
 /** REQUIRE_VERIFIED_EMAIL's refusal: the password was right, so it may say why. */
 export const emailNotVerified = () => new Forbidden('Email address must be verified before signing in; follow the link sent to it');
@@ -63,6 +75,8 @@ export class AuthService {
     private readonly secondFactor?: SecondFactorGate,
     /** Refuses passwords known from breaches; absent unless PWNED_PASSWORDS_CHECK. */
     private readonly breached?: BreachedPasswords,
+    /** Who may act for which organisation. */
+    private readonly organizations?: OrganizationMembership,
   ) {
     // The first hash also starts libuv's pool, whose threads then yield to the event loop.
     void passwords.dummyHash().then(lowerHelperThreadPriority);
@@ -101,7 +115,7 @@ export class AuthService {
    * Checks credentials; never says which half was wrong. An address with a lookalike character is
    * malformed (a 422 on `emailField`), never another spelling of an account's.
    */
-  async login(email: string, password: string, client: ClientInfo, emailField = 'body.email') {
+  async login(email: string, password: string, client: ClientInfo, emailField = 'body.email', organizationId?: number) {
     const address = requestedEmail(email, emailField);
     let user: UserRow | undefined;
     // The attempt is counted before the password is checked, so parallel guesses stay within the limit.
@@ -139,6 +153,19 @@ export class AuthService {
       );
       throw emailNotVerified();
     }
+    // A sign-in for an organisation its user is not a member of opens nothing; the password was right, so it may say why.
+    if (organizationId !== undefined && !(await this.organizations?.claims(this.db, found.id, organizationId))) {
+      await this.transact((trx) =>
+        recordEvent(trx, {
+          type: 'login.failed',
+          actor: null,
+          subject: found.id,
+          details: { reason: 'not_a_member', organization_id: organizationId },
+          origin: client,
+        }),
+      );
+      throw notAMember();
+    }
     // A hash of another algorithm or a lower cost than new ones get is replaced while the password is at hand.
     const stronger = await this.passwords.rehash(found.password_hash, password, clientCaller(client));
     const second = await this.secondFactor?.challenge(found, client);
@@ -148,12 +175,14 @@ export class AuthService {
     }
     const { tokens } = await this.transact(async (trx) => {
       if (stronger) await replacePasswordHash(trx, found.id, found.password_hash, stronger);
-      const opened = await this.openSession(trx, found, client);
+      const organization = organizationId === undefined ? undefined : await this.organizations?.claims(trx, found.id, organizationId);
+      if (organizationId !== undefined && !organization) throw notAMember();
+      const opened = await openSession(trx, this.tokens, found, client, undefined, null, organization);
       await recordEvent(trx, {
         type: 'login.succeeded',
         actor: found.id,
         subject: found.id,
-        details: { session_id: opened.sessionId },
+        details: { session_id: opened.sessionId, ...(organization && { organization_id: organization.org_id }) },
         origin: client,
       });
       return opened;
@@ -165,8 +194,10 @@ export class AuthService {
   /**
    * Rotates a refresh token; a rotated token presented after the grace period revokes its session.
    * No refresh carries a session past SESSION_MAX_DAYS from its opening; after that it is over.
+   * `organizationId` switches the organisation the session acts for (null: none); without it the
+   * session goes on acting for the one it remembers, while its user is still a member.
    */
-  async refresh(refreshToken: string, client: ClientInfo): Promise<TokenPair> {
+  async refresh(refreshToken: string, client: ClientInfo, organizationId?: number | null): Promise<TokenPair> {
     const verified = this.tokens.verify(refreshToken, 'refresh');
     if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
     const userId = Number(verified.claims.sub);
@@ -196,7 +227,8 @@ export class AuthService {
         // A refresh carries the session's last authentication as it was: it proves nobody's presence.
         const signedIn = await findSessionAssurance(trx, sessionId);
         if (!signedIn) return undefined;
-        return { user, refreshToken: answer, assurance: signedIn, authenticatedAt: signedIn.authenticated_at };
+        const organization = await this.organizationOf(trx, user.id, sessionId, organizationId);
+        return { user, refreshToken: answer, assurance: signedIn, authenticatedAt: signedIn.authenticated_at, organization };
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
       // news only while its session is live; one already ended (by a logout, say) just stays ended.
@@ -207,7 +239,7 @@ export class AuthService {
     });
     if (!rotation) throw new Unauthorized();
     return {
-      accessToken: this.tokens.issueAccess(rotation.user, sessionId, rotation.authenticatedAt, rotation.assurance),
+      accessToken: this.tokens.issueAccess(rotation.user, sessionId, rotation.authenticatedAt, rotation.assurance, rotation.organization),
       refreshToken: rotation.refreshToken,
       expiresInSeconds: this.tokens.accessTtlSeconds,
     };
@@ -240,6 +272,28 @@ export class AuthService {
         origin: principal.client,
       });
     });
+  }
+
+  /**
+   * The organisation a refreshed session acts for. One asked for must be the user's (else 403, and
+   * the refresh is undone); one the session remembers is forgotten once the user is no longer a member.
+   */
+  private async organizationOf(
+    trx: Executor,
+    userId: number,
+    sessionId: string,
+    requested: number | null | undefined,
+  ): Promise<OrganizationClaims | undefined> {
+    if (requested === null) {
+      await setSessionOrganization(trx, sessionId, null);
+      return undefined;
+    }
+    const id = requested ?? (await findSessionOrganization(trx, sessionId));
+    if (id === null) return undefined;
+    const claims = await this.organizations?.claims(trx, userId, id);
+    if (!claims && requested !== undefined) throw notAMember();
+    if (!claims || requested !== undefined) await setSessionOrganization(trx, sessionId, claims ? id : null);
+    return claims;
   }
 
   private openSession(db: Executor, user: UserRow, client: ClientInfo): Promise<{ sessionId: string; tokens: TokenPair }> {

@@ -181,3 +181,13 @@ export async function renewSessionAuthentication(db: Executor, sessionId: string
 export async function raiseSessionAssurance(db: Executor, sessionId: string, amr: string[], aal: AssuranceLevel): Promise<void> {
   await db.updateTable('sessions').set({ amr, aal }).where('id', '=', sessionId).execute();
 }
+
+/** The organisation the session acts for; null for none or an unknown session. */
+export async function findSessionOrganization(db: Executor, sessionId: string): Promise<number | null> {
+  const row = await db.selectFrom('sessions').select('organization_id').where('id', '=', sessionId).executeTakeFirst();
+  return row?.organization_id ?? null;
+}
+
+export async function setSessionOrganization(db: Executor, sessionId: string, organizationId: number | null): Promise<void> {
+  await db.updateTable('sessions').set({ organization_id: organizationId }).where('id', '=', sessionId).execute();
+}

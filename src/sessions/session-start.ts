@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { insertSession } from './session-repository.js';
 import type { Executor, UserRow } from '../db/types.js';
 import type { ClientInfo } from '../principal.js';
-import { PASSWORD_ONLY, type Assurance, type IssuedPair, type TokenService } from './tokens.js';
+import { PASSWORD_ONLY, type Assurance, type IssuedPair, type OrganizationClaims, type TokenService } from './tokens.js';
 
 /** The tokens of a session as its holder gets them. */
 export type TokenPair = Omit<IssuedPair, 'refreshTokenHash' | 'refreshExpiresAt'>;
@@ -19,11 +19,13 @@ export async function openSession(
   assurance: Assurance = PASSWORD_ONLY,
   /** The upstream provider (its slug) the user signed in with. */
   provider: string | null = null,
+  /** The organisation the session acts for, the membership already checked. */
+  organization?: OrganizationClaims,
 ): Promise<{ sessionId: string; tokens: TokenPair }> {
   const sessionId = randomUUID();
   // The sign-in that opens a session is its holder's latest proof of who they are.
   const authenticatedAt = new Date();
-  const { refreshTokenHash, refreshExpiresAt, ...pair } = tokens.issuePair(user, sessionId, authenticatedAt, assurance);
+  const { refreshTokenHash, refreshExpiresAt, ...pair } = tokens.issuePair(user, sessionId, authenticatedAt, assurance, organization);
   await insertSession(db, {
     id: sessionId,
     user_id: user.id,
@@ -35,6 +37,7 @@ export async function openSession(
     aal: assurance.aal,
     provider,
     authenticated_at: authenticatedAt,
+    organization_id: organization?.org_id ?? null,
   });
   return { sessionId, tokens: pair };
 }

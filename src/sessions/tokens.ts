@@ -37,6 +37,17 @@ export interface TokenClaims {
   aal?: AssuranceLevel;
   /** Access tokens only: when the session's holder last proved who they are (seconds, as OpenID Connect's `auth_time`). */
   auth_time?: number;
+  /** Access tokens of a session acting for an organisation: the membership as it was when the token was issued. */
+  org_id?: number;
+  org_role?: string;
+  org_permissions?: string[];
+}
+
+/** What an access token says of the organisation its session acts for. */
+export interface OrganizationClaims {
+  org_id: number;
+  org_role: string;
+  org_permissions: string[];
 }
 
 /** How a session was signed in: RFC 8176 `amr` values, and the authenticator assurance level. */
@@ -105,10 +116,16 @@ export class TokenService {
   }
 
   /** `authenticatedAt`: when the session's holder last proved who they are (the session's `authenticated_at`). */
-  issuePair(user: TokenSubject, sessionId: string, authenticatedAt: Date, assurance: Assurance = PASSWORD_ONLY): IssuedPair {
+  issuePair(
+    user: TokenSubject,
+    sessionId: string,
+    authenticatedAt: Date,
+    assurance: Assurance = PASSWORD_ONLY,
+    organization?: OrganizationClaims,
+  ): IssuedPair {
     const refresh = this.issueRefresh(user.id, sessionId);
     return {
-      accessToken: this.issueAccess(user, sessionId, authenticatedAt, assurance),
+      accessToken: this.issueAccess(user, sessionId, authenticatedAt, assurance, organization),
       refreshToken: refresh.token,
       expiresInSeconds: this.accessTtlSeconds,
       refreshTokenHash: refresh.hash,
@@ -116,7 +133,14 @@ export class TokenService {
     };
   }
 
-  issueAccess(user: TokenSubject, sessionId: string, authenticatedAt: Date, assurance: Assurance = PASSWORD_ONLY): string {
+  /** `organization`: the claims of the organisation the session acts for, when it acts for one. */
+  issueAccess(
+    user: TokenSubject,
+    sessionId: string,
+    authenticatedAt: Date,
+    assurance: Assurance = PASSWORD_ONLY,
+    organization?: OrganizationClaims,
+  ): string {
     const now = Math.floor(Date.now() / 1000);
     return this.sign('access', {
       iss: this.issuer,
@@ -132,6 +156,11 @@ export class TokenService {
       amr: [...assurance.amr],
       aal: assurance.aal,
       auth_time: Math.floor(authenticatedAt.getTime() / 1000),
+      ...(organization && {
+        org_id: organization.org_id,
+        org_role: organization.org_role,
+        org_permissions: [...organization.org_permissions],
+      }),
     });
   }
 

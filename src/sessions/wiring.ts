@@ -1,13 +1,26 @@
 import type { BreachedPasswords } from '../passwords/breached-passwords.js';
 import type { MfaSignIn } from '../mfa/mfa-sign-in.js';
 import type { Core } from '../wiring/core.js';
-import { AuthService } from './auth.js';
+import { AuthService, type OrganizationMembership } from './auth.js';
 
 /** Registration, sign-in, refresh and logout: they need the second step of a sign-in and the breached-password check. */
 export function sessionsRoom(
   core: Pick<Core, 'config' | 'db' | 'tokens' | 'mail' | 'passwords' | 'transact' | 'loginGuard'>,
-  needs: { mfa: MfaSignIn; breached: BreachedPasswords | undefined },
+  needs: { mfa: MfaSignIn; breached: BreachedPasswords | undefined; organizations: OrganizationMembership },
 ) {
   const { config, db, tokens, mail, passwords, transact, loginGuard } = core;
-  return { auth: new AuthService(db, config.sessions, tokens, mail, passwords, transact, loginGuard, needs.mfa, needs.breached) };
+  return {
+    auth: new AuthService(
+      db,
+      config.sessions,
+      tokens,
+      mail,
+      passwords,
+      transact,
+      loginGuard,
+      needs.mfa,
+      needs.breached,
+      needs.organizations,
+    ),
+  };
 }
