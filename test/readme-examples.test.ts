@@ -47,7 +47,7 @@ interface Person {
  */
 const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?: true; signsIn?: Person; inBackground?: true }> = [
   { page: 'README.md', starts: 'make build', why: 'the test runs the sources' },
-  { page: 'README.md', starts: 'make run | tee account.log', why: 'runs until stopped', startsService: true },
+  { page: 'README.md', starts: 'mkdir -p .local && make run | tee .local/account.log', why: 'runs until stopped', startsService: true },
   { page: 'README.md', starts: 'BASE=http://localhost:8000', why: 'the test sets BASE to the service it started' },
   { page: 'README.md', starts: 'docker compose up -d mailpit', why: 'Docker Compose' },
   { page: 'README.md', starts: 'make test', why: 'the whole suite' },
@@ -510,8 +510,9 @@ describe('the examples, in order on a fresh database', () => {
     const port = await freePort();
     base = `http://localhost:${port}`;
     server = await startServer({ ...database.env, ...SERVICE_ENV, PORT: String(port), APP_URL: base });
-    // `make run | tee account.log`: the examples read the mails' links from it.
-    server.child.stdout!.on('data', (chunk: Buffer) => appendFileSync(join(dir, 'account.log'), chunk));
+    // `make run | tee .local/account.log`: the examples read the mails' links from it.
+    mkdirSync(join(dir, '.local'), { recursive: true });
+    server.child.stdout!.on('data', (chunk: Buffer) => appendFileSync(join(dir, '.local', 'account.log'), chunk));
     await server.waitFor((line) => /^listening on/.test(String(line.msg)), 100_000);
   }
 
