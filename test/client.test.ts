@@ -152,6 +152,9 @@ builtOnce('the package export', () => {
       const script =
         "const { createAccountClient } = require('account-service/client'); process.stdout.write(typeof createAccountClient({ baseUrl: 'http://x' }).GET);";
       expect(execFileSync(process.execPath, ['-e', script], { cwd: pkg }).toString()).toBe('function');
+      // The package is ES modules: an ES-module consumer imports it with a plain import.
+      const esm = "import { createAccountClient } from 'account-service/client'; process.stdout.write(typeof createAccountClient);";
+      expect(execFileSync(process.execPath, ['--input-type=module', '-e', esm], { cwd: pkg }).toString()).toBe('function');
 
       writeFileSync(
         join(pkg, 'consumer.ts'),
