@@ -1918,6 +1918,9 @@ export interface paths {
          *     until the person has acted on the hosted pages (signed in, allowed, denied or cancelled):
          *     before that, every error, `login_required` of `prompt=none` included, is shown on the
          *     service's error page. `offline_access` (a refresh token) is granted only with `prompt=consent`.
+         *     `organization` (an organisation's id or slug) signs the person in for that organisation: the
+         *     tokens carry `org_id` and `org_role`; a person who is not a member of it (or an organisation
+         *     that does not exist) ends in `access_denied`, a malformed value in `invalid_request`.
          */
         get: operations["oauth2Authorize"];
         put?: never;
@@ -1956,6 +1959,14 @@ export interface paths {
          *     ES256` where the service has an EC key. A refresh token comes with `offline_access`: for a
          *     first-party client whenever it asks, for any other only when it asked with
          *     `prompt=consent` and the person allowed it.
+         *     With the `organizations` scope the ID token and `userinfo` carry `organizations`, the
+         *     person's organisations (`[{id, slug, name, role}]`). A sign-in for an organisation (the
+         *     authorization's `organization`) gives tokens with `org_id` and `org_role` (in the ID token,
+         *     at `userinfo` and at introspection), from the membership as it is when each is issued; the
+         *     application's grant remembers the organisation. A refresh with `organization_id` (an id or
+         *     slug; empty for none) switches it, and a person who is not a member of it is refused with
+         *     `access_denied`, the refresh token unspent. A person who left the organisation gets tokens
+         *     without its claims, and the grant forgets it.
          *     It is never accepted as a bearer token by the API, nor are the provider's access tokens.
          *     A refresh token of a person whose access was revoked (password changed or reset, logged out
          *     everywhere, disabled, deleted) is refused with `invalid_grant`.
@@ -3986,6 +3997,8 @@ export interface components {
             refresh_token?: string;
             scope?: string;
             client_id?: string;
+            /** @description refresh_token only: the id or slug of the organisation the new tokens act for; empty for none. */
+            organization_id?: string;
         };
         OAuthTokenResponse: {
             access_token: string;
@@ -4001,6 +4014,17 @@ export interface components {
             updated_at?: number;
             email?: string;
             email_verified?: boolean;
+            /** @description With the `organizations` scope, the person's organisations and their role in each. */
+            organizations?: {
+                id: number;
+                slug: string;
+                name: string;
+                role: string;
+            }[];
+            /** @description The organisation the sign-in is for. */
+            org_id?: number;
+            /** @description The person's role in it. */
+            org_role?: string;
         };
         OAuthTokenOnlyRequest: {
             token: string;
@@ -4016,6 +4040,10 @@ export interface components {
             iat?: number;
             iss?: string;
             token_type?: string;
+            /** @description The organisation the token acts for. */
+            org_id?: number;
+            /** @description The person's role in it. */
+            org_role?: string;
         };
         OAuthClientMetadata: {
             client_id?: string;
@@ -8854,7 +8882,7 @@ export interface operations {
                 redirect_uri: string;
                 /** @description Always `code`. */
                 response_type: "code";
-                /** @description Space-separated: `openid` and any of `profile`, `email`, `offline_access`. */
+                /** @description Space-separated: `openid` and any of `profile`, `email`, `offline_access`, `organizations`. */
                 scope: string;
                 /** @description PKCE: the base64url SHA-256 of the code verifier. */
                 code_challenge: string;
@@ -8872,6 +8900,8 @@ export interface operations {
                 login_hint?: string;
                 /** @description An ID token the service issued, naming who is expected. */
                 id_token_hint?: string;
+                /** @description The id or slug of an organisation the person is a member of: the tokens act for it. */
+                organization?: string;
             };
             header?: never;
             path?: never;

@@ -55,12 +55,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const core = await openCore(config, options);
   try {
     const breached = breachedPasswords(core);
-    const { factors, mfa, totp } = mfaRoom(core);
-    const { mailbox } = mailboxRoom(core);
     const { organizations, organizationRoles } = organizationsRoom(core);
+    const { factors, mfa, totp } = mfaRoom(core, { organizations });
+    const { mailbox } = mailboxRoom(core);
     const { oidc, ...oidcServices } = oidcRoom(core, {
       pages: providerPages(config.oidc.brandName),
       admit: core.limits && providerAdmission(core.limits.guard),
+      organizations,
     });
     const services: Services = {
       factors,

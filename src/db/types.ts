@@ -115,6 +115,8 @@ export interface MfaChallengeTable extends SingleUse {
   first_amr: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
   /** The upstream provider (its slug) whose sign-in this second step finishes; null after a password. */
   provider: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The organisation the login named, for purpose `mfa`: the session the second step opens acts for it. */
+  organization_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export type MfaChallengeRow = Selectable<MfaChallengeTable>;

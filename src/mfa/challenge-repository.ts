@@ -12,6 +12,8 @@ export interface NewChallenge {
   firstAmr?: readonly string[];
   /** The upstream provider whose sign-in the second step finishes. */
   provider?: string;
+  /** The organisation the login named. */
+  organizationId?: number;
   expiresAt: Date;
 }
 
@@ -43,6 +45,7 @@ export async function insertChallenge(db: Executor, c: NewChallenge, now: Date):
       user_handle: c.userHandle ?? null,
       first_amr: c.firstAmr ? [...c.firstAmr] : null,
       provider: c.provider ?? null,
+      organization_id: c.organizationId ?? null,
       expires_at: c.expiresAt,
     })
     .execute();

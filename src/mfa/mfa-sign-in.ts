@@ -14,7 +14,7 @@ import type { Database, MfaChallengeRow, MfaFactorRow, UserRow } from '../db/typ
 import { findUserById } from '../users/user-repository.js';
 import { Forbidden, InvalidCode, InvalidCredentials, InvalidPasskey, Unauthorized, Validation } from '../errors.js';
 import { recordEvent } from '../audit/audit-events.js';
-import { emailNotVerified, type SecondFactorGate } from '../sessions/auth.js';
+import { emailNotVerified, notAMember, type OrganizationMembership, type SecondFactorGate } from '../sessions/auth.js';
 import type { Clock, FactorService } from './factors.js';
 import { countedCheck, type LoginGuard } from '../sessions/login-guard.js';
 import type { ClientInfo } from '../principal.js';
@@ -63,7 +63,12 @@ export class MfaSignIn implements SecondFactorGate {
     private readonly totp: TotpCodes,
     private readonly webauthn: WebAuthnParty,
     private readonly factors: FactorService,
-    private readonly options: { now: Clock; requireVerifiedEmail: boolean; loginGuard?: LoginGuard },
+    private readonly options: {
+      now: Clock;
+      requireVerifiedEmail: boolean;
+      loginGuard?: LoginGuard;
+      organizations?: OrganizationMembership;
+    },
   ) {}
 
   /**
@@ -76,6 +81,7 @@ export class MfaSignIn implements SecondFactorGate {
     client: ClientInfo,
     firstAmr?: readonly string[],
     provider?: string,
+    organizationId?: number,
   ): Promise<{ mfaToken: string; methods: MfaMethod[] } | undefined> {
     const factors = await listConfirmedFactors(this.db, user.id);
     if (factors.length === 0) return undefined;
@@ -89,7 +95,7 @@ export class MfaSignIn implements SecondFactorGate {
       const expiresAt = new Date(now + MFA_TOKEN_TTL_MS);
       await insertChallenge(
         trx,
-        { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), firstAmr, provider, expiresAt },
+        { id: randomUUID(), purpose: 'mfa', userId: user.id, tokenHash: sha256(mfaToken), firstAmr, provider, organizationId, expiresAt },
         new Date(now),
       );
       const details: AuditDetails = provider ? { methods, provider } : { methods };
@@ -119,6 +125,9 @@ export class MfaSignIn implements SecondFactorGate {
     const step = await this.liveStep(proof.mfa_token);
     const user = await findUserById(this.db, step.user_id!);
     if (!user || user.deleted_at !== null || !user.is_active) throw new Unauthorized();
+    // A login that named an organisation signs in for it, while its user is still a member.
+    const organizationId = step.organization_id;
+    if (organizationId !== null && !(await this.options.organizations?.claims(this.db, user.id, organizationId))) throw notAMember();
 
     let opened: { sessionId: string; tokens: TokenPair } | undefined;
     const { valid, locked } = await countedCheck(this.options.loginGuard, user.email, client.ip, async () => {
@@ -128,14 +137,21 @@ export class MfaSignIn implements SecondFactorGate {
         // Spent with the proof: of two requests with one token, one signs in.
         if (!(await consumeChallenge(trx, { purpose: 'mfa', id: step.id }, new Date(this.options.now())))) throw new Unauthorized();
         const assurance: Assurance = { amr: [...new Set([...(step.first_amr ?? ['pwd']), shown.amr, 'mfa'])], aal: 'aal2' };
-        const session = await openSession(trx, this.tokens, user, client, assurance, step.provider);
+        const organization = organizationId === null ? undefined : await this.options.organizations?.claims(trx, user.id, organizationId);
+        if (organizationId !== null && !organization) throw notAMember();
+        const session = await openSession(trx, this.tokens, user, client, assurance, step.provider, organization);
         const details = { method: proof.method, factor_id: shown.factorId ?? null, ...shown.details };
         await recordEvent(trx, { type: 'mfa.verified', actor: user.id, subject: user.id, details, origin: client });
         await recordEvent(trx, {
           type: 'login.succeeded',
           actor: user.id,
           subject: user.id,
-          details: { session_id: session.sessionId, amr: [...assurance.amr], ...(step.provider ? { provider: step.provider } : {}) },
+          details: {
+            session_id: session.sessionId,
+            amr: [...assurance.amr],
+            ...(step.provider ? { provider: step.provider } : {}),
+            ...(organization && { organization_id: organization.org_id }),
+          },
           origin: client,
         });
         return session;

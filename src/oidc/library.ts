@@ -8,6 +8,8 @@ export interface ProviderModule {
   errors: {
     InvalidScope: new (description: string, scope: string) => Error;
     InvalidClientMetadata: new (description: string) => Error;
+    InvalidRequest: new (description: string) => Error;
+    AccessDenied: new (description: string) => Error;
   };
 }
 
@@ -35,6 +37,10 @@ export interface ProviderContext {
     requestParamClaims: Set<string>;
     provider: Provider;
     account?: { accountId: string };
+    /** The request's parsed form body, every parameter in it (the grant's own or not). */
+    body?: Record<string, string | string[] | undefined>;
+    /** What the request has loaded so far: the grant, the account, the tokens. */
+    entities?: { Grant?: Grant; Account?: { accountId: string } };
   };
 }
 
@@ -42,6 +48,8 @@ export interface Grant {
   readonly jti: string;
   accountId: string;
   clientId: string;
+  /** The organisation the grant's tokens act for (src/oidc/organizations.ts keeps it with the grant). */
+  organizationId?: number;
   addOIDCScope(scope: string): void;
   addOIDCClaims(claims: string[]): void;
   addResourceScope(resource: string, scope: string): void;

@@ -21,6 +21,7 @@ import { SigningKeys } from './keys.js';
 import { formPostToRedirectUri } from './form-post.js';
 import { logoutWithoutSession } from './logout.js';
 import { offlineAccessForFirstParty } from './offline-access.js';
+import { keepOrganizationOnGrants, organizationSupport, ORGANIZATIONS_SCOPE, type OrganizationDirectory } from './organizations.js';
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration.js';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
@@ -52,6 +53,8 @@ export interface OidcProviderOptions {
    * was refused and answered, on the error page `errorPage` renders for a browser's request.
    */
   admit?: (ctx: Koa.Context, errorPage: ErrorPage) => Promise<boolean>;
+  /** Who belongs to which organisation: the `organizations` scope's claim, and the tokens of a sign-in for one. */
+  organizations: OrganizationDirectory;
 }
 
 /** Renders the provider's error page for `out` (`error`, `error_description`). */
@@ -67,7 +70,7 @@ export interface OidcProvider {
   middleware: Koa.Middleware;
 }
 
-const SCOPES = ['openid', 'offline_access', 'profile', 'email'];
+const SCOPES = ['openid', 'offline_access', 'profile', 'email', ORGANIZATIONS_SCOPE];
 /** The values of the ID token's `acr`: the assurance level of the sign-in, as the API's tokens' `aal`. */
 const ACR_VALUES = ['aal1', 'aal2'];
 
@@ -228,30 +231,41 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
 
   // The requests answered with the service's error page.
   const errorPages = new WeakSet<object>();
+  const organizations = organizationSupport({ db, organizations: options.organizations, errors });
 
   const configuration: Record<string, unknown> = {
     adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx, sessionMaxDays: options.sessionDays }),
     clients: [],
-    async findAccount(_ctx: unknown, sub: string) {
+    async findAccount(ctx: ProviderContext, sub: string, token?: { grantId?: string }) {
       const id = userIdOf(sub);
       const user = id === null ? undefined : await findUserById(db, id);
       if (!user || !user.is_active || user.deleted_at !== null) return undefined;
       return {
         accountId: sub,
-        async claims() {
+        async claims(_use: string, scope: string) {
           return {
             sub,
             name: user.name,
             updated_at: Math.floor(user.updated_at.getTime() / 1000),
             email: user.email,
             email_verified: user.email_verified,
+            ...(await organizations.accountClaims(ctx.oidc!.provider, sub, scope, token)),
           };
         },
       };
     },
     // `acr` is the sign-in's assurance level, as the API's tokens' `aal`: aal2 after a second factor, else aal1.
     acrValues: ACR_VALUES,
-    claims: { openid: ['sub', 'auth_time', 'acr', 'amr'], profile: ['name', 'updated_at'], email: ['email', 'email_verified'] },
+    // `org_id` and `org_role` come with every sign-in that named an organisation, as Auth0's do.
+    claims: {
+      openid: ['sub', 'auth_time', 'acr', 'amr', 'org_id', 'org_role'],
+      profile: ['name', 'updated_at'],
+      email: ['email', 'email_verified'],
+      [ORGANIZATIONS_SCOPE]: [ORGANIZATIONS_SCOPE],
+    },
+    extraParams: organizations.extraParams,
+    extraTokenClaims: (ctx: ProviderContext, token: { kind?: string; grantId?: string; accountId?: string }) =>
+      organizations.tokenClaims(ctx, token),
     // The ID token carries the claims of the scopes granted, as Keycloak's and Auth0's do: relying
     // parties that read the person from it alone (most do) get the e-mail address and the name.
     conformIdTokenClaims: false,
@@ -272,7 +286,11 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     // OAuth 2.1: PKCE for every client; the library knows S256 only.
     pkce: { required: () => true },
     allowOmittingSingleRegisteredRedirectUri: false,
-    rotateRefreshToken: true,
+    // Every refresh rotates the token; before it does, `organization_id` switches the organisation.
+    rotateRefreshToken: async (ctx: ProviderContext) => {
+      await organizations.refreshing(ctx);
+      return true;
+    },
     ttl: {
       AccessToken: options.accessTokenMinutes * 60,
       ClientCredentials: options.accessTokenMinutes * 60,
@@ -342,6 +360,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
         if (claims.length > 0) grant.addOIDCClaims(claims);
         await grant.save();
       }
+      if (grant && accountId) await organizations.choose(ctx, grant, accountId);
       return grant;
     },
     interactions: { policy, url: (_ctx: unknown, interaction: { uid: string }) => `${INTERACTION_PREFIX}${interaction.uid}` },
@@ -349,6 +368,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   };
   const provider = new Provider(options.issuer, configuration);
   provider.proxy = options.trustProxy;
+  keepOrganizationOnGrants(provider);
   // ID tokens carry `sid` for every client, not only those that asked for back-channel logout.
   Object.defineProperty(provider.Client.prototype, 'includeSid', { value: () => true });
   refuseOpenIdScopesWithoutUser(provider.ClientCredentials.prototype, errors.InvalidScope);

@@ -11,7 +11,7 @@ import { createOidcProvider, type OidcProviderOptions } from './provider.js';
  */
 export function oidcRoom(
   core: Pick<Core, 'config' | 'db' | 'transact' | 'logger'>,
-  needs: { pages: ProviderPages; admit: OidcProviderOptions['admit'] },
+  needs: { pages: ProviderPages; admit: OidcProviderOptions['admit']; organizations: OidcProviderOptions['organizations'] },
 ) {
   const { config, db, transact, logger } = core;
   const oidc = config.oidc.enabled
@@ -28,6 +28,7 @@ export function oidcRoom(
         logger,
         pages: needs.pages,
         admit: needs.admit,
+        organizations: needs.organizations,
       })
     : undefined;
   const apiKeys = config.tokens.keys.jwks;

@@ -28,6 +28,8 @@ export type OrganizationPermission = (typeof ORGANIZATION_PERMISSIONS)[number];
 export const OWNER = 'owner';
 const SLUG = /^[a-z0-9-]{2,48}$/;
 const ALL_DIGITS = /^\d+$/;
+/** The largest id an organisation may have (a PostgreSQL integer). */
+const MAX_ID = 2_147_483_647;
 
 export interface PageInput {
   page?: number;
@@ -272,6 +274,22 @@ export class Organizations {
   async claims(db: Executor, userId: number, organizationId: number): Promise<OrganizationClaims | undefined> {
     const membership = await repo.findMembership(db, organizationId, userId);
     return membership && { org_id: organizationId, org_role: membership.role, org_permissions: membership.permissions };
+  }
+
+  /** The id of the organisation an id or a slug names; slugs are never digits alone, so the two never meet. */
+  async idOf(idOrSlug: string): Promise<number | undefined> {
+    if (ALL_DIGITS.test(idOrSlug)) {
+      const id = Number(idOrSlug);
+      return id <= MAX_ID ? (await repo.findOrganization(this.db, id))?.id : undefined;
+    }
+    const found = await repo.findOrganizationBySlug(this.db, idOrSlug);
+    return found?.id;
+  }
+
+  /** The user's organisations and their role in each, as the OpenID Connect claim `organizations` says them. */
+  async membershipsOf(userId: number): Promise<Array<{ id: number; slug: string; name: string; role: string }>> {
+    const rows = await repo.listUserMemberships(this.db, userId);
+    return rows.map(({ id, slug, name, role }) => ({ id, slug, name, role }));
   }
 
   private async member(id: number, userId: number): Promise<MemberRow> {

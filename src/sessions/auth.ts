@@ -36,13 +36,15 @@ export type { TokenPair } from './session-start.js';
 export interface SecondFactorGate {
   /**
    * `firstAmr`: how the first step was taken (RFC 8176 values), when not with a password; `provider`:
-   * the upstream provider of that first step, named by the session the second opens.
+   * the upstream provider of that first step, named by the session the second opens; `organizationId`:
+   * the organisation the login named, which the session the second step opens acts for.
    */
   challenge(
     user: UserRow,
     client: ClientInfo,
     firstAmr?: readonly string[],
     provider?: string,
+    organizationId?: number,
   ): Promise<{ mfaToken: string; methods: string[] } | undefined>;
 }
 
@@ -56,7 +58,7 @@ export interface OrganizationMembership {
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-const notAMember = () => new Forbidden('You are not a member of this organization');
+export const notAMember = () => new Forbidden('You are not a member of this organization');
 
 /** REQUIRE_VERIFIED_EMAIL's refusal: the password was right, so it may say why. */
 export const emailNotVerified = () => new Forbidden('Email address must be verified before signing in; follow the link sent to it');
@@ -168,7 +170,7 @@ export class AuthService {
     }
     // A hash of another algorithm or a lower cost than new ones get is replaced while the password is at hand.
     const stronger = await this.passwords.rehash(found.password_hash, password, clientCaller(client));
-    const second = await this.secondFactor?.challenge(found, client);
+    const second = await this.secondFactor?.challenge(found, client, undefined, undefined, organizationId);
     if (second) {
       if (stronger) await this.transact((trx) => replacePasswordHash(trx, found.id, found.password_hash, stronger));
       throw new MfaRequired(second.mfaToken, second.methods);
