@@ -57,7 +57,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const breached = breachedPasswords(core);
     const { factors, mfa, totp } = mfaRoom(core);
     const { mailbox } = mailboxRoom(core);
-    const { organizations, organizationRoles } = organizationsRoom(core);
+    const { organizations, organizationRoles, organizationDomains, organizationSignIn } = organizationsRoom(core);
     const { oidc, ...oidcServices } = oidcRoom(core, {
       pages: providerPages(config.oidc.brandName),
       admit: core.limits && providerAdmission(core.limits.guard),
@@ -69,6 +69,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ...healthRoom(core),
       organizations,
       organizationRoles,
+      organizationDomains,
+      organizationSignIn,
       ...sessionsRoom(core, { mfa, breached, organizations }),
       ...usersRoom(core, { breached, mailbox }),
       ...reauthenticationRoom(core, { totp, organizations }),
