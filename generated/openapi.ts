@@ -1100,7 +1100,10 @@ export interface paths {
          *     `organization.deleted`, with a null `subject_user_id`; `organization.member_added`,
          *     `organization.member_removed` (`details.left`: the member left) and
          *     `organization.role_changed` (`details.previous_role`), whose subject is the member, with
-         *     `details.role`; each with `details.organization_id`, `details.slug` and `details.name`. A null
+         *     `details.role`; each with `details.organization_id`, `details.slug` and `details.name`. Domains:
+         *     `organization.domain_added`, `organization.domain_verified` and `organization.domain_removed`
+         *     with `details.domain`; `organization.sign_in_updated` with `details.fields`; a member who
+         *     joined by `auto_join_role` is an `organization.member_added` with `details.auto_join: true`. A null
          *     `actor_user_id` is the command line's. Roles: `organization_role.created`, `…updated` and
          *     `…deleted`, with `details.key` and `details.permissions`. A login refused because the person
          *     is not a member of the organisation it named is `login.failed` with `details.reason`
@@ -2406,6 +2409,155 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/organizations/{id}/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an organisation's domains
+         * @description The organisation's domains, verified or not, by name, each with the DNS TXT record that
+         *     verifies it. Needs `org:read`, or the admin role.
+         */
+        get: operations["listOrganizationDomains"];
+        put?: never;
+        /**
+         * Add a domain to verify
+         * @description Adds a domain (lower-cased, a trailing dot dropped; an internationalised name in its
+         *     `xn--` form) and answers the DNS TXT record that proves the organisation holds it: publish
+         *     `verification.value` at `verification.name`, then call `…/domains/{domain}/verify`. A
+         *     domain the organisation already has is a 409; one another organisation has may be added,
+         *     but only one organisation can verify it. Needs `org:update`, or the admin role. Recorded
+         *     as `organization.domain_added`.
+         */
+        post: operations["addOrganizationDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{id}/domains/{domain}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The domain, as the organisation's domains list it. */
+                domain: components["parameters"]["OrganizationDomainName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a domain
+         * @description Removes the domain: addresses at it no longer join the organisation nor are sent to its
+         *     identity provider. Needs `org:update`, or the admin role. Recorded as
+         *     `organization.domain_removed`.
+         */
+        delete: operations["deleteOrganizationDomain"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{id}/domains/{domain}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The domain, as the organisation's domains list it. */
+                domain: components["parameters"]["OrganizationDomainName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify a domain
+         * @description Looks up the TXT records at `_account-verification.{domain}` (through `DNS_SERVERS` when set,
+         *     else the system's resolvers) and verifies the domain when one of them is the token the
+         *     service gave. A missing or different record is a 400 `VERIFICATION_FAILED` (publish it and
+         *     try again; DNS may take a while); a domain another organisation has verified is a 409.
+         *     Verifying again a verified domain answers it as it is. Needs `org:update`, or the admin
+         *     role. Recorded as `organization.domain_verified`.
+         */
+        post: operations["verifyOrganizationDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{id}/sign-in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read an organisation's sign-in policy
+         * @description Needs `org:read`, or the admin role.
+         */
+        get: operations["getOrganizationSignIn"];
+        /**
+         * Change an organisation's sign-in policy
+         * @description Changes any of the policy's fields; what is not sent stays. `identity_provider` is the slug
+         *     of an identity provider (`GET /api/identity-providers`), or null; `sso_required` needs one;
+         *     `auto_join_role` is a role key other than `owner`, or null. A person whose verified address
+         *     is at one of the organisation's verified domains is sent to `identity_provider` by
+         *     `GET /api/auth/sso`; with `sso_required` their password, e-mailed code and passkey sign-ins
+         *     answer 403 `SSO_REQUIRED`. With `auto_join_role`, proving an address at a verified domain
+         *     (the verification link, an e-mailed code, a provider that vouches for it) makes the person a
+         *     member with that role. With `mfa_required`, a member without a second factor who asks for
+         *     the organisation (`organization_id` at login or refresh) gets 403 `MFA_ENROLLMENT_REQUIRED`.
+         *     Needs `org:update`, or the admin role. Recorded as `organization.sign_in_updated`.
+         */
+        put: operations["updateOrganizationSignIn"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where an address signs in
+         * @description The organisation whose verified domain the address is at, and its identity provider, when
+         *     it has one: send the person to `GET /api/auth/providers/{provider.slug}/authorize`. `data`
+         *     is null when the address's domain is not verified by any organisation, or its organisation
+         *     has no provider. Never authenticated; nothing about any account is looked up.
+         */
+        get: operations["findSingleSignOn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2903,7 +3055,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization_role.created" | "organization_role.updated" | "organization_role.deleted";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization_role.created" | "organization_role.updated" | "organization_role.deleted";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -3337,13 +3489,13 @@ export interface components {
          * @example user.created
          * @enum {string}
          */
-        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed";
+        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated";
         /**
          * @description An event type, or `*` for every type (those added later included).
          * @example user.created
          * @enum {string}
          */
-        WebhookSubscription: "*" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed";
+        WebhookSubscription: "*" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated";
         /**
          * @description Where events are POSTed: `https://` with a name that resolves to public addresses (plain
          *     `http://` and internal addresses only with `WEBHOOK_ALLOW_PRIVATE_URLS=true`); no user name
@@ -3633,9 +3785,91 @@ export interface components {
             name: string;
             permissions: components["schemas"]["OrganizationPermission"][];
         };
+        /**
+         * @description A DNS name of at least two labels; an internationalised one in its `xn--` form.
+         * @example acme.com
+         */
+        DomainName: string;
+        OrganizationDomain: {
+            /** @example acme.com */
+            domain: string;
+            verified: boolean;
+            /**
+             * Format: date-time
+             * @description When it was verified; null until then.
+             */
+            verified_at: string | null;
+            /** @description The DNS TXT record to publish. */
+            verification: {
+                /** @enum {string} */
+                type: "dns_txt";
+                /** @example _account-verification.acme.com */
+                name: string;
+                /** @example 4bX9cQ2mVt7LkP0sYwR3nE8uJ6hA1dFz */
+                value: string;
+            };
+            created_at: components["schemas"]["Timestamp"];
+        };
+        OrganizationDomainResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrganizationDomain"];
+        };
+        OrganizationDomainListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrganizationDomain"][];
+        };
+        AddOrganizationDomainRequest: {
+            domain: components["schemas"]["DomainName"];
+        };
+        OrganizationSignIn: {
+            /** @description Members need a second factor to act for the organisation. */
+            mfa_required: boolean;
+            /**
+             * @description The slug of the organisation's identity provider.
+             * @example acme-okta
+             */
+            identity_provider: string | null;
+            /** @description People at its verified domains sign in through `identity_provider` only. */
+            sso_required: boolean;
+            /**
+             * @description The role a person who proves an address at a verified domain joins with.
+             * @example member
+             */
+            auto_join_role: string | null;
+        };
+        OrganizationSignInResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrganizationSignIn"];
+        };
+        UpdateOrganizationSignInRequest: {
+            mfa_required?: boolean;
+            /** @example acme-okta */
+            identity_provider?: string | null;
+            sso_required?: boolean;
+            /** @example member */
+            auto_join_role?: string | null;
+        };
+        SingleSignOnResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: {
+                organization: {
+                    /** @example 4 */
+                    id: number;
+                    /** @example acme */
+                    slug: string;
+                    /** @example Acme Corp */
+                    name: string;
+                };
+                provider: components["schemas"]["SignInProvider"];
+            } | null;
+        };
         WebhookOrganizationEvent: {
             /** @enum {string} */
-            type: "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed";
+            type: "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated";
             timestamp: components["schemas"]["Timestamp"];
             data: {
                 /** @description The organisation as it was after the change (before it, for `organization.deleted`). */
@@ -3656,6 +3890,11 @@ export interface components {
                     /** @description `role_changed` only: the role held before. */
                     previous_role?: string;
                 };
+                /**
+                 * @description The domain events only: the domain.
+                 * @example acme.com
+                 */
+                domain?: string;
             };
         };
         WebhookUserEvent: {
@@ -4183,6 +4422,14 @@ export interface components {
          *     asked without `current_password` by a session whose last authentication is older than
          *     `REAUTH_MAX_AGE_MINUTES`; send the password, or renew the session's authentication with
          *     `POST /api/auth/reauthenticate` (or sign in again) and retry.
+         *     `VERIFICATION_FAILED` (400): an organisation's domain whose DNS TXT record is missing or does
+         *     not hold the token the service gave.
+         *     `SSO_REQUIRED` (403): the person's verified address is at a verified domain of an
+         *     organisation that signs its people in through its own identity provider (`sso_required`):
+         *     password, e-mailed code and passkey sign-ins are refused, and `provider` names the provider's
+         *     slug to send them to (`GET /api/auth/providers/{slug}/authorize`).
+         *     `MFA_ENROLLMENT_REQUIRED` (403): the organisation asked for (`organization_id`) requires a
+         *     second factor (`mfa_required`) and the person has none: enrol one, then ask again.
          *     `INTERNAL_ERROR` (500) also answers a request that needs a secret the service keeps sealed
          *     under `SECRET_KEY` (a TOTP factor's, an identity provider's) when the current key no longer opens
          *     it, because `SECRET_KEY` changed since: the message says so, and the log names the secret.
@@ -4191,7 +4438,7 @@ export interface components {
          *     does a 400 `BAD_REQUEST` for a malformed request line; each closes the connection.
          * @enum {string}
          */
-        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "MFA_REQUIRED" | "INVALID_CODE" | "INVALID_PASSKEY" | "INVALID_REDIRECT" | "EMAIL_VERIFICATION_REQUIRED" | "REAUTH_REQUIRED";
+        ErrorCode: "BAD_REQUEST" | "INVALID_TOKEN" | "INVALID_PASSWORD" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "REQUEST_TIMEOUT" | "HEADERS_TOO_LARGE" | "MFA_REQUIRED" | "INVALID_CODE" | "INVALID_PASSKEY" | "INVALID_REDIRECT" | "EMAIL_VERIFICATION_REQUIRED" | "REAUTH_REQUIRED" | "VERIFICATION_FAILED" | "SSO_REQUIRED" | "MFA_ENROLLMENT_REQUIRED";
         FieldError: {
             /**
              * @description `body.<name>`, `query.<name>` or `path.<name>`.
@@ -4219,6 +4466,11 @@ export interface components {
                  * @example Zm9yIGFuIGV4YW1wbGUgb25seSwgbm90IGEgcmVhbCB0b2tlbg
                  */
                 verification_token?: string;
+                /**
+                 * @description Only with `SSO_REQUIRED`: the slug of the identity provider to sign in with.
+                 * @example acme-okta
+                 */
+                provider?: string;
                 /**
                  * @description Present only for VALIDATION_ERROR: at most 20 entries. When a request has more problems,
                  *     the first 20 are listed and `message` says how many there were
@@ -4464,7 +4716,10 @@ export interface components {
          *     disabled, or with `REQUIRE_VERIFIED_EMAIL` its e-mail address is not verified (`FORBIDDEN`).
          *     A provider sign-in whose address the provider does not vouch for answers
          *     `EMAIL_VERIFICATION_REQUIRED` with a `verification_token` (finish with
-         *     `POST /api/auth/providers/verify-email` and the mailed code).
+         *     `POST /api/auth/providers/verify-email` and the mailed code). A person whose address is at a
+         *     verified domain of an organisation with `sso_required` answers `SSO_REQUIRED` with the
+         *     provider's slug; asking for an organisation with `mfa_required` without a second factor
+         *     answers `MFA_ENROLLMENT_REQUIRED`.
          */
         LoginForbidden: {
             headers: {
@@ -4670,6 +4925,8 @@ export interface components {
         OrganizationId: number;
         /** @description The member's user id. */
         MemberUserId: number;
+        /** @description The domain, as the organisation's domains list it. */
+        OrganizationDomainName: components["schemas"]["DomainName"];
         /** @description The role's key. */
         RoleKey: components["schemas"]["OrganizationRoleKey"];
         /** @description The user id. */
@@ -9729,6 +9986,371 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationDomains: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domains. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "domain": "acme.com",
+                     *           "verified": true,
+                     *           "verified_at": "2026-01-02T04:00:00.000Z",
+                     *           "verification": {
+                     *             "type": "dns_txt",
+                     *             "name": "_account-verification.acme.com",
+                     *             "value": "4bX9cQ2mVt7LkP0sYwR3nE8uJ6hA1dFz"
+                     *           },
+                     *           "created_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationDomainListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    addOrganizationDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "domain": "acme.com"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AddOrganizationDomainRequest"];
+            };
+        };
+        responses: {
+            /** @description The domain, not yet verified, with the record to publish. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "domain": "acme.com",
+                     *         "verified": false,
+                     *         "verified_at": null,
+                     *         "verification": {
+                     *           "type": "dns_txt",
+                     *           "name": "_account-verification.acme.com",
+                     *           "value": "4bX9cQ2mVt7LkP0sYwR3nE8uJ6hA1dFz"
+                     *         },
+                     *         "created_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationDomainResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOrganizationDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The domain, as the organisation's domains list it. */
+                domain: components["parameters"]["OrganizationDomainName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    verifyOrganizationDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The domain, as the organisation's domains list it. */
+                domain: components["parameters"]["OrganizationDomainName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain, verified. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "domain": "acme.com",
+                     *         "verified": true,
+                     *         "verified_at": "2026-01-02T04:00:00.000Z",
+                     *         "verification": {
+                     *           "type": "dns_txt",
+                     *           "name": "_account-verification.acme.com",
+                     *           "value": "4bX9cQ2mVt7LkP0sYwR3nE8uJ6hA1dFz"
+                     *         },
+                     *         "created_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationDomainResponse"];
+                };
+            };
+            /** @description The TXT record is missing or does not hold the token (`VERIFICATION_FAILED`). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VERIFICATION_FAILED",
+                     *         "message": "No TXT record at _account-verification.acme.com holds the token: publish it and try again"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganizationSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sign-in policy. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "mfa_required": false,
+                     *         "identity_provider": null,
+                     *         "sso_required": false,
+                     *         "auto_join_role": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationSignInResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganizationSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "identity_provider": "acme-okta",
+                 *       "sso_required": true,
+                 *       "auto_join_role": "member"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateOrganizationSignInRequest"];
+            };
+        };
+        responses: {
+            /** @description The whole sign-in policy as it now is. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "mfa_required": false,
+                     *         "identity_provider": "acme-okta",
+                     *         "sso_required": true,
+                     *         "auto_join_role": "member"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationSignInResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    findSingleSignOn: {
+        parameters: {
+            query: {
+                /** @description The address the person typed. */
+                email: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation and its provider, or null. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "organization": {
+                     *           "id": 4,
+                     *           "slug": "acme",
+                     *           "name": "Acme Corp"
+                     *         },
+                     *         "provider": {
+                     *           "slug": "acme-okta",
+                     *           "name": "Acme Okta"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SingleSignOnResponse"];
                 };
             };
             422: components["responses"]["ValidationError"];

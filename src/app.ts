@@ -55,7 +55,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const core = await openCore(config, options);
   try {
     const breached = breachedPasswords(core);
-    const { organizations, organizationRoles } = organizationsRoom(core);
+    const { organizations, organizationRoles, organizationDomains, organizationSignIn } = organizationsRoom(core);
     const { factors, mfa, totp } = mfaRoom(core, { organizations });
     const { mailbox } = mailboxRoom(core);
     const { oidc, ...oidcServices } = oidcRoom(core, {
@@ -70,6 +70,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ...healthRoom(core),
       organizations,
       organizationRoles,
+      organizationDomains,
+      organizationSignIn,
       ...sessionsRoom(core, { mfa, breached, organizations }),
       ...usersRoom(core, { breached, mailbox }),
       ...reauthenticationRoom(core, { totp, organizations }),

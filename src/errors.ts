@@ -173,3 +173,23 @@ export class Unavailable extends DomainError {
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
+
+/** A domain whose DNS TXT record is missing, or does not hold the token the service gave. */
+export class VerificationFailed extends DomainError {}
+
+/**
+ * A person whose organisation signs them in through its own identity provider, trying another way:
+ * `provider` is that provider's slug.
+ */
+export class SsoRequired extends DomainError {
+  constructor(readonly provider: string) {
+    super(`Your organization signs you in through its identity provider: sign in with ${provider}`);
+  }
+}
+
+/** An organisation that requires a second factor, asked for by a member who has none. */
+export class MfaEnrollmentRequired extends DomainError {
+  constructor() {
+    super('This organization requires a second factor: enrol one (TOTP or a passkey) first');
+  }
+}

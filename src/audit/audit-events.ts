@@ -59,6 +59,10 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'organization.member_added': true,
   'organization.member_removed': true,
   'organization.role_changed': true,
+  'organization.domain_added': true,
+  'organization.domain_verified': true,
+  'organization.domain_removed': true,
+  'organization.sign_in_updated': true,
   'organization_role.created': true,
   'organization_role.updated': true,
   'organization_role.deleted': true,
@@ -172,13 +176,15 @@ export function webhookEventsOf(event: AuditEvent): WebhookEvent[] {
 /** An organisation's event, with the organisation as it was and, for a member's, the member and their role. */
 function organizationEventsOf(event: AuditEvent): WebhookEvent[] {
   const { subject, details = {} } = event;
-  const { organization_id: id, slug, name, role, previous_role: previousRole } = details;
+  const { organization_id: id, slug, name, role, previous_role: previousRole, domain } = details;
   if (typeof id !== 'number' || typeof slug !== 'string' || typeof name !== 'string') return [];
   const member =
     subject !== null && typeof role === 'string'
       ? { userId: subject, role, ...(typeof previousRole === 'string' && { previousRole }) }
       : undefined;
-  return [{ type: event.type as WebhookEventType, organization: { id, slug, name }, member }];
+  return [
+    { type: event.type as WebhookEventType, organization: { id, slug, name }, member, ...(typeof domain === 'string' && { domain }) },
+  ];
 }
 
 function rowOf(event: AuditEvent): NewAuditEventRow {

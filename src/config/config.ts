@@ -307,6 +307,8 @@ export interface ApiKeyConfig {
 export interface OrganizationConfig {
   /** Who may create one (ORG_CREATION): `anyone` with a verified e-mail address, or `admin`s only. */
   readonly creation: 'anyone' | 'admin';
+  /** DNS_SERVERS: the resolvers that verify organisations' domains (`host[:port]`); empty: the system's. */
+  readonly dnsServers: readonly string[];
 }
 
 /** PROVIDER_ALLOW_PRIVATE_URLS: where the service may fetch a provider's or an OAuth client's URLs. */

@@ -83,6 +83,7 @@ export function loadConfig(env: Env, stdoutIsTty = false, keptSecret?: KeptSecre
   const apiKeys = apiKeyPart(read);
   const organizations = Object.freeze<OrganizationConfig>({
     creation: read.oneOf('ORG_CREATION', ['anyone', 'admin'] as const, 'anyone', (s) => s.toLowerCase()),
+    dnsServers: dnsServers(read),
   });
   const webhooks = webhookPart(read);
   const providers = Object.freeze({ allowPrivateUrls: read.boolean('PROVIDER_ALLOW_PRIVATE_URLS', !production) });
@@ -634,4 +635,21 @@ function mfaPart(read: EnvReader, appUrl: string): MfaConfig {
     totp: Object.freeze({ issuer: read.string('MFA_ISSUER') ?? 'Account Service' }),
     webauthn: Object.freeze({ rpId, rpName: read.string('WEBAUTHN_RP_NAME') ?? 'Account Service', origins: Object.freeze(origins) }),
   });
+}
+
+/** DNS_SERVERS: comma-separated `host[:port]` (an IPv6 address in brackets with a port); none: the system's. */
+function dnsServers(read: EnvReader): readonly string[] {
+  const servers = (read.string('DNS_SERVERS') ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  for (const server of servers) {
+    const match = /^(?:\[([^\]]+)\]|([^:]+))(?::(\d{1,5}))?$/.exec(server) ?? /^([0-9a-fA-F:]+)$/.exec(server);
+    const host = match?.[1] ?? match?.[2];
+    const port = match?.[3] === undefined ? 53 : Number(match[3]);
+    if (!host || isIP(host) === 0 || port < 1 || port > 65535) {
+      read.problem(`DNS_SERVERS: "${server}" is not an IP address with an optional port (1.1.1.1, 10.0.0.2:5353, [2606:4700::1111]:53)`);
+    }
+  }
+  return Object.freeze(servers);
 }

@@ -19,6 +19,7 @@ import { emailCodeMail } from '../mail/templates.js';
 import { clientCaller, type PasswordHasher } from '../passwords/passwords.js';
 import type { ClientInfo } from '../principal.js';
 import { openSession, type TokenPair } from '../sessions/session-start.js';
+import { joinByDomain, refuseUnlessSso } from '../organizations/domain-policy.js';
 import { sha256, type Assurance, type TokenService } from '../sessions/tokens.js';
 import { EmailCodeDigest, newCode } from './codes.js';
 import { spendCountedCode } from './counted-code.js';
@@ -134,11 +135,14 @@ export class EmailCodeSignIn {
       throw new Forbidden('Account is disabled');
     }
     user = user ? await this.markVerified(user, client) : await this.createAccount(spent.email, client);
+    await refuseUnlessSso(db, user);
 
     const second = await this.parts.secondFactor?.challenge(user, client, EMAIL_CODE_ASSURANCE.amr);
     if (second) throw new MfaRequired(second.mfaToken, second.methods);
     const signedIn = user;
     const { tokens } = await transact(async (trx) => {
+      // The code proved the address: its organisation's people join it.
+      await joinByDomain(trx, signedIn, client);
       const opened = await openSession(trx, this.parts.tokens, signedIn, client, EMAIL_CODE_ASSURANCE);
       await recordEvent(trx, {
         type: 'login.succeeded',

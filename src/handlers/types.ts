@@ -20,6 +20,8 @@ import type { UserService } from '../users/users.js';
 import type { WebhookService } from '../webhooks/webhooks.js';
 import type { Organizations } from '../organizations/organizations.js';
 import type { OrganizationRoles } from '../organizations/organization-roles.js';
+import type { OrganizationDomains } from '../organizations/domains.js';
+import type { OrganizationSignIn } from '../organizations/sign-in-policy.js';
 
 export type OperationId = keyof operations;
 
@@ -118,6 +120,10 @@ export interface Services {
   organizations: Organizations;
   /** The roles every organisation shares, for admins. */
   organizationRoles: OrganizationRoles;
+  /** Organisations' domains and their verification. */
+  organizationDomains: OrganizationDomains;
+  /** Organisations' sign-in policies, and where an address signs in. */
+  organizationSignIn: OrganizationSignIn;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

@@ -3,6 +3,8 @@ import type { AuditEventRow } from '../audit/audit-repository.js';
 import type { ApiKeyRow, MfaFactorRow, SessionRow } from '../db/types.js';
 import type { WebhookEndpointRow } from '../webhooks/webhook-repository.js';
 import type { MemberRow, OrganizationRoleRow, OrganizationRow } from '../organizations/organization-repository.js';
+import type { OrganizationDomainRow } from '../organizations/domain-repository.js';
+import { verificationName } from '../organizations/domains.js';
 import type { TokenPair } from '../sessions/auth.js';
 import type { ImportResult } from '../user-import/user-import.js';
 import { iso } from '../users/user-view.js';
@@ -155,4 +157,14 @@ export function organizationMemberView(row: MemberRow): components['schemas']['O
 export function organizationRoleView(row: OrganizationRoleRow): components['schemas']['OrganizationRole'] {
   const { key, name, permissions, built_in } = row;
   return { key, name, permissions, built_in, created_at: iso(row.created_at), updated_at: iso(row.updated_at) };
+}
+
+export function organizationDomainView(row: OrganizationDomainRow): components['schemas']['OrganizationDomain'] {
+  return {
+    domain: row.domain,
+    verified: row.verified_at !== null,
+    verified_at: row.verified_at && iso(row.verified_at),
+    verification: { type: 'dns_txt', name: verificationName(row.domain), value: row.verification_token },
+    created_at: iso(row.created_at),
+  };
 }

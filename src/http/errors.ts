@@ -20,6 +20,9 @@ import {
   Unauthorized,
   Unavailable,
   Validation,
+  VerificationFailed,
+  SsoRequired,
+  MfaEnrollmentRequired,
   type FieldProblem,
 } from '../errors.js';
 
@@ -118,6 +121,9 @@ function fromDomain(error: DomainError): ApiError {
   if (error instanceof InvalidPasskey) return new ApiError(400, 'INVALID_PASSKEY', message);
   if (error instanceof InvalidRedirect) return new ApiError(400, 'INVALID_REDIRECT', message);
   if (error instanceof ReauthRequired) return new ApiError(403, 'REAUTH_REQUIRED', message);
+  if (error instanceof VerificationFailed) return new ApiError(400, 'VERIFICATION_FAILED', message);
+  if (error instanceof SsoRequired) return new ApiError(403, 'SSO_REQUIRED', message, undefined, { fields: { provider: error.provider } });
+  if (error instanceof MfaEnrollmentRequired) return new ApiError(403, 'MFA_ENROLLMENT_REQUIRED', message);
   if (error instanceof Forbidden) return new ApiError(403, 'FORBIDDEN', message);
   if (error instanceof NotFound) return new ApiError(404, 'NOT_FOUND', message, undefined, { cause: error.cause });
   if (error instanceof BadRequest) return new ApiError(400, 'BAD_REQUEST', message);

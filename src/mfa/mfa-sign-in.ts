@@ -20,6 +20,7 @@ import { countedCheck, type LoginGuard } from '../sessions/login-guard.js';
 import type { ClientInfo } from '../principal.js';
 import { spendRecoveryCode, takeTotpCode } from './second-factor-codes.js';
 import { openSession, type TokenPair } from '../sessions/session-start.js';
+import { refuseUnlessSso } from '../organizations/domain-policy.js';
 import { sha256, type Assurance, type TokenService } from '../sessions/tokens.js';
 import type { TotpCodes } from './totp.js';
 import type { StoredPasskey, WebAuthnParty } from './webauthn.js';
@@ -217,6 +218,7 @@ export class MfaSignIn implements SecondFactorGate {
       await refuse(user.id, 'email_not_verified');
       throw emailNotVerified();
     }
+    await refuseUnlessSso(this.db, user);
     const assurance: Assurance = { amr: ['hwk', 'mfa'], aal: 'aal2' };
     const { tokens } = await this.transact(async (trx) => {
       const session = await openSession(trx, this.tokens, user, client, assurance);

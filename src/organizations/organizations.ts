@@ -301,9 +301,10 @@ export class Organizations {
   /**
    * The organisation, when the caller may act on it with `permission`: a deployment admin always, a
    * member whose role grants it; a non-member is told it does not exist. `lock` holds the
-   * organisation for the rest of the transaction; `anyMember` lets every member through.
+   * organisation for the rest of the transaction; `anyMember` lets every member through. The
+   * organisation's other services (domains, sign-in policy) ask it too.
    */
-  private async access(
+  async access(
     db: Executor,
     principal: Principal,
     id: number,

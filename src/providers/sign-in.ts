@@ -37,6 +37,7 @@ import { countedCheck, type LoginGuard } from '../sessions/login-guard.js';
 import type { ClientInfo, Principal } from '../principal.js';
 import type { PasswordHasher } from '../passwords/passwords.js';
 import { openSession, type TokenPair } from '../sessions/session-start.js';
+import { joinByDomain, refuseUnlessSso } from '../organizations/domain-policy.js';
 import { sha256, type Assurance, type TokenService } from '../sessions/tokens.js';
 import { providerSealingKey, type IdentityProviderRegistry } from './registry.js';
 import { ProviderUnreachable, type Upstream, type UpstreamProfile } from './upstream.js';
@@ -350,9 +351,12 @@ export class ProviderSignIn {
       await this.recordFailure(user.id, provider, 'email_not_verified', client);
       throw emailNotVerified();
     }
+    await refuseUnlessSso(this.db, user, provider.slug);
     const second = await this.options.secondFactor?.challenge(user, client, FEDERATED.amr, provider.slug);
     if (second) throw new MfaRequired(second.mfaToken, second.methods);
     const { tokens } = await this.transact(async (trx) => {
+      // A provider that vouched for the address proved it: its organisation's people join it.
+      await joinByDomain(trx, user, client);
       const opened = await openSession(trx, this.tokens, user, client, FEDERATED, provider.slug);
       await recordEvent(trx, {
         type: 'login.succeeded',

@@ -26,6 +26,7 @@ import { sessionOf, type ClientInfo, type Principal } from '../principal.js';
 import { checkNewPassword, clientCaller, lowerHelperThreadPriority, type PasswordHasher } from '../passwords/passwords.js';
 import { openSession, type TokenPair } from './session-start.js';
 import { sha256, type OrganizationClaims, type TokenService } from './tokens.js';
+import { refuseUnlessSso, requireSecondFactorFor } from '../organizations/domain-policy.js';
 
 export type { TokenPair } from './session-start.js';
 
@@ -168,6 +169,9 @@ export class AuthService {
       );
       throw notAMember();
     }
+    // The organisation of the person's domain may sign them in through its own provider only.
+    await refuseUnlessSso(this.db, found);
+    if (organizationId !== undefined) await requireSecondFactorFor(this.db, found.id, organizationId);
     // A hash of another algorithm or a lower cost than new ones get is replaced while the password is at hand.
     const stronger = await this.passwords.rehash(found.password_hash, password, clientCaller(client));
     const second = await this.secondFactor?.challenge(found, client, undefined, undefined, organizationId);
@@ -294,6 +298,7 @@ export class AuthService {
     if (id === null) return undefined;
     const claims = await this.organizations?.claims(trx, userId, id);
     if (!claims && requested !== undefined) throw notAMember();
+    if (claims && requested !== undefined) await requireSecondFactorFor(trx, userId, id);
     if (!claims || requested !== undefined) await setSessionOrganization(trx, sessionId, claims ? id : null);
     return claims;
   }

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { joinByDomain } from '../organizations/domain-policy.js';
 import type { AccountConfig } from '../config/index.js';
 import { AfterAnswer } from '../infra/after-answer.js';
 import { consumeAccountToken, recentAccountTokens } from './account-token-repository.js';
@@ -152,12 +153,14 @@ export class AccountService {
             details: { email_changed: true },
             origin: client,
           });
+          await joinByDomain(trx, user, client);
           return user;
         }
         if (current.email !== owner.email) throw new InvalidToken();
         const user = await updateLiveUser(trx, current.id, { email_verified: true });
         if (!user) throw new InvalidToken();
         await recordEvent(trx, { type: 'email.verified', actor: user.id, subject: user.id, origin: client });
+        await joinByDomain(trx, user, client);
         return user;
       });
     } catch (error) {

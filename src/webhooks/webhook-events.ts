@@ -26,6 +26,8 @@ export interface OrganizationWebhookEvent {
   type: WebhookEventType;
   organization: { id: number; slug: string; name: string };
   member?: { userId: number; role: string; previousRole?: string };
+  /** The domain events': the domain. */
+  domain?: string;
 }
 
 const userOf = (event: WebhookEvent): number | undefined => (event.organization ? event.member?.userId : event.userId);
@@ -50,10 +52,11 @@ export async function queueWebhookEvents(trx: UnitOfWork, events: readonly Webho
     if (subscribers.length === 0) continue;
     let data: unknown;
     if (event.organization) {
-      const { organization, member } = event;
+      const { organization, member, domain } = event;
       const user = member && users.get(member.userId);
       data = {
         organization,
+        ...(domain !== undefined && { domain }),
         ...(member &&
           user && {
             member: {
