@@ -19,6 +19,7 @@ import * as providerCodeLinks from './20261204110000_provider_code_links.js';
 import * as mailboxProof from './20261205090000_mailbox_proof.js';
 import * as sessionAuthenticatedAt from './20261205100000_session_authenticated_at.js';
 import * as organizations from './20261206090000_organizations.js';
+import * as organizationInvitations from './20261207090000_organization_invitations.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '20261205090000_mailbox_proof': mailboxProof,
   '20261205100000_session_authenticated_at': sessionAuthenticatedAt,
   '20261206090000_organizations': organizations,
+  '20261207090000_organization_invitations': organizationInvitations,
 };

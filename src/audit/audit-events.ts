@@ -59,6 +59,10 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'organization.member_added': true,
   'organization.member_removed': true,
   'organization.role_changed': true,
+  'organization.invitation_created': true,
+  'organization.invitation_accepted': true,
+  'organization.invitation_declined': true,
+  'organization.invitation_revoked': true,
   'organization_role.created': true,
   'organization_role.updated': true,
   'organization_role.deleted': true,
@@ -175,10 +179,16 @@ function organizationEventsOf(event: AuditEvent): WebhookEvent[] {
   const { organization_id: id, slug, name, role, previous_role: previousRole } = details;
   if (typeof id !== 'number' || typeof slug !== 'string' || typeof name !== 'string') return [];
   const member =
-    subject !== null && typeof role === 'string'
+    // A person who declined an invitation is its subject, but no member.
+    subject !== null && typeof role === 'string' && event.type !== 'organization.invitation_declined'
       ? { userId: subject, role, ...(typeof previousRole === 'string' && { previousRole }) }
       : undefined;
-  return [{ type: event.type as WebhookEventType, organization: { id, slug, name }, member }];
+  const { invitation_id: invitationId, email } = details;
+  const invitation =
+    typeof invitationId === 'string' && typeof email === 'string' && typeof role === 'string'
+      ? { id: invitationId, email, role }
+      : undefined;
+  return [{ type: event.type as WebhookEventType, organization: { id, slug, name }, member, invitation }];
 }
 
 function rowOf(event: AuditEvent): NewAuditEventRow {

@@ -307,6 +307,8 @@ export interface ApiKeyConfig {
 export interface OrganizationConfig {
   /** Who may create one (ORG_CREATION): `anyone` with a verified e-mail address, or `admin`s only. */
   readonly creation: 'anyone' | 'admin';
+  /** How long an invitation stays open (ORG_INVITATION_EXPIRE_MINUTES); a resend renews it. */
+  readonly invitationExpireMinutes: number;
 }
 
 /** PROVIDER_ALLOW_PRIVATE_URLS: where the service may fetch a provider's or an OAuth client's URLs. */

@@ -8,6 +8,7 @@ import * as identityProviders from './identity-providers.js';
 import * as keys from './keys.js';
 import * as oauth from './oauth.js';
 import * as organizations from './organizations.js';
+import * as organizationInvitations from './organization-invitations.js';
 import * as users from './users.js';
 import * as webhooks from './webhooks.js';
 import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types.js';
@@ -26,6 +27,7 @@ export const handlers = {
   ...identityProviders,
   ...oauth,
   ...organizations,
+  ...organizationInvitations,
 } satisfies HandlerMap;
 
 /** The handlers as the HTTP layer runs them, bound to the app's services. */

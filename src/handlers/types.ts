@@ -20,6 +20,7 @@ import type { UserService } from '../users/users.js';
 import type { WebhookService } from '../webhooks/webhooks.js';
 import type { Organizations } from '../organizations/organizations.js';
 import type { OrganizationRoles } from '../organizations/organization-roles.js';
+import type { OrganizationInvitations } from '../organizations/invitations.js';
 
 export type OperationId = keyof operations;
 
@@ -118,6 +119,8 @@ export interface Services {
   organizations: Organizations;
   /** The roles every organisation shares, for admins. */
   organizationRoles: OrganizationRoles;
+  /** Invitations to join an organisation, and their answers. */
+  organizationInvitations: OrganizationInvitations;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

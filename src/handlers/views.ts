@@ -3,6 +3,7 @@ import type { AuditEventRow } from '../audit/audit-repository.js';
 import type { ApiKeyRow, MfaFactorRow, SessionRow } from '../db/types.js';
 import type { WebhookEndpointRow } from '../webhooks/webhook-repository.js';
 import type { MemberRow, OrganizationRoleRow, OrganizationRow } from '../organizations/organization-repository.js';
+import type { InvitationRow } from '../organizations/invitation-repository.js';
 import type { TokenPair } from '../sessions/auth.js';
 import type { ImportResult } from '../user-import/user-import.js';
 import { iso } from '../users/user-view.js';
@@ -155,4 +156,20 @@ export function organizationMemberView(row: MemberRow): components['schemas']['O
 export function organizationRoleView(row: OrganizationRoleRow): components['schemas']['OrganizationRole'] {
   const { key, name, permissions, built_in } = row;
   return { key, name, permissions, built_in, created_at: iso(row.created_at), updated_at: iso(row.updated_at) };
+}
+
+export function organizationInvitationView(row: InvitationRow): components['schemas']['OrganizationInvitation'] {
+  const inviter =
+    row.invited_by !== null && row.inviter_email !== null && row.inviter_name !== null
+      ? { id: row.invited_by, email: row.inviter_email, name: row.inviter_name }
+      : null;
+  return {
+    id: row.id,
+    organization: { id: row.organization_id, slug: row.organization_slug, name: row.organization_name },
+    email: row.email,
+    role: row.role,
+    invited_by: inviter,
+    created_at: iso(row.created_at),
+    expires_at: iso(row.expires_at),
+  };
 }

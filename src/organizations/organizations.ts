@@ -285,7 +285,7 @@ export class Organizations {
    * member whose role grants it; a non-member is told it does not exist. `lock` holds the
    * organisation for the rest of the transaction; `anyMember` lets every member through.
    */
-  private async access(
+  async access(
     db: Executor,
     principal: Principal,
     id: number,

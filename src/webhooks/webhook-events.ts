@@ -26,6 +26,8 @@ export interface OrganizationWebhookEvent {
   type: WebhookEventType;
   organization: { id: number; slug: string; name: string };
   member?: { userId: number; role: string; previousRole?: string };
+  /** An invitation's events: the invitation. */
+  invitation?: { id: string; email: string; role: string };
 }
 
 const userOf = (event: WebhookEvent): number | undefined => (event.organization ? event.member?.userId : event.userId);
@@ -50,7 +52,7 @@ export async function queueWebhookEvents(trx: UnitOfWork, events: readonly Webho
     if (subscribers.length === 0) continue;
     let data: unknown;
     if (event.organization) {
-      const { organization, member } = event;
+      const { organization, member, invitation } = event;
       const user = member && users.get(member.userId);
       data = {
         organization,
@@ -62,6 +64,7 @@ export async function queueWebhookEvents(trx: UnitOfWork, events: readonly Webho
               ...(member.previousRole !== undefined && { previous_role: member.previousRole }),
             },
           }),
+        ...(invitation && { invitation }),
       };
     } else {
       const user = users.get(event.userId);
