@@ -1105,7 +1105,10 @@ export interface paths {
          *     with `details.domain`; `organization.sign_in_updated` with `details.fields`; a member who
          *     joined by `auto_join_role` is an `organization.member_added` with `details.auto_join: true`. A null
          *     `actor_user_id` is the command line's. Roles: `organization_role.created`, `…updated` and
-         *     `…deleted`, with `details.key` and `details.permissions`. A login refused because the person
+         *     `…deleted`, with `details.key` and `details.permissions`. Invitations:
+         *     `organization.invitation_created`, `…revoked` (a null subject), `…accepted` and `…declined`
+         *     (whose subject is the invited person), with `details.invitation_id`, `details.email` and
+         *     `details.role` beside the organisation's. A login refused because the person
          *     is not a member of the organisation it named is `login.failed` with `details.reason`
          *     `not_a_member`.
          *
@@ -1448,6 +1451,169 @@ export interface paths {
          *     409; an unknown key a 404. Recorded as `organization_role.deleted`.
          */
         delete: operations["deleteOrganizationRole"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an organisation's pending invitations
+         * @description The invitations not yet accepted, declined or revoked, newest first, expired ones included
+         *     (their `expires_at` is past; resend one to renew it). Needs `members:invite`, or the admin role.
+         */
+        get: operations["listOrganizationInvitations"];
+        put?: never;
+        /**
+         * Invite a person to an organisation
+         * @description Invites an address with a role (a key of `GET /api/organization-roles`; another is a 422)
+         *     and mails it a link to `{APP_URL}/console/invitations/{id}`. The person accepts while signed
+         *     in with that address verified (`POST /api/auth/invitations/{invitation_id}/accept`); a
+         *     person without an account signs up with it first. Needs `members:invite`, or the admin
+         *     role; only an owner (or an admin) invites an owner (403). One pending invitation per address
+         *     and organisation (409; resend it instead), none for a member (409); an expired one is
+         *     replaced. It expires after `ORG_INVITATION_EXPIRE_MINUTES` (a week). Recorded as
+         *     `organization.invitation_created`.
+         */
+        post: operations["createOrganizationInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{id}/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The invitation's id. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Revokes a pending invitation: its link accepts nothing any more. Needs `members:invite`, or
+         *     the admin role. Recorded as `organization.invitation_revoked`.
+         */
+        delete: operations["revokeOrganizationInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{id}/invitations/{invitation_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The invitation's id. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an invitation again
+         * @description Mails the invitation again, with the same link, and renews its expiry from now. Needs
+         *     `members:invite`, or the admin role; only an owner (or an admin) resends an invitation to be
+         *     an owner (403).
+         */
+        post: operations["resendOrganizationInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's invitations
+         * @description The pending, unexpired invitations to the caller's address, newest first; none while the
+         *     address is not verified (verify it first: an invitation is accepted only by the verified
+         *     holder of the address it was sent to).
+         */
+        get: operations["listMyInvitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/invitations/{invitation_id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The invitation's id. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation
+         * @description Joins the organisation with the invitation's role. Only the signed-in holder of the invited
+         *     address may, once it is verified: nobody joins by a forwarded link. An invitation to another
+         *     address, or one revoked, declined or accepted, is a 404; the invited address not yet
+         *     verified a 403; an expired invitation a 409 (ask for it to be sent again). A person already
+         *     a member keeps their role, and the invitation is used up. Recorded as
+         *     `organization.invitation_accepted` and `organization.member_added`.
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/invitations/{invitation_id}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The invitation's id. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline an invitation
+         * @description Declines an invitation to the caller's verified address; it accepts nothing any more. An
+         *     invitation to another address, or one no longer pending, is a 404; the invited address not
+         *     yet verified a 403. Recorded as `organization.invitation_declined`.
+         */
+        post: operations["declineInvitation"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3055,7 +3221,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization_role.created" | "organization_role.updated" | "organization_role.deleted";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization.invitation_created" | "organization.invitation_accepted" | "organization.invitation_declined" | "organization.invitation_revoked" | "organization_role.created" | "organization_role.updated" | "organization_role.deleted";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -3489,13 +3655,13 @@ export interface components {
          * @example user.created
          * @enum {string}
          */
-        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated";
+        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization.invitation_created" | "organization.invitation_accepted" | "organization.invitation_declined" | "organization.invitation_revoked";
         /**
          * @description An event type, or `*` for every type (those added later included).
          * @example user.created
          * @enum {string}
          */
-        WebhookSubscription: "*" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated";
+        WebhookSubscription: "*" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "user.email_verified" | "user.password_changed" | "user.mfa_enabled" | "user.mfa_disabled" | "session.created" | "session.revoked" | "user.identity_linked" | "user.identity_unlinked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization.invitation_created" | "organization.invitation_accepted" | "organization.invitation_declined" | "organization.invitation_revoked";
         /**
          * @description Where events are POSTed: `https://` with a name that resolves to public addresses (plain
          *     `http://` and internal addresses only with `WEBHOOK_ALLOW_PRIVATE_URLS=true`); no user name
@@ -3867,9 +4033,60 @@ export interface components {
                 provider: components["schemas"]["SignInProvider"];
             } | null;
         };
+        /**
+         * @description A random UUID; knowing it is not enough to accept the invitation.
+         * @example 0b6c1f4e-6a43-4a4b-9d0e-3c5f7a2e9b11
+         */
+        InvitationId: string;
+        OrganizationInvitation: {
+            id: components["schemas"]["InvitationId"];
+            organization: {
+                /** @example 4 */
+                id: number;
+                slug: components["schemas"]["OrganizationSlug"];
+                /** @example Acme Corp */
+                name: string;
+            };
+            /**
+             * @description The invited address, as stored.
+             * @example grace@example.com
+             */
+            email: string;
+            role: components["schemas"]["OrganizationRoleKey"];
+            /** @description Who invited; null once their account is purged. */
+            invited_by: {
+                /** @example 7 */
+                id: number;
+                /** @example ada@example.com */
+                email: string;
+                /** @example Ada Lovelace */
+                name: string;
+            } | null;
+            created_at: components["schemas"]["Timestamp"];
+            expires_at: components["schemas"]["Timestamp"];
+        };
+        OrganizationInvitationResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrganizationInvitation"];
+        };
+        OrganizationInvitationListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrganizationInvitation"][];
+        };
+        CreateOrganizationInvitationRequest: {
+            email: components["schemas"]["Email"];
+            role: components["schemas"]["OrganizationRoleKey"];
+        };
+        MyOrganizationResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["MyOrganization"];
+        };
         WebhookOrganizationEvent: {
             /** @enum {string} */
-            type: "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated";
+            type: "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization.invitation_created" | "organization.invitation_accepted" | "organization.invitation_declined" | "organization.invitation_revoked";
             timestamp: components["schemas"]["Timestamp"];
             data: {
                 /** @description The organisation as it was after the change (before it, for `organization.deleted`). */
@@ -3895,6 +4112,12 @@ export interface components {
                  * @example acme.com
                  */
                 domain?: string;
+                /** @description The invitation's events only. */
+                invitation?: {
+                    id: string;
+                    email: string;
+                    role: string;
+                };
             };
         };
         WebhookUserEvent: {
@@ -4929,6 +5152,8 @@ export interface components {
         OrganizationDomainName: components["schemas"]["DomainName"];
         /** @description The role's key. */
         RoleKey: components["schemas"]["OrganizationRoleKey"];
+        /** @description The invitation's id. */
+        InvitationId: components["schemas"]["InvitationId"];
         /** @description The user id. */
         UserId: number;
         /** @description The webhook endpoint id. */
@@ -7885,6 +8110,356 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending invitations. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "0b6c1f4e-6a43-4a4b-9d0e-3c5f7a2e9b11",
+                     *           "organization": {
+                     *             "id": 4,
+                     *             "slug": "acme",
+                     *             "name": "Acme Corp"
+                     *           },
+                     *           "email": "grace@example.com",
+                     *           "role": "member",
+                     *           "invited_by": {
+                     *             "id": 7,
+                     *             "email": "ada@example.com",
+                     *             "name": "Ada Lovelace"
+                     *           },
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "expires_at": "2026-01-09T03:04:05.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationInvitationListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "grace@example.com",
+                 *       "role": "member"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateOrganizationInvitationRequest"];
+            };
+        };
+        responses: {
+            /** @description The invitation; its mail is queued. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0b6c1f4e-6a43-4a4b-9d0e-3c5f7a2e9b11",
+                     *         "organization": {
+                     *           "id": 4,
+                     *           "slug": "acme",
+                     *           "name": "Acme Corp"
+                     *         },
+                     *         "email": "grace@example.com",
+                     *         "role": "member",
+                     *         "invited_by": {
+                     *           "id": 7,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace"
+                     *         },
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "expires_at": "2026-01-09T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The invitation's id. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resendOrganizationInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organisation id. */
+                id: components["parameters"]["OrganizationId"];
+                /** @description The invitation's id. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation with its new expiry; the mail is queued. */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0b6c1f4e-6a43-4a4b-9d0e-3c5f7a2e9b11",
+                     *         "organization": {
+                     *           "id": 4,
+                     *           "slug": "acme",
+                     *           "name": "Acme Corp"
+                     *         },
+                     *         "email": "grace@example.com",
+                     *         "role": "member",
+                     *         "invited_by": {
+                     *           "id": 7,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace"
+                     *         },
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "expires_at": "2026-01-12T09:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationInvitationResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listMyInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's invitations. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "0b6c1f4e-6a43-4a4b-9d0e-3c5f7a2e9b11",
+                     *           "organization": {
+                     *             "id": 4,
+                     *             "slug": "acme",
+                     *             "name": "Acme Corp"
+                     *           },
+                     *           "email": "grace@example.com",
+                     *           "role": "member",
+                     *           "invited_by": {
+                     *             "id": 7,
+                     *             "email": "ada@example.com",
+                     *             "name": "Ada Lovelace"
+                     *           },
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "expires_at": "2026-01-09T03:04:05.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationInvitationListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The invitation's id. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The membership. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "organization": {
+                     *           "id": 4,
+                     *           "slug": "acme",
+                     *           "name": "Acme Corp",
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         },
+                     *         "role": "member",
+                     *         "permissions": [
+                     *           "org:read",
+                     *           "members:read"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MyOrganizationResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    declineInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The invitation's id. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Declined. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

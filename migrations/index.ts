@@ -21,6 +21,7 @@ import * as sessionAuthenticatedAt from './20261205100000_session_authenticated_
 import * as organizations from './20261206090000_organizations.js';
 import * as mfaChallengeOrganization from './20261207090000_mfa_challenge_organization.js';
 import * as organizationDomains from './20261207100000_organization_domains.js';
+import * as organizationInvitations from './20261207110000_organization_invitations.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '20261206090000_organizations': organizations,
   '20261207090000_mfa_challenge_organization': mfaChallengeOrganization,
   '20261207100000_organization_domains': organizationDomains,
+  '20261207110000_organization_invitations': organizationInvitations,
 };

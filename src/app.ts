@@ -15,7 +15,7 @@ import { mailboxRoom } from './mailbox/wiring.js';
 import { mfaRoom } from './mfa/wiring.js';
 import type { OidcProvider } from './oidc/provider.js';
 import { oidcRoom } from './oidc/wiring.js';
-import { organizationsRoom } from './organizations/wiring.js';
+import { invitationsRoom, organizationsRoom } from './organizations/wiring.js';
 import { providerPages } from './oidc-pages/provider-pages.js';
 import { withProviderReturn } from './oidc-pages/router.js';
 import { breachedPasswords } from './passwords/wiring.js';
@@ -58,6 +58,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const { organizations, organizationRoles, organizationDomains, organizationSignIn } = organizationsRoom(core);
     const { factors, mfa, totp } = mfaRoom(core, { organizations });
     const { mailbox } = mailboxRoom(core);
+    const { organizationInvitations } = invitationsRoom(core, { organizations });
     const { oidc, ...oidcServices } = oidcRoom(core, {
       pages: providerPages(config.oidc.brandName),
       admit: core.limits && providerAdmission(core.limits.guard),
@@ -72,6 +73,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       organizationRoles,
       organizationDomains,
       organizationSignIn,
+      organizationInvitations,
       ...sessionsRoom(core, { mfa, breached, organizations }),
       ...usersRoom(core, { breached, mailbox }),
       ...reauthenticationRoom(core, { totp, organizations }),

@@ -63,6 +63,10 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'organization.domain_verified': true,
   'organization.domain_removed': true,
   'organization.sign_in_updated': true,
+  'organization.invitation_created': true,
+  'organization.invitation_accepted': true,
+  'organization.invitation_declined': true,
+  'organization.invitation_revoked': true,
   'organization_role.created': true,
   'organization_role.updated': true,
   'organization_role.deleted': true,
@@ -179,11 +183,23 @@ function organizationEventsOf(event: AuditEvent): WebhookEvent[] {
   const { organization_id: id, slug, name, role, previous_role: previousRole, domain } = details;
   if (typeof id !== 'number' || typeof slug !== 'string' || typeof name !== 'string') return [];
   const member =
-    subject !== null && typeof role === 'string'
+    // A person who declined an invitation is its subject, but no member.
+    subject !== null && typeof role === 'string' && event.type !== 'organization.invitation_declined'
       ? { userId: subject, role, ...(typeof previousRole === 'string' && { previousRole }) }
       : undefined;
+  const { invitation_id: invitationId, email } = details;
+  const invitation =
+    typeof invitationId === 'string' && typeof email === 'string' && typeof role === 'string'
+      ? { id: invitationId, email, role }
+      : undefined;
   return [
-    { type: event.type as WebhookEventType, organization: { id, slug, name }, member, ...(typeof domain === 'string' && { domain }) },
+    {
+      type: event.type as WebhookEventType,
+      organization: { id, slug, name },
+      member,
+      invitation,
+      ...(typeof domain === 'string' && { domain }),
+    },
   ];
 }
 

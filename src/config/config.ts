@@ -309,6 +309,8 @@ export interface OrganizationConfig {
   readonly creation: 'anyone' | 'admin';
   /** DNS_SERVERS: the resolvers that verify organisations' domains (`host[:port]`); empty: the system's. */
   readonly dnsServers: readonly string[];
+  /** How long an invitation stays open (ORG_INVITATION_EXPIRE_MINUTES); a resend renews it. */
+  readonly invitationExpireMinutes: number;
 }
 
 /** PROVIDER_ALLOW_PRIVATE_URLS: where the service may fetch a provider's or an OAuth client's URLs. */

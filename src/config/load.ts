@@ -84,6 +84,7 @@ export function loadConfig(env: Env, stdoutIsTty = false, keptSecret?: KeptSecre
   const organizations = Object.freeze<OrganizationConfig>({
     creation: read.oneOf('ORG_CREATION', ['anyone', 'admin'] as const, 'anyone', (s) => s.toLowerCase()),
     dnsServers: dnsServers(read),
+    invitationExpireMinutes: read.integer('ORG_INVITATION_EXPIRE_MINUTES', 10080, 1, 525600),
   });
   const webhooks = webhookPart(read);
   const providers = Object.freeze({ allowPrivateUrls: read.boolean('PROVIDER_ALLOW_PRIVATE_URLS', !production) });

@@ -9,6 +9,7 @@ import * as keys from './keys.js';
 import * as oauth from './oauth.js';
 import * as organizations from './organizations.js';
 import * as organizationDomains from './organization-domains.js';
+import * as organizationInvitations from './organization-invitations.js';
 import * as users from './users.js';
 import * as webhooks from './webhooks.js';
 import type { HandlerMap, OperationId, OperationRequest, Operations, Services, WireReply } from './types.js';
@@ -28,6 +29,7 @@ export const handlers = {
   ...oauth,
   ...organizations,
   ...organizationDomains,
+  ...organizationInvitations,
 } satisfies HandlerMap;
 
 /** The handlers as the HTTP layer runs them, bound to the app's services. */

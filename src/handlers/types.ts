@@ -22,6 +22,7 @@ import type { Organizations } from '../organizations/organizations.js';
 import type { OrganizationRoles } from '../organizations/organization-roles.js';
 import type { OrganizationDomains } from '../organizations/domains.js';
 import type { OrganizationSignIn } from '../organizations/sign-in-policy.js';
+import type { OrganizationInvitations } from '../organizations/invitations.js';
 
 export type OperationId = keyof operations;
 
@@ -124,6 +125,8 @@ export interface Services {
   organizationDomains: OrganizationDomains;
   /** Organisations' sign-in policies, and where an address signs in. */
   organizationSignIn: OrganizationSignIn;
+  /** Invitations to join an organisation, and their answers. */
+  organizationInvitations: OrganizationInvitations;
 }
 
 export type Handler<K extends OperationId> = (input: HandlerInput<K>, services: Services) => Promise<Reply<K>>;

@@ -5,6 +5,7 @@ import type { WebhookEndpointRow } from '../webhooks/webhook-repository.js';
 import type { MemberRow, OrganizationRoleRow, OrganizationRow } from '../organizations/organization-repository.js';
 import type { OrganizationDomainRow } from '../organizations/domain-repository.js';
 import { verificationName } from '../organizations/domains.js';
+import type { InvitationRow } from '../organizations/invitation-repository.js';
 import type { TokenPair } from '../sessions/auth.js';
 import type { ImportResult } from '../user-import/user-import.js';
 import { iso } from '../users/user-view.js';
@@ -166,5 +167,21 @@ export function organizationDomainView(row: OrganizationDomainRow): components['
     verified_at: row.verified_at && iso(row.verified_at),
     verification: { type: 'dns_txt', name: verificationName(row.domain), value: row.verification_token },
     created_at: iso(row.created_at),
+  };
+}
+
+export function organizationInvitationView(row: InvitationRow): components['schemas']['OrganizationInvitation'] {
+  const inviter =
+    row.invited_by !== null && row.inviter_email !== null && row.inviter_name !== null
+      ? { id: row.invited_by, email: row.inviter_email, name: row.inviter_name }
+      : null;
+  return {
+    id: row.id,
+    organization: { id: row.organization_id, slug: row.organization_slug, name: row.organization_name },
+    email: row.email,
+    role: row.role,
+    invited_by: inviter,
+    created_at: iso(row.created_at),
+    expires_at: iso(row.expires_at),
   };
 }

@@ -338,3 +338,43 @@ export function newSignInMethodMail(to: string, name: string, method: NewSignInM
     ],
   });
 }
+
+/** What an invitation mail says of the organisation and of who invited. */
+export interface InvitationDetails {
+  organization: string;
+  role: string;
+  inviter: string | null;
+  link: string;
+  expireMinutes: number;
+}
+
+/**
+ * An invitation to join an organisation, to an address that may have no account yet: the link
+ * leads to the console, where the person signs in (or signs up) with this address to accept.
+ */
+export function invitationMail(to: string, invitation: InvitationDetails): Mail {
+  const who: Paragraph = invitation.inviter === null ? ['You were'] : [{ value: invitation.inviter }, ' invited you'];
+  const minutes = invitation.expireMinutes;
+  const lifetime =
+    minutes % 1440 === 0 ? plural(minutes / 1440, 'day') : minutes % 60 === 0 ? plural(minutes / 60, 'hour') : plural(minutes, 'minute');
+  return compose({
+    to,
+    subject: 'You are invited to join an organization',
+    name: to,
+    paragraphs: [
+      [
+        ...who,
+        invitation.inviter === null ? ' invited to join ' : ' to join ',
+        { value: invitation.organization },
+        ' as ',
+        { value: invitation.role },
+        '.',
+      ],
+      [
+        'Open the link below and sign in with this e-mail address to accept; if you have no account yet, sign up with this address and confirm it first. The invitation is accepted only by whoever signs in with this address.',
+      ],
+    ],
+    action: { label: 'See the invitation', link: invitation.link, lifetime },
+    footer: ['If you do not want to join, decline the invitation or ignore this message: nothing changes until you accept it.'],
+  });
+}

@@ -28,6 +28,8 @@ export interface OrganizationWebhookEvent {
   member?: { userId: number; role: string; previousRole?: string };
   /** The domain events': the domain. */
   domain?: string;
+  /** An invitation's events: the invitation. */
+  invitation?: { id: string; email: string; role: string };
 }
 
 const userOf = (event: WebhookEvent): number | undefined => (event.organization ? event.member?.userId : event.userId);
@@ -52,7 +54,7 @@ export async function queueWebhookEvents(trx: UnitOfWork, events: readonly Webho
     if (subscribers.length === 0) continue;
     let data: unknown;
     if (event.organization) {
-      const { organization, member, domain } = event;
+      const { organization, member, domain, invitation } = event;
       const user = member && users.get(member.userId);
       data = {
         organization,
@@ -65,6 +67,7 @@ export async function queueWebhookEvents(trx: UnitOfWork, events: readonly Webho
               ...(member.previousRole !== undefined && { previous_role: member.previousRole }),
             },
           }),
+        ...(invitation && { invitation }),
       };
     } else {
       const user = users.get(event.userId);
