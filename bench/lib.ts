@@ -232,17 +232,29 @@ export function probe(options: LoadOptions): Promise<Figures> {
   });
 }
 
-/** Median and 95th percentile of `runs` sequential calls of `fn`, in ms. */
-export async function timeSequential(fn: () => Promise<unknown>, runs: number): Promise<{ p50: number; p95: number }> {
+/**
+ * Median and 95th percentile of `runs` sequential calls of `fn`, in ms. With `perSecond`, the calls
+ * start at that fixed rate (a call that overruns its slot delays the next one, never two at once).
+ */
+export async function timeSequential(
+  fn: () => Promise<unknown>,
+  runs: number,
+  perSecond?: number,
+): Promise<{ p50: number; p95: number; p99: number }> {
   const times: number[] = [];
+  const begun = performance.now();
   for (let i = 0; i < runs; i++) {
+    if (perSecond) {
+      const wait = begun + (i * 1000) / perSecond - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
     const started = performance.now();
     await fn();
     times.push(performance.now() - started);
   }
   times.sort((a, b) => a - b);
   const at = (q: number) => Number(times[Math.min(times.length - 1, Math.floor(q * times.length))].toFixed(2));
-  return { p50: at(0.5), p95: at(0.95) };
+  return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
 }
 
 /** Prints rows as an aligned text table. */
