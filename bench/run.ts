@@ -514,10 +514,18 @@ async function seedMembers(db: Client, organizationId: number): Promise<void> {
   );
   await db.query('alter table users enable trigger users_count_rows');
   await db.query(`update user_counts c set n = (select count(*) from users u where user_state(u.deleted_at, u.is_active) = c.state)`);
+  // The same for the members' counter: set once, after, as the migration that made it does.
+  await db.query('alter table organization_members disable trigger organization_members_count_rows');
   await db.query(
     `insert into organization_members (organization_id, user_id, role, joined_at)
      select $1, id, 'member', timestamptz '2026-01-01' + row_number() over (order by id) * interval '1 second'
      from users where email like 'member%@example.com'`,
+    [organizationId],
+  );
+  await db.query('alter table organization_members enable trigger organization_members_count_rows');
+  await db.query(
+    `update organization_member_counts set n = (select count(*) from organization_members m join users u on u.id = m.user_id
+       where m.organization_id = $1 and u.deleted_at is null) where organization_id = $1`,
     [organizationId],
   );
   await db.query('commit');

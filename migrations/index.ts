@@ -20,6 +20,7 @@ import * as mailboxProof from './20261205090000_mailbox_proof.js';
 import * as sessionAuthenticatedAt from './20261205100000_session_authenticated_at.js';
 import * as organizations from './20261206090000_organizations.js';
 import * as mfaChallengeOrganization from './20261207090000_mfa_challenge_organization.js';
+import * as organizationMemberCounts from './20261208120000_organization_member_counts.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '20261205100000_session_authenticated_at': sessionAuthenticatedAt,
   '20261206090000_organizations': organizations,
   '20261207090000_mfa_challenge_organization': mfaChallengeOrganization,
+  '20261208120000_organization_member_counts': organizationMemberCounts,
 };
