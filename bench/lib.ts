@@ -175,6 +175,8 @@ export async function loadEach(
 ): Promise<Figures> {
   const rss = sampleRss(pid);
   try {
+    // autocannon's own duration is in whole seconds: too coarse for a turn of a few seconds.
+    const started = performance.now();
     const result = await autocannon({
       url: options.url,
       method: options.method ?? 'POST',
@@ -194,7 +196,7 @@ export async function loadEach(
     });
     const total = result['1xx'] + result['2xx'] + result['3xx'] + result['4xx'] + result['5xx'];
     return {
-      rps: total / result.duration,
+      rps: total / ((performance.now() - started) / 1000),
       p50: result.latency.p50,
       p99: result.latency.p99,
       errors: result.non2xx + result.errors + result.timeouts,
@@ -232,17 +234,29 @@ export function probe(options: LoadOptions): Promise<Figures> {
   });
 }
 
-/** Median and 95th percentile of `runs` sequential calls of `fn`, in ms. */
-export async function timeSequential(fn: () => Promise<unknown>, runs: number): Promise<{ p50: number; p95: number }> {
+/**
+ * Median and 95th percentile of `runs` sequential calls of `fn`, in ms. With `perSecond`, the calls
+ * start at that fixed rate (a call that overruns its slot delays the next one, never two at once).
+ */
+export async function timeSequential(
+  fn: () => Promise<unknown>,
+  runs: number,
+  perSecond?: number,
+): Promise<{ p50: number; p95: number; p99: number }> {
   const times: number[] = [];
+  const begun = performance.now();
   for (let i = 0; i < runs; i++) {
+    if (perSecond) {
+      const wait = begun + (i * 1000) / perSecond - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
     const started = performance.now();
     await fn();
     times.push(performance.now() - started);
   }
   times.sort((a, b) => a - b);
   const at = (q: number) => Number(times[Math.min(times.length - 1, Math.floor(q * times.length))].toFixed(2));
-  return { p50: at(0.5), p95: at(0.95) };
+  return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
 }
 
 /** Prints rows as an aligned text table. */

@@ -42,6 +42,7 @@ import {
   SECRET_KEY,
   startProcess,
   table,
+  timeSequential,
   type Figures,
   type Proc,
 } from './lib.js';
@@ -59,7 +60,9 @@ const USERS = 1000;
 const PASSWORD = 'bench-password-1';
 const COST = 12;
 const ONLY = process.env.BENCH_ONLY;
-if (ONLY !== undefined && ONLY !== 'oidc') throw new Error(`BENCH_ONLY=${ONLY}: the only part that runs alone is oidc`);
+if (ONLY !== undefined && ONLY !== 'oidc' && ONLY !== 'organizations') {
+  throw new Error(`BENCH_ONLY=${ONLY}: the parts that run alone are oidc and organizations`);
+}
 
 interface Row {
   route: string;
@@ -151,14 +154,16 @@ interface Contender {
   url: string;
   headers: Record<string, string>;
   pid?: number;
+  method?: 'GET' | 'POST';
+  body?: string;
 }
 
 /**
  * Loads each contender in turn, ROUNDS times, starting each round one further along, so that a slow
  * spell of a shared machine falls on all of them alike. Returns each contender's figures per round.
  */
-async function takeTurns(contenders: Contender[]): Promise<Figures[][]> {
-  const options = (c: Contender) => ({ connections: CONNECTIONS, seconds: SECONDS, headers: c.headers, url: c.url });
+async function takeTurns(contenders: Contender[], connections = CONNECTIONS): Promise<Figures[][]> {
+  const options = (c: Contender) => ({ connections, seconds: SECONDS, headers: c.headers, url: c.url, method: c.method, body: c.body });
   // A short warm-up of each, so the JIT and the pools are in their steady state.
   for (const c of contenders) await load({ ...options(c), seconds: 2 });
   const figures: Figures[][] = contenders.map(() => []);
@@ -409,7 +414,8 @@ async function main(): Promise<void> {
   await first.stop();
 
   if (ONLY === undefined) await apiRows(rows);
-  rows.push(...(await oidcRows()));
+  if (ONLY === undefined || ONLY === 'organizations') rows.push(...(await organizationRows()));
+  if (ONLY === undefined || ONLY === 'oidc') rows.push(...(await oidcRows()));
   const start = ONLY === undefined ? await embeddedStart() : undefined;
 
   const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '' : n.toFixed(digits));
@@ -434,6 +440,8 @@ async function main(): Promise<void> {
       ]),
     ),
   );
+  for (const [name, plan] of Object.entries(organizationPlans))
+    console.log(`\n-- ${name}, ${MEMBERS.toLocaleString('en')} members\n${plan}`);
   if (start) console.log(`\nembedded start: cold ${start.coldMs} ms, warm ${start.warmMs} ms (spawn to /health/ready 200)`);
 
   const results = {
@@ -450,11 +458,264 @@ async function main(): Promise<void> {
     },
     rows,
     embeddedStart: start,
+    ...(Object.keys(organizationPlans).length ? { organizationPlans } : {}),
   };
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const file = join(ROOT, 'bench/results', `${results.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`figures written to ${file}`);
+}
+
+// The organisations' rows.
+
+/** The members of the large organisation, loaded with SQL. */
+const MEMBERS = 100_000;
+/** The user who signs in, with and without an active organisation, and owns the small one. */
+const ORG_USER = 'bench5@example.com';
+/** The cost of the organisation rows' hashes: low, so that the rows measure the work around the hash. */
+const ORG_COST = 4;
+/** Sessions in each refresh pool: each connection refreshes one at a time. */
+const SESSIONS = 64;
+/** Connections for the organisation rows' logins and refreshes (under the hashing queue's bound, 16 waiting). */
+const ORG_CONNECTIONS = 8;
+/** Members-list requests per second, one at a time. */
+const MEMBERS_RATE = 50;
+const MEMBERS_RUNS = 500;
+
+/** Where the members list's statements spend their time, at MEMBERS members: written with the figures. */
+const organizationPlans: Record<string, string> = {};
+
+/** `organizations create|add-member ...` with the built CLI against the bench database; its output. */
+async function organizationsCli(...args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['dist/src/cli/index.js', 'organizations', ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...serviceEnv(1), LOG_LEVEL: 'warn' },
+  });
+  return stdout.trim();
+}
+
+/** The id in `created organization <id> (<slug>) ...`. */
+function createdId(output: string): number {
+  const match = /^created organization (\d+) /.exec(output);
+  if (!match) throw new Error(`organizations create said: ${output}`);
+  return Number(match[1]);
+}
+
+/** MEMBERS users, made members of `organizationId` with SQL, joined a second apart. */
+async function seedMembers(db: Client, organizationId: number): Promise<void> {
+  const passwordHash = await hash(PASSWORD, ORG_COST);
+  await db.query('begin');
+  // The per-row counter trigger is for the API's changes; a bulk load sets the counters once, after.
+  await db.query('alter table users disable trigger users_count_rows');
+  await db.query(
+    `insert into users (email, name, password_hash, email_verified, created_at, updated_at)
+     select 'member' || g || '@example.com', 'Member ' || g, $1, true, now(), now() from generate_series(1, $2::int) g`,
+    [passwordHash, MEMBERS],
+  );
+  await db.query('alter table users enable trigger users_count_rows');
+  await db.query(`update user_counts c set n = (select count(*) from users u where user_state(u.deleted_at, u.is_active) = c.state)`);
+  // The same for the members' counter: set once, after, as the migration that made it does.
+  await db.query('alter table organization_members disable trigger organization_members_count_rows');
+  await db.query(
+    `insert into organization_members (organization_id, user_id, role, joined_at)
+     select $1, id, 'member', timestamptz '2026-01-01' + row_number() over (order by id) * interval '1 second'
+     from users where email like 'member%@example.com'`,
+    [organizationId],
+  );
+  await db.query('alter table organization_members enable trigger organization_members_count_rows');
+  await db.query(
+    `update organization_member_counts set n = (select count(*) from organization_members m join users u on u.id = m.user_id
+       where m.organization_id = $1 and u.deleted_at is null) where organization_id = $1`,
+    [organizationId],
+  );
+  await db.query('commit');
+  await db.query('analyze users');
+  await db.query('analyze organization_members');
+}
+
+/** The statements behind `GET /api/organizations/{id}/members`, first page, as the service sends them. */
+const MEMBER_PLANS: Record<string, string> = {
+  'members, first page': `select "organization_members"."user_id", "users"."email", "users"."name", "organization_members"."role", "organization_members"."joined_at"
+    from "organization_members" inner join "users" on "users"."id" = "organization_members"."user_id"
+    where "organization_members"."organization_id" = $1 and "users"."deleted_at" is null
+    order by "organization_members"."joined_at", "organization_members"."user_id" limit 20 offset 0`,
+  'members, total': `select "n" as "total" from "organization_member_counts" where "organization_id" = $1`,
+  'members, total as a count(*), as it was before the counter': `select count(*)::int as "total"
+    from "organization_members" inner join "users" on "users"."id" = "organization_members"."user_id"
+    where "organization_members"."organization_id" = $1 and "users"."deleted_at" is null`,
+};
+
+/** A JSON login's tokens, acting for `organizationId` when given. */
+async function loginFor(url: string, email: string, organizationId?: number): Promise<{ access_token: string; refresh_token: string }> {
+  const res = await fetch(`${url}/api/auth/login/json`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: PASSWORD, ...(organizationId === undefined ? {} : { organization_id: organizationId }) }),
+  });
+  if (res.status !== 200) throw new Error(`login as ${email}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { data: { access_token: string; refresh_token: string } }).data;
+}
+
+/**
+ * A turn of `amount` refreshes at /api/auth/refresh: each request takes a session's refresh token from
+ * the pool (with `organization_id`, when given), and its answer puts the session's new one back.
+ */
+const apiRefreshTurn = (proc: Proc, pool: string[], amount: number, organizationId?: number) =>
+  loadEach(
+    {
+      url: `${proc.url}/api/auth/refresh`,
+      headers: { 'content-type': 'application/json' },
+      connections: ORG_CONNECTIONS,
+      seconds: SECONDS,
+      amount,
+      next: () =>
+        JSON.stringify({
+          refresh_token: pool.shift() ?? 'none',
+          ...(organizationId === undefined ? {} : { organization_id: organizationId }),
+        }),
+      answered(status, body) {
+        if (status === 200) pool.push((JSON.parse(body) as { data: { refresh_token: string } }).data.refresh_token);
+      },
+    },
+    proc.child.pid,
+  );
+
+/**
+ * Login and refresh with an active organisation against the same calls without one (one service, the
+ * two taking turns), and the first page of the members of an organisation of MEMBERS members.
+ */
+async function organizationRows(): Promise<Row[]> {
+  const rows: Row[] = [];
+  const db = new Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  await db.query('update users set password_hash = $1 where email = $2', [await hash(PASSWORD, ORG_COST), ORG_USER]);
+  const small = createdId(await organizationsCli('create', '--name', 'Bench', '--slug', 'bench', '--owner-email', ORG_USER));
+  const large = createdId(
+    await organizationsCli('create', '--name', 'Bench Large', '--slug', 'bench-large', '--owner-email', 'bench1@example.com'),
+  );
+  await organizationsCli('add-member', '--slug', 'bench', '--email', 'bench6@example.com', '--role', 'member');
+  const seeding = performance.now();
+  await seedMembers(db, large);
+  const seedSeconds = (performance.now() - seeding) / 1000;
+
+  let service = await startService(1, { BCRYPT_COST: String(ORG_COST) });
+  const loginUrl = `${service.url}/api/auth/login/json`;
+  const loginBody = (organizationId?: number) =>
+    JSON.stringify({ email: ORG_USER, password: PASSWORD, ...(organizationId === undefined ? {} : { organization_id: organizationId }) });
+  const logins = await takeTurns(
+    [
+      { label: 'with an organisation', url: loginUrl, method: 'POST', body: loginBody(small), headers: {}, pid: service.child.pid },
+      { label: 'without', url: loginUrl, method: 'POST', body: loginBody(), headers: {}, pid: service.child.pid },
+    ],
+    ORG_CONNECTIONS,
+  );
+  rows.push(
+    against(
+      `POST /api/auth/login/json with organization_id (8 connections, bcrypt cost ${ORG_COST})`,
+      1,
+      logins[0],
+      logins[1],
+      `against the same login without one (baseline columns); bcrypt cost ${ORG_COST}`,
+    ),
+  );
+
+  // The same at the cost every other login row uses, a fresh process: bcrypt's 200 ms hide the rest.
+  await service.stop();
+  const costly = await startService(1);
+  const costlyUrl = `${costly.url}/api/auth/login/json`;
+  const costlyBody = (organizationId?: number) =>
+    JSON.stringify({
+      email: 'bench6@example.com',
+      password: PASSWORD,
+      ...(organizationId === undefined ? {} : { organization_id: organizationId }),
+    });
+  const costlyLogins = await takeTurns(
+    [
+      { label: 'with an organisation', url: costlyUrl, method: 'POST', body: costlyBody(small), headers: {}, pid: costly.child.pid },
+      { label: 'without', url: costlyUrl, method: 'POST', body: costlyBody(), headers: {}, pid: costly.child.pid },
+    ],
+    ORG_CONNECTIONS,
+  );
+  rows.push(
+    against(
+      'POST /api/auth/login/json with organization_id (8 connections)',
+      1,
+      costlyLogins[0],
+      costlyLogins[1],
+      `against the same login without one (baseline columns); bcrypt cost ${COST}`,
+    ),
+  );
+  await costly.stop();
+  service = await startService(1, { BCRYPT_COST: String(ORG_COST) });
+
+  // Refreshes: a pool of sessions each, signed in with and without the organisation.
+  const withPool: string[] = [];
+  const withoutPool: string[] = [];
+  for (let i = 0; i < SESSIONS; i++) {
+    withPool.push((await loginFor(service.url, ORG_USER, small)).refresh_token);
+    withoutPool.push((await loginFor(service.url, ORG_USER)).refresh_token);
+  }
+  const pools = [withPool, withoutPool];
+  const organizationOf = [small, undefined];
+  // A warm-up turn of each sizes the turns: about SECONDS of requests.
+  const amounts: number[] = [];
+  for (let i = 0; i < pools.length; i++) {
+    amounts.push(Math.max(100, Math.round((await apiRefreshTurn(service, pools[i], 200, organizationOf[i])).rps * SECONDS)));
+  }
+  const refreshed: Figures[][] = [[], []];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < pools.length; i++) {
+      const at = (round + i) % pools.length;
+      refreshed[at].push(await apiRefreshTurn(service, pools[at], amounts[at], organizationOf[at]));
+    }
+  }
+  rows.push(
+    against(
+      `POST /api/auth/refresh with organization_id (8 connections, bcrypt cost ${ORG_COST} service)`,
+      1,
+      refreshed[0],
+      refreshed[1],
+      `against the same refresh without one (baseline columns); ${amounts[0]} and ${amounts[1]} refreshes a turn over ${SESSIONS} sessions each; ${withPool.length} and ${withoutPool.length} sessions left at the end`,
+    ),
+  );
+
+  // The members list of the large organisation, first page, one request at a time at a fixed rate.
+  const adminToken = await login(service.url, 'bench1@example.com', PASSWORD);
+  const membersUrl = `${service.url}/api/organizations/${large}/members?page=1&per_page=20`;
+  const firstPage = async () => {
+    const res = await fetch(membersUrl, { headers: bearer(adminToken) });
+    if (res.status !== 200) throw new Error(`the members list answered ${res.status}: ${await res.text()}`);
+    return (await res.json()) as { data: unknown[]; meta: { total: number } };
+  };
+  const page = await firstPage();
+  if (page.meta.total !== MEMBERS + 1 || page.data.length !== 20) {
+    throw new Error(`the members list gave ${page.data.length} members of ${page.meta.total}, not 20 of ${MEMBERS + 1}`);
+  }
+  await timeSequential(firstPage, 50);
+  const started = performance.now();
+  const times = await timeSequential(firstPage, MEMBERS_RUNS, MEMBERS_RATE);
+  const seconds = (performance.now() - started) / 1000;
+  rows.push({
+    route: `GET /api/organizations/{id}/members (page 1 of 20, ${MEMBERS.toLocaleString('en')} members)`,
+    processes: 1,
+    service: {
+      rps: MEMBERS_RUNS / seconds,
+      p50: times.p50,
+      p99: times.p99,
+      errors: 0,
+      statuses: { '2xx': MEMBERS_RUNS },
+      rssMb: 0,
+      rssPeakMb: 0,
+    },
+    notes: `${MEMBERS_RUNS} requests one at a time at ${MEMBERS_RATE}/s; p95 ${times.p95} ms; target p50 < 10 ms; members loaded with SQL in ${seedSeconds.toFixed(1)} s`,
+  });
+  for (const [name, sql] of Object.entries(MEMBER_PLANS)) {
+    const result = await db.query(`explain (analyze, buffers, costs off) ${sql}`, [large]);
+    organizationPlans[name] = result.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
+  }
+  await service.stop();
+  await db.end();
+  return rows;
 }
 
 // The OpenID Connect provider's rows.

@@ -22,6 +22,7 @@ import * as organizations from './20261206090000_organizations.js';
 import * as mfaChallengeOrganization from './20261207090000_mfa_challenge_organization.js';
 import * as organizationDomains from './20261207100000_organization_domains.js';
 import * as organizationInvitations from './20261207110000_organization_invitations.js';
+import * as organizationMemberCounts from './20261208120000_organization_member_counts.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '20261207090000_mfa_challenge_organization': mfaChallengeOrganization,
   '20261207100000_organization_domains': organizationDomains,
   '20261207110000_organization_invitations': organizationInvitations,
+  '20261208120000_organization_member_counts': organizationMemberCounts,
 };

@@ -30,6 +30,7 @@ type OrganizationTables = {
   organizations: OrganizationTable;
   organization_roles: OrganizationRoleTable;
   organization_members: OrganizationMemberTable;
+  organization_member_counts: { organization_id: number; n: string };
 };
 
 export type OrganizationRow = Selectable<OrganizationTable>;
@@ -199,11 +200,14 @@ export async function listMembersPage(
       .limit(limit)
       .offset(offset)
       .execute(),
-    members()
-      .select(sql<number>`count(*)::int`.as('total'))
-      .executeTakeFirstOrThrow(),
+    // Kept by triggers (migrations/20261208120000_organization_member_counts.ts): no count(*) of a large organisation.
+    orgs(db)
+      .selectFrom('organization_member_counts')
+      .select(sql<string>`n`.as('total'))
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirst(),
   ]);
-  return { rows, total: count.total };
+  return { rows, total: Number(count?.total ?? 0) };
 }
 
 /** One member as the member list shows them. */
