@@ -62,10 +62,14 @@ async function createOrg(
 }
 
 /** Puts the user in the organisation with the role, as an operator would (invitations come later). */
+// Members join in the order they are added: two additions within one millisecond still get
+// distinct times, so that lists in join order are what the tests expect.
+let lastJoin = 0;
 async function addMember(orgId: number, userId: number, role: string) {
+  lastJoin = Math.max(Date.now(), lastJoin + 1);
   await members()
     .insertInto('organization_members')
-    .values({ organization_id: orgId, user_id: userId, role, joined_at: new Date() })
+    .values({ organization_id: orgId, user_id: userId, role, joined_at: new Date(lastJoin) })
     .execute();
 }
 
