@@ -4037,9 +4037,9 @@ export interface components {
          * @description A random UUID; knowing it is not enough to accept the invitation.
          * @example 0b6c1f4e-6a43-4a4b-9d0e-3c5f7a2e9b11
          */
-        InvitationId: string;
+        OrganizationInvitationId: string;
         OrganizationInvitation: {
-            id: components["schemas"]["InvitationId"];
+            id: components["schemas"]["OrganizationInvitationId"];
             organization: {
                 /** @example 4 */
                 id: number;
@@ -5153,7 +5153,7 @@ export interface components {
         /** @description The role's key. */
         RoleKey: components["schemas"]["OrganizationRoleKey"];
         /** @description The invitation's id. */
-        InvitationId: components["schemas"]["InvitationId"];
+        InvitationId: components["schemas"]["OrganizationInvitationId"];
         /** @description The user id. */
         UserId: number;
         /** @description The webhook endpoint id. */
