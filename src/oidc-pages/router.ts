@@ -12,9 +12,12 @@ import {
   MfaRequired,
   NotFound,
   RateLimited,
+  SsoRequired,
   Unauthorized,
   Unavailable,
+  Validation,
 } from '../errors.js';
+import { isEmailAddress, MAX_EMAIL_LENGTH } from '../email-address.js';
 import type { EmailCodeSignIn } from '../email-code/email-code-sign-in.js';
 import type { OperationId } from '../handlers/types.js';
 import { toApiError } from '../http/errors.js';
@@ -27,6 +30,7 @@ import type { IdentityProviderRegistry } from '../providers/registry.js';
 import type { ProviderSignIn } from '../providers/sign-in.js';
 import type { RedirectConfig } from '../redirects/allow-list.js';
 import type { MfaSignIn } from '../mfa/mfa-sign-in.js';
+import type { OrganizationSignIn } from '../organizations/sign-in-policy.js';
 import type { TokenPair } from '../sessions/session-start.js';
 import type { TokenService } from '../sessions/tokens.js';
 import { FormGuard, readForm } from '../account-pages/form-guard.js';
@@ -43,6 +47,8 @@ export interface OidcPagesOptions {
   providers: Pick<IdentityProviderRegistry, 'enabled'>;
   providerSignIn: Pick<ProviderSignIn, 'authorize' | 'exchange' | 'verifyAddress'>;
   emailCode: Pick<EmailCodeSignIn, 'request' | 'verify'>;
+  /** Where an address signs in: the page asks for it first when some verified domain has its own provider. */
+  organizationSignIn: Pick<OrganizationSignIn, 'singleSignOn' | 'routesByAddress'>;
   /** EMAIL_CODE_ENABLED: the page offers a code by e-mail. */
   emailCodes: boolean;
   /** APP_URL: a provider sends the person back to PROVIDER_RETURN at its origin. */
@@ -101,8 +107,16 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
   const base = (view: InteractionView) => `${INTERACTION_PREFIX}/${encodeURIComponent(view.uid)}`;
   const csrfFor = (ctx: Context, view: InteractionView) => (path: string) => forms.issue(ctx, `${base(view)}${path}`);
 
+  /**
+   * The sign-in page: with `email` (or when no organisation signs its people in with its own
+   * provider), every way to sign in; else the address first, the next step by its domain.
+   */
   const signInPage = async (ctx: Context, view: InteractionView, status = 200, notice?: Notice, email?: string) => {
     const providers = (await options.providers.enabled()).map(({ slug, name }) => ({ slug, name }));
+    if (email === undefined && (await options.organizationSignIn.routesByAddress())) {
+      const body = views.identify({ view, base: base(view), csrf: csrfFor(ctx, view), providers, email: view.loginHint });
+      return show(ctx, { status, title: 'Sign in', notice: notice ?? reasonNotice(view), body }, view);
+    }
     show(
       ctx,
       {
@@ -143,6 +157,36 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
       },
       view,
     );
+
+  /** A person whose organisation requires its provider, refused another way in: that provider is all the page offers. */
+  const organizationProviderPage = async (ctx: Context, view: InteractionView, error: SsoRequired) => {
+    const provider = (await options.providers.enabled()).find((p) => p.slug === error.provider) ?? {
+      slug: error.provider,
+      name: error.provider,
+    };
+    show(
+      ctx,
+      {
+        status: 403,
+        title: 'Sign in with your organisation',
+        notice: errorNotice(`${error.message}.`.replace(`with ${provider.slug}.`, `with ${provider.name}.`)),
+        body: views.organizationProvider({
+          view,
+          base: base(view),
+          csrf: csrfFor(ctx, view),
+          provider: { slug: provider.slug, name: provider.name },
+        }),
+      },
+      view,
+    );
+  };
+  /** Where the address signs in: its organisation's provider (the browser sent there), or every other way with it filled in. */
+  const routeAddress = async (ctx: Context, view: InteractionView, email: string) => {
+    const sso = await options.organizationSignIn.singleSignOn(email);
+    if (!sso) return signInPage(ctx, view, 200, undefined, email);
+    ctx.status = 303;
+    ctx.redirect(`${base(view)}/provider/${encodeURIComponent(sso.provider.slug)}`);
+  };
 
   /** The pending interaction, or a page that says it is gone (the core's 404/400). */
   const pending = async (ctx: Context): Promise<InteractionView | undefined> => {
@@ -241,7 +285,31 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
       if (view.client.firstParty) return interactions.finishConsent(ctx, view.scopes);
       return consentPage(ctx, view);
     }
+    // An application that names the person (login_hint) skips the first step, when the hint is an address.
+    if (view.loginHint && isEmailAddress(view.loginHint) && (await options.organizationSignIn.routesByAddress())) {
+      try {
+        return await routeAddress(ctx, view, view.loginHint);
+      } catch (error) {
+        if (!(error instanceof Validation)) throw error;
+      }
+    }
     await signInPage(ctx, view);
+  });
+
+  router.post(at('/identify'), async (ctx) => {
+    const got = await posted(ctx, '/identify', 'findSingleSignOn');
+    if (!got) return;
+    const { view, fields } = got;
+    const email = (fields.email ?? '').trim();
+    const again = (status: number, text: string) => signInPage(ctx, view, status, errorNotice(text));
+    if (!email || email.length > MAX_EMAIL_LENGTH) return again(422, 'Enter your e-mail address.');
+    if (!isEmailAddress(email)) return again(422, 'Enter your e-mail address, as name@example.com.');
+    try {
+      await routeAddress(ctx, view, email);
+    } catch (error) {
+      if (error instanceof Validation) return again(422, 'Enter your e-mail address, as name@example.com.');
+      await refusal(ctx, error, again);
+    }
   });
 
   router.post(at('/login'), async (ctx) => {
@@ -256,6 +324,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
       await signedIn(ctx, view, user.id, tokens);
     } catch (error) {
       if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
+      if (error instanceof SsoRequired) return organizationProviderPage(ctx, view, error);
       if (error instanceof InvalidCredentials) return retry(401, WRONG_PASSWORD);
       if (error instanceof Forbidden) return retry(403, `${error.message}.`);
       await refusal(ctx, error, retry);
@@ -320,6 +389,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
     } catch (error) {
       if (error instanceof Unauthorized || error instanceof InvalidCredentials)
         return retry(401, 'That passkey was not recognised. Try again, or sign in with your password.');
+      if (error instanceof SsoRequired) return organizationProviderPage(ctx, view, error);
       if (error instanceof Forbidden) return retry(403, `${error.message}.`);
       await refusal(ctx, error, retry);
     }
@@ -398,6 +468,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
     } catch (error) {
       if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
       if (error instanceof EmailVerificationRequired) return addressProofNeeded(ctx, view, error);
+      if (error instanceof SsoRequired) return organizationProviderPage(ctx, view, error);
       if (error instanceof InvalidCode) return retry(400, 'The sign-in with the provider could not be completed. Try again.');
       if (error instanceof Forbidden) return retry(403, `${error.message}.`);
       await refusal(ctx, error, retry);
@@ -445,6 +516,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
         ctx.cookies.set(ADDRESS_PROOF_COOKIE, null, { path: base(view) });
         return secondStepNeeded(ctx, view, error);
       }
+      if (error instanceof SsoRequired) return organizationProviderPage(ctx, view, error);
       if (error instanceof InvalidCode)
         return again(400, 'That code is not right, or it has expired. Check the latest e-mail, or sign in with the provider again.');
       if (error instanceof Forbidden) return signInPage(ctx, view, 403, errorNotice(`${error.message}.`));
@@ -500,6 +572,7 @@ export function oidcPagesRouter(options: OidcPagesOptions): Router {
         await signedIn(ctx, view, user.id, tokens);
       } catch (error) {
         if (error instanceof MfaRequired) return secondStepNeeded(ctx, view, error);
+        if (error instanceof SsoRequired) return organizationProviderPage(ctx, view, error);
         if (error instanceof InvalidCode || error instanceof InvalidToken)
           return again(400, 'That code is not right, or it has expired. Check the latest e-mail, or ask for a new code.');
         if (error instanceof Forbidden) return again(403, `${error.message}.`);

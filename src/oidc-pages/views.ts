@@ -68,6 +68,24 @@ ${hidden({ csrf: csrf(path), options_csrf: csrf(optionsPath), credential: '', ..
 `;
 }
 
+/** What the sign-in is for, above its forms. */
+const intro = (view: InteractionView) =>
+  view.client.registered
+    ? `<p>Sign in to continue. ${applicationMarkup(view)} asks for it.</p>\n`
+    : `<p>Sign in to continue to <strong>${escape(view.client.name)}</strong>.</p>\n`;
+
+/** The sign-in providers that are on, as links that start their sign-in. */
+const otherProviders = (base: string, providers: Array<{ slug: string; name: string }>) =>
+  providers.length === 0
+    ? ''
+    : `<nav class="divider" aria-label="Other ways to sign in">
+<p>Or sign in with:</p>
+<ul>
+${providers.map((p) => `<li><a href="${escape(`${base}/provider/${encodeURIComponent(p.slug)}`)}">${escape(p.name)}</a></li>`).join('\n')}
+</ul>
+</nav>
+`;
+
 export function signIn(parts: Parts & { providers: Array<{ slug: string; name: string }>; emailCodes: boolean; email?: string }): string {
   const { view, base, csrf, providers, emailCodes, email } = parts;
   const password = formTo(
@@ -82,25 +100,49 @@ export function signIn(parts: Parts & { providers: Array<{ slug: string; name: s
       field('password', 'Password', 'type="password" autocomplete="current-password" required') +
       '<button type="submit">Sign in</button>\n',
   );
-  const others =
-    providers.length === 0
-      ? ''
-      : `<nav class="divider" aria-label="Other ways to sign in">
-<p>Or sign in with:</p>
-<ul>
-${providers.map((p) => `<li><a href="${escape(`${base}/provider/${encodeURIComponent(p.slug)}`)}">${escape(p.name)}</a></li>`).join('\n')}
-</ul>
-</nav>
-`;
   return (
-    (view.client.registered
-      ? `<p>Sign in to continue. ${applicationMarkup(view)} asks for it.</p>\n`
-      : `<p>Sign in to continue to <strong>${escape(view.client.name)}</strong>.</p>\n`) +
+    intro(view) +
     password +
     `<p><a href="${escape(`${base}/forgot-password`)}">Forgot your password?</a></p>\n` +
     (emailCodes ? `<p><a href="${escape(`${base}/email-code`)}">Sign in with a code sent by e-mail</a></p>\n` : '') +
     passkeyForm(base, csrf, '/passkey', '/passkey/options', 'Sign in with a passkey', { challenge_id: '' }) +
-    others +
+    otherProviders(base, providers) +
+    cancel(parts)
+  );
+}
+
+/**
+ * The first step of signing in when some organisation signs its people in with its own identity
+ * provider: the address alone (the next step depends on its domain), or a passkey, or a provider.
+ */
+export function identify(parts: Parts & { providers: Array<{ slug: string; name: string }>; email?: string }): string {
+  const { view, base, csrf, providers, email } = parts;
+  return (
+    intro(view) +
+    formTo(
+      base,
+      csrf,
+      '/identify',
+      field(
+        'email',
+        'E-mail address',
+        `type="email" autocomplete="username webauthn" required maxlength="254" value="${escape(email ?? '')}"`,
+        'If your organisation signs you in with its own provider, you are sent there next.',
+      ) + '<button type="submit">Continue</button>\n',
+    ) +
+    passkeyForm(base, csrf, '/passkey', '/passkey/options', 'Sign in with a passkey', { challenge_id: '' }) +
+    otherProviders(base, providers) +
+    cancel(parts)
+  );
+}
+
+/** An address whose organisation requires its own identity provider: that provider is the only way offered. */
+export function organizationProvider(parts: Parts & { provider: { slug: string; name: string } }): string {
+  const { base, provider } = parts;
+  return (
+    paragraph(`Your organisation signs you in with ${provider.name}. Other ways to sign in are turned off for your address.`) +
+    `<p><a href="${escape(`${base}/provider/${encodeURIComponent(provider.slug)}`)}">Sign in with ${escape(provider.name)}</a></p>\n` +
+    back(base) +
     cancel(parts)
   );
 }

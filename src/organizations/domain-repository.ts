@@ -185,3 +185,17 @@ export async function findProviderId(db: Executor, slug: string): Promise<number
   const row = await tables(db).selectFrom('identity_providers').select('id').where('slug', '=', slug).executeTakeFirst();
   return row?.id;
 }
+
+/** Whether any verified domain sends its people to an enabled identity provider. */
+export async function anyDomainWithProvider(db: Executor): Promise<boolean> {
+  const row = await tables(db)
+    .selectFrom('organization_domains')
+    .innerJoin('organization_sign_in', 'organization_sign_in.organization_id', 'organization_domains.organization_id')
+    .innerJoin('identity_providers', 'identity_providers.id', 'organization_sign_in.identity_provider_id')
+    .select('organization_domains.domain')
+    .where('organization_domains.verified_at', 'is not', null)
+    .where('identity_providers.enabled', '=', true)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -82,4 +82,12 @@ export class OrganizationSignIn {
     if (!policy || !provider) return null;
     return { organization: { id: policy.organization_id, slug: policy.organization_slug, name: policy.organization_name }, provider };
   }
+
+  /**
+   * Whether signing in has to start with the address: some verified domain sends its people to
+   * their organisation's identity provider (the hosted sign-in then asks for the address first).
+   */
+  routesByAddress(): Promise<boolean> {
+    return repo.anyDomainWithProvider(this.db);
+  }
 }
