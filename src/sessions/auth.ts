@@ -6,7 +6,6 @@ import {
   findAuthenticatedUser,
   findSessionAssurance,
   findSessionCreatedAt,
-  findSessionOrganization,
   revokeOwnSession,
   revokeSession,
   revokeUserSessions,
@@ -157,7 +156,8 @@ export class AuthService {
       throw emailNotVerified();
     }
     // A sign-in for an organisation its user is not a member of opens nothing; the password was right, so it may say why.
-    if (organizationId !== undefined && !(await this.organizations?.claims(this.db, found.id, organizationId))) {
+    const organization = organizationId === undefined ? undefined : await this.organizations?.claims(this.db, found.id, organizationId);
+    if (organizationId !== undefined && !organization) {
       await this.transact((trx) =>
         recordEvent(trx, {
           type: 'login.failed',
@@ -181,8 +181,6 @@ export class AuthService {
     }
     const { tokens } = await this.transact(async (trx) => {
       if (stronger) await replacePasswordHash(trx, found.id, found.password_hash, stronger);
-      const organization = organizationId === undefined ? undefined : await this.organizations?.claims(trx, found.id, organizationId);
-      if (organizationId !== undefined && !organization) throw notAMember();
       const opened = await openSession(trx, this.tokens, found, client, undefined, null, organization);
       await recordEvent(trx, {
         type: 'login.succeeded',
@@ -233,7 +231,7 @@ export class AuthService {
         // A refresh carries the session's last authentication as it was: it proves nobody's presence.
         const signedIn = await findSessionAssurance(trx, sessionId);
         if (!signedIn) return undefined;
-        const organization = await this.organizationOf(trx, user.id, sessionId, organizationId);
+        const organization = await this.organizationOf(trx, user.id, sessionId, signedIn.organization_id, organizationId);
         return { user, refreshToken: answer, assurance: signedIn, authenticatedAt: signedIn.authenticated_at, organization };
       }
       // A well-signed token that is neither current nor within grace: treat it as stolen. That is
@@ -282,24 +280,27 @@ export class AuthService {
 
   /**
    * The organisation a refreshed session acts for. One asked for must be the user's (else 403, and
-   * the refresh is undone); one the session remembers is forgotten once the user is no longer a member.
+   * the refresh is undone); one the session remembers (`remembered`) is forgotten once the user is no
+   * longer a member. Asking for the one it remembers is no switch: nothing is written.
    */
   private async organizationOf(
     trx: Executor,
     userId: number,
     sessionId: string,
+    remembered: number | null,
     requested: number | null | undefined,
   ): Promise<OrganizationClaims | undefined> {
     if (requested === null) {
-      await setSessionOrganization(trx, sessionId, null);
+      if (remembered !== null) await setSessionOrganization(trx, sessionId, null);
       return undefined;
     }
-    const id = requested ?? (await findSessionOrganization(trx, sessionId));
+    const id = requested ?? remembered;
     if (id === null) return undefined;
     const claims = await this.organizations?.claims(trx, userId, id);
     if (!claims && requested !== undefined) throw notAMember();
-    if (claims && requested !== undefined) await requireSecondFactorFor(trx, userId, id);
-    if (!claims || requested !== undefined) await setSessionOrganization(trx, sessionId, claims ? id : null);
+    const switching = requested !== undefined && requested !== remembered;
+    if (claims && switching) await requireSecondFactorFor(trx, userId, id);
+    if (!claims || switching) await setSessionOrganization(trx, sessionId, claims ? id : null);
     return claims;
   }
 

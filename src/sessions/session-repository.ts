@@ -150,12 +150,16 @@ export async function revokeOwnSession(db: Executor, userId: number, sessionId: 
   return revoked !== undefined;
 }
 
-/** How a session was signed in, and when its holder last proved who they are: undefined for an unknown session. */
+/** How a session was signed in, when its holder last proved who they are, and the organisation it acts for: undefined for an unknown session. */
 export function findSessionAssurance(
   db: Executor,
   sessionId: string,
-): Promise<{ amr: string[]; aal: AssuranceLevel; authenticated_at: Date } | undefined> {
-  return db.selectFrom('sessions').select(['amr', 'aal', 'authenticated_at']).where('id', '=', sessionId).executeTakeFirst();
+): Promise<{ amr: string[]; aal: AssuranceLevel; authenticated_at: Date; organization_id: number | null } | undefined> {
+  return db
+    .selectFrom('sessions')
+    .select(['amr', 'aal', 'authenticated_at', 'organization_id'])
+    .where('id', '=', sessionId)
+    .executeTakeFirst();
 }
 
 /** When the holder of a session last proved who they are; undefined for an unknown session. */
