@@ -1,56 +1,16 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { Browser, CDPSession, Page } from 'playwright-core';
 import { startTestApp, type TestContext } from './support/app.js';
-import { addVirtualAuthenticator, describeInBrowser, launchChromium } from './support/browser.js';
+import { describeInBrowser, launchChromium } from './support/browser.js';
 import { claimsOf } from './support/jwt.js';
 import { freePort } from './support/net.js';
+import { openPasskeyPage, servePasskeyPage, type PageAnswer } from './support/passkey-page.js';
 
 // Passkeys end to end: headless Chromium with a virtual authenticator (the DevTools protocol's
 // WebAuthn domain) registers a passkey through the API from a page on http://localhost:<port>,
 // signs in with it alone, uses it after a password, and has a removed passkey refused.
 
 const TIMEOUT = 60_000;
-
-/**
- * The page the ceremonies run from: the same calls a web app of the service makes, with the JSON
- * options the API answers parsed by the browser and the credentials sent back as their toJSON().
- */
-const PAGE = `<!doctype html>
-<html><head><meta charset="utf-8"><title>Passkeys</title></head><body>
-<script>
-async function api(path, body, token) {
-  const headers = { 'Content-Type': 'application/json' };
-  if (token) headers.Authorization = 'Bearer ' + token;
-  const res = await fetch(path, { method: 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: await res.json() };
-}
-async function registrationAnswer(token) {
-  const options = (await api('/api/auth/passkeys/registration/options', undefined, token)).body.data;
-  const credential = await navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options) });
-  return credential.toJSON();
-}
-async function registerPasskey(token, name) {
-  return api('/api/auth/passkeys/registration', { credential: await registrationAnswer(token), name }, token);
-}
-async function passkeyAssertion() {
-  const { challenge_id, options } = (await api('/api/auth/passkeys/login/options', {})).body.data;
-  const credential = await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options) });
-  return { challenge_id, credential: credential.toJSON() };
-}
-async function signInWithPasskey() {
-  return api('/api/auth/passkeys/login', await passkeyAssertion());
-}
-async function secondFactorWithPasskey(mfaToken) {
-  const options = (await api('/api/auth/mfa/webauthn/options', { mfa_token: mfaToken })).body.data;
-  const credential = await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options) });
-  return api('/api/auth/mfa/verify', { mfa_token: mfaToken, method: 'webauthn', credential: credential.toJSON() });
-}
-</script></body></html>`;
-
-interface ApiAnswer {
-  status: number;
-  body: any;
-}
 
 /** Failed logins that lock a client out of an account. */
 const MAX_FAILURES = 3;
@@ -77,34 +37,12 @@ describeInBrowser('passkeys in a browser', () => {
     const limits = { RATE_LIMIT_ENABLED: 'true', AUTH_RATE_LIMIT_PER_MINUTE: '100000', RATE_LIMIT_PER_MINUTE: '100000' };
     t = await startTestApp({ APP_URL: origin, ...limits, LOGIN_MAX_FAILURES: String(MAX_FAILURES) }, { clock: () => clock });
     const api = t.app.koa.callback();
-    const serve = (listenPort: number) =>
-      new Promise<Server>((resolve, reject) => {
-        const listening = createServer((req, res) => {
-          if (req.url === '/passkeys') {
-            res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(PAGE);
-            return;
-          }
-          void api(req, res);
-        });
-        listening.once('error', reject);
-        listening.listen(listenPort, '127.0.0.1', () => resolve(listening));
-      });
-    server = await serve(port);
-    otherServer = await serve(otherPort);
+    server = await servePasskeyPage(api, port);
+    otherServer = await servePasskeyPage(api, otherPort);
     // localhost is this server's IPv4 address, whatever else the resolver would try first.
     browser = await launchChromium(TIMEOUT, ['--host-resolver-rules=MAP localhost 127.0.0.1']);
-    ({ page, cdp, authenticatorId } = await openPage(origin));
+    ({ page, cdp, authenticatorId } = await openPasskeyPage(browser, origin));
   }, TIMEOUT);
-
-  /** The ceremony page at `pageOrigin`, with a virtual authenticator of its own (discoverable keys, user verification). */
-  async function openPage(pageOrigin: string): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
-    const opened = await browser.newPage();
-    opened.setDefaultTimeout(15_000);
-    const session = await opened.context().newCDPSession(opened);
-    const id = await addVirtualAuthenticator(session);
-    await opened.goto(`${pageOrigin}/passkeys`);
-    return { page: opened, cdp: session, authenticatorId: id };
-  }
 
   afterAll(async () => {
     await browser?.close();
@@ -117,7 +55,7 @@ describeInBrowser('passkeys in a browser', () => {
   // Each test starts with an empty authenticator, so that a discoverable sign-in offers its own passkey.
   beforeEach(() => cdp.send('WebAuthn.clearCredentials', { authenticatorId }));
 
-  const inPage = <T = ApiAnswer>(script: string): Promise<T> => page.evaluate<T>(script);
+  const inPage = <T = PageAnswer>(script: string): Promise<T> => page.evaluate<T>(script);
 
   it(
     'registers a passkey, signs in with it alone and after a password, and refuses it once removed',
@@ -248,9 +186,9 @@ describeInBrowser('passkeys in a browser', () => {
       const user = await t.register();
       const token = JSON.stringify(user.access);
       // Another port of localhost: the browser lets it use the relying party localhost, the service does not list it.
-      const other = await openPage(otherOrigin);
+      const other = await openPasskeyPage(browser, otherOrigin);
       try {
-        const foreign = await other.page.evaluate<ApiAnswer>(`registerPasskey(${token}, 'Other')`);
+        const foreign = await other.page.evaluate<PageAnswer>(`registerPasskey(${token}, 'Other')`);
         expect(foreign.status).toBe(400);
         expect(foreign.body.error.code).toBe('INVALID_PASSKEY');
         expect(await t.db.selectFrom('mfa_factors').select('id').where('user_id', '=', user.id).execute()).toEqual([]);
@@ -259,7 +197,7 @@ describeInBrowser('passkeys in a browser', () => {
         expect((await inPage(`registerPasskey(${token}, 'Laptop')`)).status).toBe(201);
         const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
         await other.cdp.send('WebAuthn.addCredential', { authenticatorId: other.authenticatorId, credential: credentials[0] });
-        const elsewhere = await other.page.evaluate<ApiAnswer>('signInWithPasskey()');
+        const elsewhere = await other.page.evaluate<PageAnswer>('signInWithPasskey()');
         expect(elsewhere.status).toBe(401);
         expect(elsewhere.body.error.code).toBe('INVALID_CREDENTIALS');
         expect((await inPage('signInWithPasskey()')).status).toBe(200);
