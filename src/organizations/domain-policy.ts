@@ -34,7 +34,11 @@ export async function refuseUnlessSso(db: Executor, user: UserRow, viaProvider?:
 
 /** Refuses to act for an organisation with `mfa_required` a member who has no second factor. */
 export async function requireSecondFactorFor(db: Executor, userId: number, organizationId: number): Promise<void> {
-  if (!(await requiresSecondFactor(db, organizationId))) return;
+  if (await requiresSecondFactor(db, organizationId)) await requireAnySecondFactor(db, userId);
+}
+
+/** Refuses a person who has no second factor, for an organisation known to require one. */
+export async function requireAnySecondFactor(db: Executor, userId: number): Promise<void> {
   if ((await countConfirmedFactors(db, userId)) === 0) throw new MfaEnrollmentRequired();
 }
 

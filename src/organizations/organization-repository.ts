@@ -42,6 +42,11 @@ export interface Membership {
   permissions: string[];
 }
 
+/** A membership as a sign-in needs it: also whether the organisation asks its members for a second factor. */
+export interface SignInMembership extends Membership {
+  mfa_required: boolean;
+}
+
 /** A member as the member list shows them. */
 export interface MemberRow {
   user_id: number;
@@ -157,6 +162,20 @@ export function findMembership(db: Executor, organizationId: number, userId: num
     .where('organization_members.organization_id', '=', organizationId)
     .where('organization_members.user_id', '=', userId)
     .executeTakeFirst();
+}
+
+/** The user's membership and whether the organisation requires a second factor, in one read; undefined for a non-member. */
+export async function findSignInMembership(db: Executor, organizationId: number, userId: number): Promise<SignInMembership | undefined> {
+  const row = await db
+    .withTables<OrganizationTables & { organization_sign_in: { organization_id: number; mfa_required: boolean } }>()
+    .selectFrom('organization_members')
+    .innerJoin('organization_roles', 'organization_roles.key', 'organization_members.role')
+    .leftJoin('organization_sign_in', 'organization_sign_in.organization_id', 'organization_members.organization_id')
+    .select(['organization_members.role', 'organization_roles.permissions', 'organization_sign_in.mfa_required'])
+    .where('organization_members.organization_id', '=', organizationId)
+    .where('organization_members.user_id', '=', userId)
+    .executeTakeFirst();
+  return row && { role: row.role, permissions: row.permissions, mfa_required: row.mfa_required ?? false };
 }
 
 /** Every organisation the user belongs to, with their role and its permissions, by organisation id. */

@@ -271,6 +271,21 @@ export class Organizations {
    * The claims of an access token acting for the organisation, when the user is a member of it: read
    * from the membership as it is now.
    */
+  /** The claims of a sign-in for the organisation, and whether it requires a second factor; undefined for a non-member. */
+  async signInMembership(
+    db: Executor,
+    userId: number,
+    organizationId: number,
+  ): Promise<{ claims: OrganizationClaims; mfaRequired: boolean } | undefined> {
+    const membership = await repo.findSignInMembership(db, organizationId, userId);
+    return (
+      membership && {
+        claims: { org_id: organizationId, org_role: membership.role, org_permissions: membership.permissions },
+        mfaRequired: membership.mfa_required,
+      }
+    );
+  }
+
   async claims(db: Executor, userId: number, organizationId: number): Promise<OrganizationClaims | undefined> {
     const membership = await repo.findMembership(db, organizationId, userId);
     return membership && { org_id: organizationId, org_role: membership.role, org_permissions: membership.permissions };

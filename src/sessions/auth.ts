@@ -25,7 +25,7 @@ import { sessionOf, type ClientInfo, type Principal } from '../principal.js';
 import { checkNewPassword, clientCaller, lowerHelperThreadPriority, type PasswordHasher } from '../passwords/passwords.js';
 import { openSession, type TokenPair } from './session-start.js';
 import { sha256, type OrganizationClaims, type TokenService } from './tokens.js';
-import { refuseUnlessSso, requireSecondFactorFor } from '../organizations/domain-policy.js';
+import { refuseUnlessSso, requireAnySecondFactor, requireSecondFactorFor } from '../organizations/domain-policy.js';
 
 export type { TokenPair } from './session-start.js';
 
@@ -54,6 +54,11 @@ export interface SecondFactorGate {
  */
 export interface OrganizationMembership {
   claims(db: Executor, userId: number, organizationId: number): Promise<OrganizationClaims | undefined>;
+  signInMembership(
+    db: Executor,
+    userId: number,
+    organizationId: number,
+  ): Promise<{ claims: OrganizationClaims; mfaRequired: boolean } | undefined>;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -156,8 +161,10 @@ export class AuthService {
       throw emailNotVerified();
     }
     // A sign-in for an organisation its user is not a member of opens nothing; the password was right, so it may say why.
-    const organization = organizationId === undefined ? undefined : await this.organizations?.claims(this.db, found.id, organizationId);
-    if (organizationId !== undefined && !organization) {
+    const membership =
+      organizationId === undefined ? undefined : await this.organizations?.signInMembership(this.db, found.id, organizationId);
+    const organization = membership?.claims;
+    if (organizationId !== undefined && !membership) {
       await this.transact((trx) =>
         recordEvent(trx, {
           type: 'login.failed',
@@ -171,7 +178,7 @@ export class AuthService {
     }
     // The organisation of the person's domain may sign them in through its own provider only.
     await refuseUnlessSso(this.db, found);
-    if (organizationId !== undefined) await requireSecondFactorFor(this.db, found.id, organizationId);
+    if (membership?.mfaRequired) await requireAnySecondFactor(this.db, found.id);
     // A hash of another algorithm or a lower cost than new ones get is replaced while the password is at hand.
     const stronger = await this.passwords.rehash(found.password_hash, password, clientCaller(client));
     const second = await this.secondFactor?.challenge(found, client, undefined, undefined, organizationId);
