@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
+import { startTestApp, type TestContext } from './support/app.js';
 import type { OrganizationDomainTable } from '../src/organizations/domain-repository.js';
 import { auditTable } from './support/audit.js';
 import { startDnsServer, type DnsServer } from './support/dns-server.js';
 import { expectError } from './support/expect.js';
 import { linkToken, startSmtpServer, type TestSmtpServer } from './support/smtp.js';
+import { verifiedUser } from './support/organizations.js';
 
 let t: TestContext;
 let dns: DnsServer;
@@ -32,12 +33,6 @@ const domains = () => t.db.withTables<{ organization_domains: OrganizationDomain
 
 const uniqueDomain = () => `acme-${randomBytes(4).toString('hex')}.test`;
 
-async function verifiedUser(email?: string): Promise<RegisteredUser> {
-  const user = await t.register(email ? { email } : {});
-  await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
-  return user;
-}
-
 async function createOrg(token: string): Promise<number> {
   const res = await t.post('/api/organizations', { name: `Acme ${randomBytes(3).toString('hex')}` }, { token });
   expect(res.status).toBe(201);
@@ -46,7 +41,7 @@ async function createOrg(token: string): Promise<number> {
 
 /** An organisation of a new owner with `domain` added, verified when asked. */
 async function orgWithDomain(domain: string, verified: boolean) {
-  const owner = await verifiedUser();
+  const owner = await verifiedUser(t);
   const id = await createOrg(owner.access);
   const added = await t.post(`/api/organizations/${id}/domains`, { domain }, { token: owner.access });
   expect(added.status).toBe(201);
@@ -79,7 +74,7 @@ async function identityProvider(): Promise<string> {
 
 describe('domains', () => {
   it('adds a domain with the TXT record to publish, and verifies it once the record holds the token', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const id = await createOrg(owner.access);
     const domain = uniqueDomain();
     const added = await t.post(`/api/organizations/${id}/domains`, { domain: `${domain.toUpperCase()}.` }, { token: owner.access });
@@ -153,7 +148,7 @@ describe('domains', () => {
 
   it('lets only members with org:update add domains; a non-member is told there is no organisation', async () => {
     const { id } = await orgWithDomain(uniqueDomain(), false);
-    const stranger = await verifiedUser();
+    const stranger = await verifiedUser(t);
     expectError(await t.post(`/api/organizations/${id}/domains`, { domain: uniqueDomain() }, { token: stranger.access }), 404, 'NOT_FOUND');
   });
 });
@@ -182,7 +177,7 @@ describe('sign-in policy', () => {
     const domain = uniqueDomain();
     const { owner, id } = await orgWithDomain(domain, true);
     const provider = await identityProvider();
-    const person = await verifiedUser(`ada@${domain}`);
+    const person = await verifiedUser(t, `ada@${domain}`);
 
     expect((await t.get(`/api/auth/sso?email=ada@${domain}`)).body.data).toBeNull();
     const res = await t.put(

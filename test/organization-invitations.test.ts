@@ -1,13 +1,14 @@
 import { sql } from 'kysely';
 import type { OrganizationInvitationTable } from '../src/organizations/invitation-repository.js';
 import type { OrganizationMemberTable } from '../src/organizations/organization-repository.js';
-import { startTestApp, uniqueEmail, type RegisteredUser, type TestContext } from './support/app.js';
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
 import { auditTable } from './support/audit.js';
 import { assertWebhookMatchesContract } from './support/contract.js';
 import { expectError } from './support/expect.js';
 import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
 import { until } from './support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
+import { addMember, verifiedUser } from './support/organizations.js';
 
 const APP_URL = 'https://app.example.test';
 const INVITED = 'You are invited to join an organization';
@@ -54,23 +55,10 @@ afterAll(async () => {
 const tables = () =>
   t.db.withTables<{ organization_members: OrganizationMemberTable; organization_invitations: OrganizationInvitationTable }>();
 
-async function verifiedUser(email?: string): Promise<RegisteredUser> {
-  const user = await t.register(email === undefined ? {} : { email });
-  await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
-  return user;
-}
-
 async function createOrg(token: string, name = 'Acme Corp'): Promise<{ id: number; slug: string; name: string }> {
   const res = await t.post('/api/organizations', { name }, { token });
   expect(res.status).toBe(201);
   return res.body.data;
-}
-
-async function addMember(orgId: number, userId: number, role: string) {
-  await tables()
-    .insertInto('organization_members')
-    .values({ organization_id: orgId, user_id: userId, role, joined_at: new Date() })
-    .execute();
 }
 
 async function invite(token: string, orgId: number, email: string, role = 'member'): Promise<{ id: string; expires_at: string }> {
@@ -100,7 +88,7 @@ const decline = (id: string, token: string) => t.post(`/api/auth/invitations/${i
 
 describe('inviting a person without an account', () => {
   it('mails a link; they sign up, verify the address, see the invitation and accept it', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access, 'Invited Inc');
     const email = uniqueEmail('grace');
     const res = await t.post(
@@ -195,15 +183,15 @@ describe('inviting a person without an account', () => {
 
 describe('a forwarded link', () => {
   it('lets no one but the verified holder of the invited address join', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access);
-    const invitee = await verifiedUser();
+    const invitee = await verifiedUser(t);
     const { id } = await invite(owner.access, org.id, invitee.email, 'admin');
     const link = `${APP_URL}/console/invitations/${id}`;
     expect((await nthInvitation(invitee.email)).text).toContain(link);
 
     // Another signed-in person, verified, with the link (or its id): the invitation is not theirs.
-    const mallory = await verifiedUser();
+    const mallory = await verifiedUser(t);
     expectError(await accept(id, mallory.access), 404, 'NOT_FOUND');
     expectError(await decline(id, mallory.access), 404, 'NOT_FOUND');
     expect((await t.get('/api/auth/invitations', { token: mallory.access })).body.data).toEqual([]);
@@ -220,7 +208,7 @@ describe('a forwarded link', () => {
   });
 
   it('is refused to the holder of an account at the invited address while that address is unverified', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access);
     const unverified = await t.register();
     const { id } = await invite(owner.access, org.id, unverified.email);
@@ -233,13 +221,13 @@ describe('a forwarded link', () => {
 
 describe('who may invite', () => {
   it('needs members:invite; only an owner invites an owner; the role must exist', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access);
-    const orgAdmin = await verifiedUser();
-    const member = await verifiedUser();
-    const stranger = await verifiedUser();
-    await addMember(org.id, orgAdmin.id, 'admin');
-    await addMember(org.id, member.id, 'member');
+    const orgAdmin = await verifiedUser(t);
+    const member = await verifiedUser(t);
+    const stranger = await verifiedUser(t);
+    await addMember(t, org.id, orgAdmin.id, 'admin');
+    await addMember(t, org.id, member.id, 'member');
     const path = `/api/organizations/${org.id}/invitations`;
 
     expectError(await t.post(path, { email: uniqueEmail(), role: 'member' }, { token: member.access }), 403, 'FORBIDDEN');
@@ -262,7 +250,7 @@ describe('who may invite', () => {
   });
 
   it('keeps one pending invitation per address and organisation, and none for a member', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access);
     const other = await createOrg(owner.access, 'Other Org');
     const email = uniqueEmail('twice');
@@ -280,9 +268,9 @@ describe('who may invite', () => {
 
 describe('expiry and resending', () => {
   it('refuses an expired invitation until it is resent, which mails it again and renews its expiry', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access);
-    const invitee = await verifiedUser();
+    const invitee = await verifiedUser(t);
     const { id } = await invite(owner.access, org.id, invitee.email);
     await nthInvitation(invitee.email);
     await tables()
@@ -306,7 +294,7 @@ describe('expiry and resending', () => {
   });
 
   it('lets a new invitation replace an expired one', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access);
     const email = uniqueEmail('late');
     const first = await invite(owner.access, org.id, email);
@@ -341,9 +329,9 @@ describe('expiry and resending', () => {
 
 describe('revoking and declining', () => {
   it('revokes: the invitation accepts nothing any more', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access);
-    const invitee = await verifiedUser();
+    const invitee = await verifiedUser(t);
     const { id } = await invite(owner.access, org.id, invitee.email);
     const path = `/api/organizations/${org.id}/invitations/${id}`;
     const other = await createOrg(owner.access, 'Elsewhere');
@@ -368,9 +356,9 @@ describe('revoking and declining', () => {
   });
 
   it('declines: the invitee does not join, and the invitation is gone', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access);
-    const invitee = await verifiedUser();
+    const invitee = await verifiedUser(t);
     const { id } = await invite(owner.access, org.id, invitee.email);
     expect((await decline(id, invitee.access)).status).toBe(204);
     expect(await pending(id)).toBeUndefined();

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { OrganizationMemberTable } from '../src/organizations/organization-repository.js';
-import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
+import { startTestApp, type TestContext } from './support/app.js';
+import { verifiedUser } from './support/organizations.js';
 
 let t: TestContext;
 let admin: string;
@@ -15,12 +16,6 @@ afterAll(async () => {
 
 const members = () => t.db.withTables<{ organization_members: OrganizationMemberTable }>();
 
-async function verifiedUser(): Promise<RegisteredUser> {
-  const user = await t.register();
-  await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
-  return user;
-}
-
 /** The members list's `meta.total` and the ids on its first page, beside a count(*) of the live members. */
 async function totals(orgId: number): Promise<{ total: number; listed: number[]; counted: number }> {
   const res = await t.get(`/api/organizations/${orgId}/members?per_page=100`, { token: admin });
@@ -33,11 +28,11 @@ async function totals(orgId: number): Promise<{ total: number; listed: number[];
 
 describe("an organisation's member total", () => {
   it('follows memberships added and removed, and accounts deleted, restored and removed', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const res = await t.post('/api/organizations', { name: 'Counted', slug: 'counted' }, { token: owner.access });
     expect(res.status).toBe(201);
     const org = res.body.data.id as number;
-    const [a, b, c] = await Promise.all([verifiedUser(), verifiedUser(), verifiedUser()]);
+    const [a, b, c] = await Promise.all([verifiedUser(t), verifiedUser(t), verifiedUser(t)]);
     // Joined in this order, a second apart: the page is by when members joined.
     for (const [i, user] of [a, b, c].entries()) {
       await members()
@@ -65,7 +60,7 @@ describe("an organisation's member total", () => {
   });
 
   it('goes with its organisation', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const res = await t.post('/api/organizations', { name: 'Fleeting', slug: 'fleeting' }, { token: owner.access });
     const org = res.body.data.id as number;
     expect((await totals(org)).total).toBe(1);

@@ -16,6 +16,7 @@ import {
   type Jose,
   type OpenIdClient,
 } from './support/relying-party.js';
+import { addMember, verifiedUser } from './support/organizations.js';
 
 // Organisations in the OpenID Connect provider: an application (openid-client) signs a person in on
 // the hosted pages, asking for the `organizations` scope and for one organisation by the `organization`
@@ -32,24 +33,10 @@ let member: RegisteredUser;
 let acme: { id: number; slug: string; name: string };
 let globex: { id: number; slug: string; name: string };
 
-async function verifiedUser(): Promise<RegisteredUser> {
-  const user = await t.register();
-  await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
-  return user;
-}
-
 async function createOrg(token: string, name: string, slug: string) {
   const res = await t.post('/api/organizations', { name, slug }, { token });
   expect(res.status).toBe(201);
   return res.body.data as { id: number; slug: string; name: string };
-}
-
-async function addMember(orgId: number, userId: number, role: string) {
-  await t.db
-    .withTables<{ organization_members: { organization_id: number; user_id: number; role: string; joined_at: Date } }>()
-    .insertInto('organization_members')
-    .values({ organization_id: orgId, user_id: userId, role, joined_at: new Date() })
-    .execute();
 }
 
 /** The person signs in on the hosted page for the application, with the authorization's extra parameters. */
@@ -79,11 +66,11 @@ beforeAll(async () => {
     scopes: ['openid', 'profile', 'email', 'offline_access', 'organizations'],
   });
   config = await relyingParty(oidc, t, app);
-  owner = await verifiedUser();
-  member = await verifiedUser();
+  owner = await verifiedUser(t);
+  member = await verifiedUser(t);
   acme = await createOrg(owner.access, 'Acme Corp', 'acme');
   globex = await createOrg(owner.access, 'Globex', 'globex');
-  await addMember(acme.id, member.id, 'admin');
+  await addMember(t, acme.id, member.id, 'admin');
 });
 afterAll(() => t?.close());
 
@@ -146,7 +133,7 @@ describe('the organization parameter', () => {
 
 describe('a refresh with organization_id', () => {
   it('switches the organisation, to none with an empty value, and keeps it on later refreshes', async () => {
-    await addMember(globex.id, member.id, 'member');
+    await addMember(t, globex.id, member.id, 'member');
     try {
       const first = await (await signIn(member, { organization: 'acme' })).exchange();
       const switched = await oidc.refreshTokenGrant(config, first.refresh_token!, { organization_id: String(globex.id) });
@@ -172,14 +159,14 @@ describe('a refresh with organization_id', () => {
   });
 
   it('after the person left the organisation answers without its claims, and forgets it', async () => {
-    const leaver = await verifiedUser();
-    await addMember(acme.id, leaver.id, 'member');
+    const leaver = await verifiedUser(t);
+    await addMember(t, acme.id, leaver.id, 'member');
     const first = await (await signIn(leaver, { organization: 'acme' })).exchange();
     expect(await oidc.tokenIntrospection(config, first.access_token)).toMatchObject({ org_id: acme.id });
     expect((await t.delete(`/api/organizations/${acme.id}/members/${leaver.id}`, { token: leaver.access })).status).toBe(204);
     const next = await oidc.refreshTokenGrant(config, first.refresh_token!);
     expect((await oidc.tokenIntrospection(config, next.access_token)).org_id).toBeUndefined();
-    await addMember(acme.id, leaver.id, 'member');
+    await addMember(t, acme.id, leaver.id, 'member');
     const again = await oidc.refreshTokenGrant(config, next.refresh_token!);
     expect((await oidc.tokenIntrospection(config, again.access_token)).org_id).toBeUndefined();
   });
@@ -191,7 +178,7 @@ describe('the mfa_token of a login that named an organisation', () => {
 
   /** A user with a TOTP app; the second steps below answer with recovery codes, which no clock step holds back. */
   async function withTotp(): Promise<RegisteredUser & { codes: string[] }> {
-    const user = await verifiedUser();
+    const user = await verifiedUser(t);
     const enrolled = await t.post('/api/auth/mfa/totp', { name: 'Phone' }, { token: user.access });
     expect(enrolled.status).toBe(201);
     const { factor_id: id, secret } = enrolled.body.data;
@@ -208,7 +195,7 @@ describe('the mfa_token of a login that named an organisation', () => {
 
   it('carries it into mfa/verify: the tokens act for it and the session remembers it', async () => {
     const user = await withTotp();
-    await addMember(acme.id, user.id, 'member');
+    await addMember(t, acme.id, user.id, 'member');
     const token = await mfaToken(user, acme.id);
     const res = await t.post('/api/auth/mfa/verify', { mfa_token: token, method: 'recovery_code', code: user.codes[0] });
     expect(res.status).toBe(200);
@@ -219,7 +206,7 @@ describe('the mfa_token of a login that named an organisation', () => {
 
   it('refuses with 403 when the user left the organisation between the two steps, and opens nothing', async () => {
     const user = await withTotp();
-    await addMember(acme.id, user.id, 'member');
+    await addMember(t, acme.id, user.id, 'member');
     const token = await mfaToken(user, acme.id);
     expect((await t.delete(`/api/organizations/${acme.id}/members/${user.id}`, { token: user.access })).status).toBe(204);
     const before = await t.db.selectFrom('sessions').select('id').where('user_id', '=', user.id).execute();

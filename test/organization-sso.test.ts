@@ -1,12 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
+import { startTestApp, type TestContext } from './support/app.js';
 import { startDnsServer, type DnsServer } from './support/dns-server.js';
 import { expectError } from './support/expect.js';
 import { FormBrowser, formTo, formsOf, type Page } from './support/hosted-pages.js';
 import { freePort } from './support/net.js';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer.js';
+import { verifiedUser } from './support/organizations.js';
 
 // Single sign-on for organisations, over HTTP: a verified domain whose organisation signs its people
 // in with its own identity provider (a real OpenID provider the test runs), the hosted sign-in that
@@ -76,15 +77,9 @@ afterAll(async () => {
 
 const uniqueDomain = () => `acme-${randomBytes(4).toString('hex')}.test`;
 
-async function verifiedUser(email?: string): Promise<RegisteredUser> {
-  const user = await t.register(email ? { email } : {});
-  await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
-  return user;
-}
-
 /** An organisation with `domain` verified, signing its people in with Acme Okta under `policy`. */
 async function organization(domain: string, policy: Record<string, unknown>) {
-  const owner = await verifiedUser();
+  const owner = await verifiedUser(t);
   const created = await t.post('/api/organizations', { name: `Acme ${randomBytes(3).toString('hex')}` }, { token: owner.access });
   expect(created.status).toBe(201);
   const id: number = created.body.data.id;
@@ -175,7 +170,7 @@ describe('the hosted sign-in asks for the address first', () => {
 
   it('gives a person at another domain every other way in, with the address filled in', async () => {
     await organization(uniqueDomain(), { sso_required: true });
-    const person = await verifiedUser(`grace-${randomBytes(3).toString('hex')}@example.com`);
+    const person = await verifiedUser(t, `grace-${randomBytes(3).toString('hex')}@example.com`);
     const before = upstream.authorizations.length;
     const { browser, page, exchange } = await authorize();
 
@@ -208,7 +203,7 @@ describe('sso_required', () => {
   /** A person with a password whose verified address is at the domain of an organisation that requires its provider. */
   async function bound() {
     const domain = uniqueDomain();
-    const person = await verifiedUser(`${randomBytes(3).toString('hex')}@${domain}`);
+    const person = await verifiedUser(t, `${randomBytes(3).toString('hex')}@${domain}`);
     const org = await organization(domain, { sso_required: true });
     return { person, ...org };
   }

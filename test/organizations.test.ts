@@ -9,6 +9,7 @@ import { expectError } from './support/expect.js';
 import { claimsOf } from './support/jwt.js';
 import { until } from './support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
+import { addMember, verifiedUser } from './support/organizations.js';
 
 const ALL = ['org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove'];
 
@@ -45,13 +46,6 @@ afterAll(async () => {
 
 const members = () => t.db.withTables<{ organization_members: OrganizationMemberTable }>();
 
-/** A registered user whose address is verified, as creating an organisation asks. */
-async function verifiedUser(): Promise<RegisteredUser> {
-  const user = await t.register();
-  await t.db.updateTable('users').set({ email_verified: true }).where('id', '=', user.id).execute();
-  return user;
-}
-
 async function createOrg(
   token: string,
   body: { name: string; slug?: string } = { name: 'Acme Corp' },
@@ -59,18 +53,6 @@ async function createOrg(
   const res = await t.post('/api/organizations', body, { token });
   expect(res.status).toBe(201);
   return res.body.data;
-}
-
-/** Puts the user in the organisation with the role, as an operator would (invitations come later). */
-// Members join in the order they are added: two additions within one millisecond still get
-// distinct times, so that lists in join order are what the tests expect.
-let lastJoin = 0;
-async function addMember(orgId: number, userId: number, role: string) {
-  lastJoin = Math.max(Date.now(), lastJoin + 1);
-  await members()
-    .insertInto('organization_members')
-    .values({ organization_id: orgId, user_id: userId, role, joined_at: new Date(lastJoin) })
-    .execute();
 }
 
 async function refresh(refreshToken: string, organizationId?: number | null) {
@@ -81,7 +63,7 @@ async function refresh(refreshToken: string, organizationId?: number | null) {
 
 describe('creating', () => {
   it('makes the caller its owner, with a slug from the name when none is given', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const res = await t.post('/api/organizations', { name: '  Ümlaut Industries ' }, { token: owner.access });
     expect(res.status).toBe(201);
     expect(res.body.data).toEqual({
@@ -99,7 +81,7 @@ describe('creating', () => {
   });
 
   it('refuses a taken slug (409), a slug of digits alone (422) and an unverified user (403)', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     await createOrg(owner.access, { name: 'Taken', slug: 'taken-slug' });
     expectError(await t.post('/api/organizations', { name: 'Other', slug: 'taken-slug' }, { token: owner.access }), 409, 'CONFLICT');
     expectError(await t.post('/api/organizations', { name: 'Digits', slug: '1234' }, { token: owner.access }), 422, 'VALIDATION_ERROR');
@@ -130,10 +112,10 @@ describe('permissions', () => {
   let org: { id: number };
 
   beforeAll(async () => {
-    [owner, orgAdmin, member, outsider] = await Promise.all([verifiedUser(), verifiedUser(), verifiedUser(), verifiedUser()]);
+    [owner, orgAdmin, member, outsider] = await Promise.all([verifiedUser(t), verifiedUser(t), verifiedUser(t), verifiedUser(t)]);
     org = await createOrg(owner.access, { name: 'Perms', slug: 'perms' });
-    await addMember(org.id, orgAdmin.id, 'admin');
-    await addMember(org.id, member.id, 'member');
+    await addMember(t, org.id, orgAdmin.id, 'admin');
+    await addMember(t, org.id, member.id, 'member');
   });
 
   it('tells a non-member the organisation and everything under it do not exist', async () => {
@@ -210,14 +192,14 @@ describe('permissions', () => {
 
 describe('members', () => {
   it('keeps the last owner: they can neither leave nor be demoted, until another owner exists', async () => {
-    const [owner, second] = await Promise.all([verifiedUser(), verifiedUser()]);
+    const [owner, second] = await Promise.all([verifiedUser(t), verifiedUser(t)]);
     const org = await createOrg(owner.access, { name: 'Owners', slug: 'owners' });
     const path = `/api/organizations/${org.id}/members`;
     expectError(await t.delete(`${path}/${owner.id}`, { token: owner.access }), 409, 'CONFLICT');
     expectError(await t.put(`${path}/${owner.id}`, { role: 'admin' }, { token: owner.access }), 409, 'CONFLICT');
     expectError(await t.put(`${path}/${owner.id}`, { role: 'admin' }, { token: admin }), 409, 'CONFLICT');
 
-    await addMember(org.id, second.id, 'member');
+    await addMember(t, org.id, second.id, 'member');
     const promoted = await t.put(`${path}/${second.id}`, { role: 'owner' }, { token: owner.access });
     expect(promoted.status).toBe(200);
     expect(promoted.body.data).toEqual({
@@ -233,10 +215,10 @@ describe('members', () => {
   });
 
   it('lets any member leave, and a member with members:remove remove others', async () => {
-    const [owner, a, b] = await Promise.all([verifiedUser(), verifiedUser(), verifiedUser()]);
+    const [owner, a, b] = await Promise.all([verifiedUser(t), verifiedUser(t), verifiedUser(t)]);
     const org = await createOrg(owner.access, { name: 'Leavers', slug: 'leavers' });
-    await addMember(org.id, a.id, 'member');
-    await addMember(org.id, b.id, 'member');
+    await addMember(t, org.id, a.id, 'member');
+    await addMember(t, org.id, b.id, 'member');
     expect((await t.delete(`/api/organizations/${org.id}/members/${a.id}`, { token: a.access })).status).toBe(204);
     expectError(await t.get(`/api/organizations/${org.id}`, { token: a.access }), 404, 'NOT_FOUND');
     expect((await t.delete(`/api/organizations/${org.id}/members/${b.id}`, { token: owner.access })).status).toBe(204);
@@ -256,7 +238,7 @@ describe('roles', () => {
     ]);
     expectError(await t.put('/api/organization-roles/member', { name: 'Member', permissions: ALL }, { token: admin }), 409, 'CONFLICT');
     expectError(await t.delete('/api/organization-roles/owner', { token: admin }), 409, 'CONFLICT');
-    const user = await verifiedUser();
+    const user = await verifiedUser(t);
     expectError(await t.get('/api/organization-roles', { token: user.access }), 403, 'FORBIDDEN');
     expectError(
       await t.post('/api/organization-roles', { key: 'mine', name: 'Mine', permissions: [] }, { token: user.access }),
@@ -286,9 +268,9 @@ describe('roles', () => {
       'CONFLICT',
     );
 
-    const [owner, clerk] = await Promise.all([verifiedUser(), verifiedUser()]);
+    const [owner, clerk] = await Promise.all([verifiedUser(t), verifiedUser(t)]);
     const org = await createOrg(owner.access, { name: 'Billed', slug: 'billed' });
-    await addMember(org.id, clerk.id, 'member');
+    await addMember(t, org.id, clerk.id, 'member');
     expect(
       (await t.put(`/api/organizations/${org.id}/members/${clerk.id}`, { role: 'billing' }, { token: owner.access })).body.data.role,
     ).toBe('billing');
@@ -317,7 +299,7 @@ describe('roles', () => {
 
 describe('the admin list', () => {
   it('pages every organisation and finds them by name or slug', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     await createOrg(owner.access, { name: 'Zebra Findable', slug: 'zz-one' });
     await createOrg(owner.access, { name: 'Another', slug: 'zebra-findable-two' });
     const found = await t.get('/api/organizations?q=ZEBRA&per_page=1', { token: admin });
@@ -334,7 +316,7 @@ describe('the admin list', () => {
 
 describe('the active organisation', () => {
   it('is named at login: the access token carries org_id, org_role and org_permissions', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access, { name: 'Claims', slug: 'claims' });
     const res = await t.post('/api/auth/login/json', { email: owner.email, password: owner.password, organization_id: org.id });
     expect(res.status).toBe(200);
@@ -348,7 +330,7 @@ describe('the active organisation', () => {
   });
 
   it('stays in the access token a re-authentication answers', async () => {
-    const owner = await verifiedUser();
+    const owner = await verifiedUser(t);
     const org = await createOrg(owner.access, { name: 'Reauth', slug: 'reauth' });
     const acting = await refresh(owner.refresh, org.id);
     const res = await t.post('/api/auth/reauthenticate', { password: owner.password }, { token: acting.body.data.access_token });
@@ -357,7 +339,7 @@ describe('the active organisation', () => {
   });
 
   it('refuses a non-member at login (403) and opens no session', async () => {
-    const [owner, outsider] = await Promise.all([verifiedUser(), verifiedUser()]);
+    const [owner, outsider] = await Promise.all([verifiedUser(t), verifiedUser(t)]);
     const org = await createOrg(owner.access, { name: 'Closed', slug: 'closed' });
     const before = await t.db.selectFrom('sessions').select('id').where('user_id', '=', outsider.id).execute();
     const res = await t.post('/api/auth/login/json', { email: outsider.email, password: outsider.password, organization_id: org.id });
@@ -366,10 +348,10 @@ describe('the active organisation', () => {
   });
 
   it('switches by refresh; asking for one the user is not in is 403 and leaves the refresh token working', async () => {
-    const [owner, other] = await Promise.all([verifiedUser(), verifiedUser()]);
+    const [owner, other] = await Promise.all([verifiedUser(t), verifiedUser(t)]);
     const first = await createOrg(owner.access, { name: 'First', slug: 'switch-first' });
     const second = await createOrg(other.access, { name: 'Second', slug: 'switch-second' });
-    await addMember(second.id, owner.id, 'member');
+    await addMember(t, second.id, owner.id, 'member');
 
     const toFirst = await refresh(owner.refresh, first.id);
     expect(toFirst.status).toBe(200);
@@ -393,9 +375,9 @@ describe('the active organisation', () => {
   });
 
   it('is forgotten at the next refresh of a member removed: the session goes on without organisation claims', async () => {
-    const [owner, member] = await Promise.all([verifiedUser(), verifiedUser()]);
+    const [owner, member] = await Promise.all([verifiedUser(t), verifiedUser(t)]);
     const org = await createOrg(owner.access, { name: 'Removal', slug: 'removal' });
-    await addMember(org.id, member.id, 'member');
+    await addMember(t, org.id, member.id, 'member');
     const acting = await refresh(member.refresh, org.id);
     expect(claimsOf(acting.body.data.access_token).org_id).toBe(org.id);
     const sessionId = claimsOf(acting.body.data.access_token).sid;
@@ -414,9 +396,9 @@ describe('the active organisation', () => {
 
 describe('deletes', () => {
   it('leave no row behind: an organisation takes its memberships, a user theirs, and sessions forget it', async () => {
-    const [owner, member] = await Promise.all([verifiedUser(), verifiedUser()]);
+    const [owner, member] = await Promise.all([verifiedUser(t), verifiedUser(t)]);
     const org = await createOrg(owner.access, { name: 'Doomed', slug: 'doomed' });
-    await addMember(org.id, member.id, 'member');
+    await addMember(t, org.id, member.id, 'member');
     const acting = await refresh(member.refresh, org.id);
     const sessionId = claimsOf(acting.body.data.access_token).sid;
 
@@ -429,7 +411,7 @@ describe('deletes', () => {
     expectError(await t.get(`/api/organizations/${org.id}`, { token: admin }), 404, 'NOT_FOUND');
 
     const kept = await createOrg(owner.access, { name: 'Kept', slug: 'kept' });
-    await addMember(kept.id, member.id, 'member');
+    await addMember(t, kept.id, member.id, 'member');
     await t.db.deleteFrom('users').where('id', '=', member.id).execute();
     expect(await members().selectFrom('organization_members').select('user_id').where('organization_id', '=', kept.id).execute()).toEqual([
       { user_id: owner.id },
@@ -439,10 +421,10 @@ describe('deletes', () => {
 
 describe('audit and webhooks', () => {
   it('records and sends every change, each as the contract documents it', async () => {
-    const [owner, member] = await Promise.all([verifiedUser(), verifiedUser()]);
+    const [owner, member] = await Promise.all([verifiedUser(t), verifiedUser(t)]);
     const org = await createOrg(owner.access, { name: 'Evented', slug: 'evented' });
     await t.put(`/api/organizations/${org.id}`, { name: 'Evented Inc' }, { token: owner.access });
-    await addMember(org.id, member.id, 'member');
+    await addMember(t, org.id, member.id, 'member');
     await t.put(`/api/organizations/${org.id}/members/${member.id}`, { role: 'admin' }, { token: owner.access });
     await t.delete(`/api/organizations/${org.id}/members/${member.id}`, { token: member.access });
     await t.delete(`/api/organizations/${org.id}`, { token: owner.access });
