@@ -67,10 +67,10 @@ describe('GET /metrics', () => {
   });
 
   it('labels requests outside the contract with a fixed operation, never their path', async () => {
-    expect((await t.get('/no/such/route/12345')).status).toBe(404);
+    expect((await t.get('/no/such/route/unmatched-segment')).status).toBe(404);
     const text = (await scrape(t)).text;
     expect(sample(text, 'http_request_duration_seconds_count{operation_id="none",method="GET",status="404"}')).toBeGreaterThanOrEqual(1);
-    expect(text).not.toContain('12345');
+    expect(text).not.toContain('unmatched-segment');
     // Scrapes do not time themselves: no other request of this suite is a GET outside the contract that succeeds.
     expect(
       sample((await scrape(t)).text, 'http_request_duration_seconds_count{operation_id="none",method="GET",status="200"}'),

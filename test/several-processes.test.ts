@@ -94,6 +94,10 @@ onPostgres('two processes on one database', () => {
       AUTH_RATE_LIMIT_PER_MINUTE: '100000',
       RATE_LIMIT_PER_MINUTE: '100000',
       LOGIN_ACCOUNT_MAX_FAILURES: String(ACCOUNT_MAX_FAILURES),
+      // Parallel guesses from one address are refused by the lockout alone, not by that address's
+      // share of the password-hashing queue (which would refuse some of them before they are counted).
+      PASSWORD_HASH_CALLER_MAX: '100',
+      PASSWORD_HASH_QUEUE_MAX: '100',
       TRUST_PROXY: 'true',
       APP_URL: 'https://accounts.example.test',
       SMTP_URL: smtp.url,
