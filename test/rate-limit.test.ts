@@ -1,13 +1,6 @@
 import { sql } from 'kysely';
-import { Pool } from 'pg';
 import request from 'supertest';
-import { loadConfig } from '../src/config/index.js';
-import { toApiError } from '../src/http/errors.js';
-import { LoginGuard } from '../src/sessions/login-guard.js';
-import { limiterFactory, StoreOutages } from '../src/infra/rate-limiter.js';
-import { createLogger } from '../src/logger.js';
-import { startTestApp, TEST_SECRET, uniqueEmail, type Response, type TestContext } from './support/app.js';
-import { until } from './support/wait.js';
+import { startTestApp, uniqueEmail, type Response, type TestContext } from './support/app.js';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -450,42 +443,6 @@ describe('RATE_LIMIT_ENABLED=false', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// The lockout window passing, with a window short enough to wait for (the settings take minutes).
-
-/** Runs a lockout of 0.6 seconds (the settings take whole minutes) through the memory or the PostgreSQL store. */
-async function lockoutWindowPasses(pool?: Pool): Promise<void> {
-  const base = loadConfig({ SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent', LOGIN_MAX_FAILURES: '2' });
-  const limits = pool ? { ...base.limits, store: 'postgres' as const } : base.limits;
-  const guard = await LoginGuard.create(
-    { ...limits, loginLockoutMinutes: 0.01 },
-    base.secret.key,
-    limiterFactory(limits, pool && { pool, preparedStatements: true, outages: new StoreOutages(createLogger({ level: 'silent' })) }),
-  );
-  const email = uniqueEmail('window');
-  const ip = '192.0.2.9';
-  expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
-  expect(await (await guard.begin(email, ip)).failed()).toBe('client');
-  const locked = await guard.begin(email, ip).catch((error: unknown) => error);
-  // As the client gets it.
-  expect(toApiError(locked)).toMatchObject({ status: 429, code: 'RATE_LIMITED', headers: { 'Retry-After': '1' } });
-  // Asking while locked changes nothing (points over the limit are given back), so ask until the lock lifts.
-  const lifted = await until(() => guard.begin(` ${email.toUpperCase()} `, ip).catch(() => undefined), 'the lock to lift', 5_000);
-  await lifted.abandoned();
-  // One failure, a completed sign-in, one failure: never two in a row, never locked.
-  await (await guard.begin(email, ip)).failed();
-  await (await guard.begin(email, ip)).succeeded();
-  await guard.signInCompleted(email, ip);
-  expect(await (await guard.begin(email, ip)).failed()).toBeUndefined();
-  // A right password whose sign-in goes on to a second factor clears nothing: the next failure locks.
-  await (await guard.begin(email, ip)).succeeded();
-  expect(await (await guard.begin(email, ip)).failed()).toBe('client');
-}
-
-describe('the lockout window', () => {
-  test('a lock lifts when the window passes, and a completed sign-in clears the count (memory store)', () => lockoutWindowPasses());
-});
-
-// ---------------------------------------------------------------------------------------------
 // RATE_LIMIT_STORE=postgres: two processes on one database share their counters.
 
 const onPostgres = process.env.TEST_DATABASE_KIND === 'postgres';
@@ -541,15 +498,6 @@ if (!onPostgres) {
     test('the counters live in the database', async () => {
       const { rows } = await sql<{ n: number }>`select count(*)::int as n from rate_limits`.execute(a.db);
       expect(rows[0].n).toBeGreaterThan(0);
-    });
-
-    test('a lock lifts when the window passes (PostgreSQL store)', async () => {
-      const pool = new Pool({ connectionString: a.config.database.url, max: 2 });
-      try {
-        await lockoutWindowPasses(pool);
-      } finally {
-        await pool.end();
-      }
     });
   });
 }
