@@ -8,7 +8,7 @@ import { expectError } from './support/expect.js';
 import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
 import { until } from './support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
-import { addMember, verifiedUser } from './support/organizations.js';
+import { addMember, subscribe, verifiedUser } from './support/organizations.js';
 
 const APP_URL = 'https://app.example.test';
 const INVITED = 'You are invited to join an organization';
@@ -28,23 +28,13 @@ beforeAll(async () => {
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     WEBHOOK_POLL_INTERVAL_MS: '50',
   });
-  const admin = await t.adminToken();
-  const res = await t.post(
-    '/api/webhooks',
-    {
-      url: hooks.url,
-      events: [
-        'organization.invitation_created',
-        'organization.invitation_accepted',
-        'organization.invitation_declined',
-        'organization.invitation_revoked',
-        'organization.member_added',
-      ],
-    },
-    { token: admin },
-  );
-  expect(res.status).toBe(201);
-  hooks.trust(res.body.data.secret);
+  await subscribe(t, hooks, [
+    'organization.invitation_created',
+    'organization.invitation_accepted',
+    'organization.invitation_declined',
+    'organization.invitation_revoked',
+    'organization.member_added',
+  ]);
 });
 afterAll(async () => {
   await t?.close();

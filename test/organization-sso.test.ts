@@ -8,13 +8,13 @@ import { freePort } from './support/net.js';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 import { startUpstreamIssuer, type UpstreamIssuer } from './support/upstream-issuer.js';
 import { verifiedUser } from './support/organizations.js';
+import { authorizationRequest, type OpenIdClient } from './support/relying-party.js';
 
 // Single sign-on for organisations, over HTTP: a verified domain whose organisation signs its people
 // in with its own identity provider (a real OpenID provider the test runs), the hosted sign-in that
 // asks for the address first (openid-client the relying party, a browser without JavaScript the
 // person), and `sso_required` holding against every other way in.
 
-type OpenIdClient = typeof import('openid-client');
 
 const REDIRECT = 'http://localhost/app/callback';
 const SIGN_IN_SUBJECT = 'Your sign-in code';
@@ -96,20 +96,8 @@ async function organization(domain: string, policy: Record<string, unknown>) {
 async function authorize(extra: Record<string, string> = {}) {
   const browser = new FormBrowser(origin);
   const config = await oidc.discovery(new URL(origin), client, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
-  const verifier = oidc.randomPKCECodeVerifier();
-  const [state, nonce] = [oidc.randomState(), oidc.randomNonce()];
-  const url = oidc.buildAuthorizationUrl(config, {
-    redirect_uri: REDIRECT,
-    scope: 'openid email',
-    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-    ...extra,
-  });
+  const { url, exchange } = await authorizationRequest(oidc, config, { redirect_uri: REDIRECT, scope: 'openid email', ...extra });
   const page = await browser.open(url.href);
-  const exchange = (callback: Page) =>
-    oidc.authorizationCodeGrant(config, new URL(callback.url), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
   return { browser, page, exchange };
 }
 

@@ -9,7 +9,7 @@ import { expectError } from './support/expect.js';
 import { claimsOf } from './support/jwt.js';
 import { until } from './support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
-import { addMember, verifiedUser } from './support/organizations.js';
+import { addMember, subscribe, verifiedUser } from './support/organizations.js';
 
 const ALL = ['org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove'];
 
@@ -21,23 +21,14 @@ beforeAll(async () => {
   hooks = await startWebhookReceiver();
   t = await startTestApp({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_POLL_INTERVAL_MS: '50' });
   admin = await t.adminToken();
-  const res = await t.post(
-    '/api/webhooks',
-    {
-      url: hooks.url,
-      events: [
-        'organization.created',
-        'organization.updated',
-        'organization.deleted',
-        'organization.member_added',
-        'organization.member_removed',
-        'organization.role_changed',
-      ],
-    },
-    { token: admin },
-  );
-  expect(res.status).toBe(201);
-  hooks.trust(res.body.data.secret);
+  await subscribe(t, hooks, [
+    'organization.created',
+    'organization.updated',
+    'organization.deleted',
+    'organization.member_added',
+    'organization.member_removed',
+    'organization.role_changed',
+  ]);
 });
 afterAll(async () => {
   await t?.close();

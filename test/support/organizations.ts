@@ -1,5 +1,6 @@
 import type { OrganizationMemberTable } from '../../src/organizations/organization-repository.js';
 import type { RegisteredUser, TestContext } from './app.js';
+import type { WebhookReceiver } from './webhook-receiver.js';
 
 // Set-up shared by the organisation tests.
 
@@ -22,4 +23,11 @@ export async function addMember(t: TestContext, orgId: number, userId: number, r
     .insertInto('organization_members')
     .values({ organization_id: orgId, user_id: userId, role, joined_at: new Date(lastJoin) })
     .execute();
+}
+
+/** Subscribes `hooks` to `events` as the deployment's admin, and trusts the secret the subscription answers. */
+export async function subscribe(t: TestContext, hooks: WebhookReceiver, events: string[]): Promise<void> {
+  const res = await t.post('/api/webhooks', { url: hooks.url, events }, { token: await t.adminToken() });
+  if (res.status !== 201) throw new Error(`the subscription answered ${res.status}: ${JSON.stringify(res.body)}`);
+  hooks.trust(res.body.data.secret);
 }
