@@ -15,7 +15,6 @@ import { authorizationRequest, type OpenIdClient } from './support/relying-party
 // asks for the address first (openid-client the relying party, a browser without JavaScript the
 // person), and `sso_required` holding against every other way in.
 
-
 const REDIRECT = 'http://localhost/app/callback';
 const SIGN_IN_SUBJECT = 'Your sign-in code';
 
