@@ -12,6 +12,7 @@ COPY api ./api
 COPY generated ./generated
 COPY migrations ./migrations
 COPY src ./src
+COPY console ./console
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # ---- runtime: production dependencies, the build and the contract; runs as the node user ----
@@ -27,6 +28,7 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/api ./api
+COPY --from=build /app/console/dist ./console/dist
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 8000

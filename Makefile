@@ -70,6 +70,7 @@ run:
 
 typecheck: node_modules
 	npx tsc --noEmit
+	npx tsc -p console --noEmit
 
 ## lint: typescript-eslint's type-aware rules, and Prettier's layout (`make format` rewrites it)
 .PHONY: lint format

@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'generated/', 'coverage/', 'data/', 'test/sdk/', '**/*.js', '**/*.cjs', '**/*.mjs'] },
+  { ignores: ['dist/', 'console/dist/', 'generated/', 'coverage/', 'data/', 'test/sdk/', '**/*.js', '**/*.cjs', '**/*.mjs'] },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {

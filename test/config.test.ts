@@ -29,6 +29,7 @@ describe('configuration', () => {
       passwords: { bcryptCost: 12 },
       pagination: { defaultPageSize: 20, maxPageSize: 100 },
       docs: { enabled: true },
+      console: { enabled: true },
       mail: { logLinks: true, smtpRequireTls: false },
       metrics: { enabled: true, public: false },
       admin: undefined,

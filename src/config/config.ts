@@ -26,6 +26,8 @@ export interface Config {
   readonly pagination: PaginationConfig;
   readonly logging: LoggingConfig;
   readonly docs: DocsConfig;
+  /** The web console at /console. */
+  readonly console: ConsoleConfig;
   readonly metrics: MetricsConfig;
   readonly housekeeping: HousekeepingConfig;
   readonly audit: AuditConfig;
@@ -249,6 +251,13 @@ export interface LoggingConfig {
 
 export interface DocsConfig {
   readonly enabled: boolean;
+}
+
+export interface ConsoleConfig {
+  /** Serve the console at /console (it signs in through the OpenID Connect provider). */
+  readonly enabled: boolean;
+  /** CONSOLE_DIR: the built console; console/dist beside the service when unset. */
+  readonly folder?: string;
 }
 
 export interface MetricsConfig {

@@ -92,6 +92,11 @@ export function loadConfig(env: Env, stdoutIsTty = false, keptSecret?: KeptSecre
   const passwords = passwordPart(read, env);
   const logging = loggingPart(read, production, nodeEnv === 'development' && stdoutIsTty);
   const docs = { enabled: read.boolean('DOCS_ENABLED', true) };
+  const consoleFolder = read.string('CONSOLE_DIR');
+  const consolePart = Object.freeze({
+    enabled: read.boolean('CONSOLE_ENABLED', true),
+    ...(consoleFolder ? { folder: consoleFolder } : {}),
+  });
   const emailCode = Object.freeze({
     enabled: read.boolean('EMAIL_CODE_ENABLED', true),
     signup: read.boolean('EMAIL_CODE_SIGNUP', false),
@@ -141,6 +146,7 @@ export function loadConfig(env: Env, stdoutIsTty = false, keptSecret?: KeptSecre
     pagination,
     logging,
     docs: Object.freeze(docs),
+    console: consolePart,
     metrics,
     housekeeping,
     audit,

@@ -43,7 +43,11 @@ const PROMPTS = new Set(['login', 'consent']);
 const scopesOf = (value: unknown): string[] => (typeof value === 'string' ? value.split(' ').filter((s) => s !== '') : []);
 
 /** The hosted pages' side of oidc-provider's interactions, over interactionDetails and interactionResult. */
-export function databaseInteractions(instance: () => Promise<Provider>, db: Kysely<Database>): OidcInteractions {
+export function databaseInteractions(
+  instance: () => Promise<Provider>,
+  db: Kysely<Database>,
+  builtIn: ReadonlyMap<string, { name: string }> = new Map(),
+): OidcInteractions {
   const load = async (ctx: Koa.Context): Promise<Interaction> => {
     const provider = await instance();
     let interaction: Interaction;
@@ -75,7 +79,8 @@ export function databaseInteractions(instance: () => Promise<Provider>, db: Kyse
       const name = interaction.prompt.name;
       if (!PROMPTS.has(name)) throw new BadRequest(`This sign-in request asks for ${name}, which these pages do not offer`);
       const clientId = String(interaction.params.client_id);
-      const client = await findOauthClient(db, clientId);
+      const known = builtIn.get(clientId);
+      const client = known ? { name: known.name, first_party: true, registered: false } : await findOauthClient(db, clientId);
       const requested = scopesOf(interaction.params.scope);
       const missing = scopesOf((interaction.prompt.details.missingOIDCScope as string[] | undefined)?.join(' '));
       const loginHint = interaction.params.login_hint;

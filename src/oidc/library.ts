@@ -92,6 +92,15 @@ export interface Provider {
   readonly Grant: { new (properties: { accountId: string; clientId: string }): Grant; find(id: string): Promise<Grant | undefined> };
   readonly Client: { find(id: string): Promise<ClientModel | undefined>; prototype: ClientModel };
   readonly ClientCredentials: { prototype: { save: (this: unknown, ...args: unknown[]) => Promise<string>; scope?: string } };
+  readonly AccessToken: { find(value: string): Promise<AccessTokenModel | undefined> };
+}
+
+/** What the service reads of an access token the provider issued. */
+export interface AccessTokenModel {
+  accountId?: string;
+  clientId?: string;
+  sessionUid?: string;
+  readonly isExpired: boolean;
 }
 
 let library: Promise<ProviderModule> | undefined;

@@ -23,6 +23,8 @@ import { logoutWithoutSession } from './logout.js';
 import { offlineAccessForFirstParty } from './offline-access.js';
 import { keepOrganizationOnGrants, organizationSupport, ORGANIZATIONS_SCOPE, type OrganizationDirectory } from './organizations.js';
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration.js';
+import { providerTokenAuthenticator } from './api-access.js';
+import type { ClientInfo, Principal } from '../principal.js';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
 export const OIDC_PREFIX = '/oauth2/';
@@ -55,6 +57,8 @@ export interface OidcProviderOptions {
   admit?: (ctx: Koa.Context, errorPage: ErrorPage) => Promise<boolean>;
   /** Who belongs to which organisation: the `organizations` scope's claim, and the tokens of a sign-in for one. */
   organizations: OrganizationDirectory;
+  /** Clients that exist without anyone making them (the console's), first party, never rows of `oauth_clients`. */
+  builtInClients?: ReadonlyArray<Record<string, unknown>>;
 }
 
 /** Renders the provider's error page for `out` (`error`, `error_description`). */
@@ -68,6 +72,8 @@ export interface OidcProvider {
   publishedKeys(): Promise<PublicJwk[]>;
   /** Answers discovery and /oauth2/* (the hosted pages' paths aside); passes every other request on. */
   middleware: Koa.Middleware;
+  /** The principal of an access token the provider issued to a first-party client (see api-access.ts), or a 401. */
+  authenticate(accessToken: string, client: ClientInfo): Promise<Principal>;
 }
 
 const SCOPES = ['openid', 'offline_access', 'profile', 'email', ORGANIZATIONS_SCOPE];
@@ -194,12 +200,24 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
   };
   return {
     instance,
-    interactions: databaseInteractions(instance, options.db),
+    interactions: databaseInteractions(instance, options.db, builtInClientViews(options.builtInClients)),
+    authenticate: providerTokenAuthenticator(instance, options.db, firstPartyCheck(options)),
     async publishedKeys() {
       return ((await keys.current()) ?? []).map((signing) => publicJwk(createPublicKey(signing.key)));
     },
     middleware,
   };
+}
+
+/** Whether a client is first party: a built-in one, or one an admin marked so. */
+function firstPartyCheck(options: Pick<OidcProviderOptions, 'db' | 'builtInClients'>): (clientId: string) => Promise<boolean> {
+  const builtIn = new Set((options.builtInClients ?? []).map((client) => String(client.client_id)));
+  return async (clientId) => builtIn.has(clientId) || (await findOauthClient(options.db, clientId))?.first_party === true;
+}
+
+/** The built-in clients as the hosted pages describe them: first party, made by the service. */
+function builtInClientViews(clients: OidcProviderOptions['builtInClients']): Map<string, { name: string }> {
+  return new Map((clients ?? []).map((client) => [String(client.client_id), { name: String(client.client_name ?? client.client_id) }]));
 }
 
 async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pages: ProviderPages): Promise<Provider> {
@@ -220,7 +238,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   }));
   const algorithms = signing.map((key) => key.algorithm);
   const secretKey = clientSealingKey(options.secret);
-  const firstParty = async (clientId: string) => (await findOauthClient(db, clientId))?.first_party === true;
+  const firstParty = firstPartyCheck(options);
   // The requests of first-party clients, which are granted what they ask for without a consent page.
   const trusted = new WeakSet<object>();
   const policy = interactionPolicy.base();
@@ -235,7 +253,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
 
   const configuration: Record<string, unknown> = {
     adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx, sessionMaxDays: options.sessionDays }),
-    clients: [],
+    clients: (options.builtInClients ?? []).map((client) => ({ ...client, [SELF_REGISTERED]: false })),
     async findAccount(ctx: ProviderContext, sub: string, token?: { grantId?: string }) {
       const id = userIdOf(sub);
       const user = id === null ? undefined : await findUserById(db, id);

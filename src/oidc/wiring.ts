@@ -1,3 +1,4 @@
+import { consoleClientMetadata } from '../console/client.js';
 import type { Core } from '../wiring/core.js';
 import { OauthClients } from './clients.js';
 import type { ProviderPages } from './default-pages.js';
@@ -29,6 +30,7 @@ export function oidcRoom(
         pages: needs.pages,
         admit: needs.admit,
         organizations: needs.organizations,
+        builtInClients: config.console.enabled ? [consoleClientMetadata(config.account.appUrl)] : [],
       })
     : undefined;
   const apiKeys = config.tokens.keys.jwks;

@@ -15,6 +15,7 @@ import { accessLog, bodies, errors, requestId } from '../http/middleware.js';
 import { corsFor, noStoreUnder, openableByOtherOriginsUnder, securityHeaders } from '../http/security.js';
 import { stateOf } from '../http/state.js';
 import { isApiKey } from '../api-keys/api-key-secrets.js';
+import { consoleAssets } from '../console/assets.js';
 
 export interface WebApp {
   koa: Koa;
@@ -41,8 +42,14 @@ export async function webApp(
     validationContractFor(config.server, config.pagination, features),
     operationsFor(services),
     {
-      // A bearer token is an access token or an API key, told apart by the key's prefix.
-      authenticate: (token, client) => (isApiKey(token) ? services.apiKeys : services.auth).authenticate(token, client),
+      // A bearer token is an API key (told by its prefix), the API's own access token (a JWT), or an
+      // access token the OpenID Connect provider gave a first-party client such as the console.
+      authenticate: (token, client) =>
+        isApiKey(token)
+          ? services.apiKeys.authenticate(token, client)
+          : oidc && !token.includes('.')
+            ? oidc.authenticate(token, client)
+            : services.auth.authenticate(token, client),
       requirePresence: (principal, currentPassword) => services.reauthentication.requirePresence(principal, currentPassword),
       guard: limits?.guard,
       bodyGuard: limits?.bodyGuard,
@@ -69,6 +76,7 @@ export async function webApp(
   koa.use(errors(logger));
   if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
   if (config.docs.enabled) koa.use(docsRouter(document).routes());
+  if (config.console.enabled) koa.use(consoleAssets(config.console.folder));
   const service = String(document.info.title ?? 'Account Service');
   koa.use(homePage({ service, version: config.server.appVersion, docs: config.docs.enabled, oidc: oidc !== undefined }));
   if (config.account.pagesEnabled) {

@@ -31,10 +31,10 @@ function filesUnder(path: string): string[] {
 }
 
 /** What the build depends on, hashed: a build is only reused by the checkout and sources that made it. */
-function sourcesHash(): string {
+function sourcesHash(inputs: string[] = INPUTS, keep: (path: string) => boolean = () => true): string {
   // The checkout too: a build links to its checkout's node_modules.
   const hash = createHash('sha256').update(`${ROOT}\0`);
-  for (const file of INPUTS.flatMap((input) => filesUnder(join(ROOT, input)))) {
+  for (const file of inputs.flatMap((input) => filesUnder(join(ROOT, input))).filter(keep)) {
     hash
       .update(`${relative(ROOT, file)}\0`)
       .update(readFileSync(file))
@@ -73,42 +73,81 @@ let built: Promise<string> | undefined;
  * these sources. Read it, never write into it: copy it where a test needs to add files.
  */
 export function builtSources(): Promise<string> {
-  built ??= (async () => {
-    const dir = join(tmpdir(), `account-test-build-${sourcesHash()}`);
-    const lock = `${dir}.lock`;
-    const deadline = Date.now() + 300_000;
-    for (;;) {
-      if (await exists(join(dir, '.complete'))) return dir;
-      // The lock is a folder: making it is atomic, so exactly one process builds.
-      const mine = await mkdir(lock).then(
-        () => true,
-        () => false,
-      );
-      if (mine) {
-        try {
-          await writeFile(join(lock, 'pid'), String(process.pid));
-          const staging = await mkdtemp(join(tmpdir(), 'account-test-build-staging-'));
-          await compile(staging);
-          // The compiled files are ES modules, as the package says, and find the project's packages.
-          await writeFile(join(staging, 'package.json'), JSON.stringify({ type: 'module' }));
-          await symlink(join(ROOT, 'node_modules'), join(staging, 'node_modules'), 'dir');
-          await writeFile(join(staging, '.complete'), '');
-          await rename(staging, dir).catch(() => rm(staging, { recursive: true, force: true }));
-        } finally {
-          await rm(lock, { recursive: true, force: true });
-        }
-        continue;
-      }
-      // Another process is building; a lock whose process is gone is taken over.
-      const holder = Number(await readFile(join(lock, 'pid'), 'utf8').catch(() => ''));
-      if (holder && !alive(holder)) await rm(lock, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`no build of the sources appeared in ${dir} within 5 minutes`);
-      // Its build appears, or its lock goes, as an entry of the temporary folder; whether its process
-      // is still alive is looked at again every few seconds.
-      await entryChanges(tmpdir(), [basename(dir), basename(lock)], 5_000, async () => !(await exists(lock)));
-    }
-  })();
+  built ??= buildOnce(`account-test-build-${sourcesHash()}`, async (staging) => {
+    await compile(staging);
+    // The compiled files are ES modules, as the package says, and find the project's packages.
+    await writeFile(join(staging, 'package.json'), JSON.stringify({ type: 'module' }));
+    await symlink(join(ROOT, 'node_modules'), join(staging, 'node_modules'), 'dir');
+  });
   return built;
+}
+
+let consoleBuilt: Promise<string> | undefined;
+
+/**
+ * The console built by Vite (as `make build` builds it) for these sources, once per run and shared
+ * by every test process: the folder to give the service as CONSOLE_DIR.
+ */
+export function builtConsole(): Promise<string> {
+  const inputs = ['console', 'generated', 'package-lock.json', 'test/support/build.ts'];
+  consoleBuilt ??= buildOnce(
+    `account-test-console-${sourcesHash(inputs, (path) => !path.includes(`${join('console', 'dist')}`))}`,
+    (staging) =>
+      promisify(execFile)(
+        process.execPath,
+        [
+          join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'),
+          'build',
+          '--config',
+          join(ROOT, 'console', 'vite.config.ts'),
+          '--outDir',
+          staging,
+          '--emptyOutDir',
+          '--logLevel',
+          'warn',
+        ],
+        { cwd: ROOT },
+      ).then(() => undefined),
+  );
+  return consoleBuilt;
+}
+
+/**
+ * Makes `name` in the temporary folder with `make` (into a staging folder, renamed into place when
+ * complete), unless it is there already: the first test process to ask builds, the others wait for
+ * that build and read it. Nothing writes into a build once it is made.
+ */
+async function buildOnce(name: string, make: (staging: string) => Promise<void>): Promise<string> {
+  const dir = join(tmpdir(), name);
+  const lock = `${dir}.lock`;
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    if (await exists(join(dir, '.complete'))) return dir;
+    // The lock is a folder: making it is atomic, so exactly one process builds.
+    const mine = await mkdir(lock).then(
+      () => true,
+      () => false,
+    );
+    if (mine) {
+      try {
+        await writeFile(join(lock, 'pid'), String(process.pid));
+        const staging = await mkdtemp(join(tmpdir(), `${name}-staging-`));
+        await make(staging);
+        await writeFile(join(staging, '.complete'), '');
+        await rename(staging, dir).catch(() => rm(staging, { recursive: true, force: true }));
+      } finally {
+        await rm(lock, { recursive: true, force: true });
+      }
+      continue;
+    }
+    // Another process is building; a lock whose process is gone is taken over.
+    const holder = Number(await readFile(join(lock, 'pid'), 'utf8').catch(() => ''));
+    if (holder && !alive(holder)) await rm(lock, { recursive: true, force: true });
+    if (Date.now() > deadline) throw new Error(`no build appeared in ${dir} within 5 minutes`);
+    // Its build appears, or its lock goes, as an entry of the temporary folder; whether its process
+    // is still alive is looked at again every few seconds.
+    await entryChanges(tmpdir(), [basename(dir), basename(lock)], 5_000, async () => !(await exists(lock)));
+  }
 }
 
 /**
