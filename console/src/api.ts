@@ -1,6 +1,6 @@
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { components, paths } from '../../generated/openapi';
-import { accessToken, refresh } from './auth';
+import { accessToken, refresh, signIn } from './auth';
 
 /**
  * The service's API, through the client generated from its contract (openapi-fetch over the types
@@ -25,7 +25,10 @@ const bearer: Middleware = {
     const retry = new Request(request);
     retried.add(retry);
     retry.headers.set('Authorization', `Bearer ${await refresh()}`);
-    return fetch(retry);
+    const again = await fetch(retry);
+    // Still refused with fresh tokens: the session behind them has ended (revoked, or signed out elsewhere).
+    if (again.status === 401) return signIn(`${window.location.pathname}${window.location.search}`);
+    return again;
   },
 };
 
