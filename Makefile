@@ -98,6 +98,11 @@ test: node_modules
 	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --runInBand --testPathPatterns '\.timing\.test\.ts$$'
 	@rm -f $(SUMMARY)
 
+## console-screenshots: the console's screenshots in docs/images (light and dark), from a service started with some data
+.PHONY: console-screenshots
+console-screenshots: node_modules
+	node --import ./test/support/ts-register.mjs test/support/console-screenshots.ts
+
 ## checks: the static checks, two at a time (each is mostly one CPU's work), each one's output kept together
 .PHONY: checks
 checks: node_modules
