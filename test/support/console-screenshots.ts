@@ -47,7 +47,7 @@ async function shoot(page: Page, path: string, file: string): Promise<void> {
   await page.goto(`/console${path}`);
   await page.locator('#page-title').waitFor();
   // The screen has loaded when nothing on it says it is still loading.
-  await page.waitForFunction(() => document.querySelectorAll('.busy').length === 0, undefined, { timeout: 15_000 });
+  await page.locator('.busy').first().waitFor({ state: 'detached', timeout: 15_000 });
   await page.screenshot({ path: join(IMAGES, file) });
   console.log(`docs/images/${file}`);
 }
