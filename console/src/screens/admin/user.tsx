@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api, ApiFailure, ok, type Schemas, type User } from '../../api';
 import { useMe } from '../../me';
-import { ConfirmButton, Empty, Field, Form, Loading, Notice, Page, Section, useLoad, When } from '../../ui/kit';
+import { Button, ConfirmButton, Empty, Field, Form, Loading, Notice, Page, Section, useLoad, When } from '../../ui/kit';
 import { AuditEvents } from './people/audit-events';
 import { StatusBadge } from './people/status';
 import './user.css';
@@ -189,7 +189,14 @@ function Sessions(props: { user: User; round: number; changed: (notice: string) 
     [user.id, props.round],
   );
   return (
-    <Section title="Sessions">
+    <Section
+      title="Sessions"
+      actions={
+        <Button aria-label="Refresh the sessions" onClick={() => loaded.reload()}>
+          Refresh
+        </Button>
+      }
+    >
       <Loading loaded={loaded} label="Loading sessions…">
         {(sessions: Session[]) =>
           sessions.length === 0 ? (
