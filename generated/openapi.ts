@@ -1120,7 +1120,7 @@ export interface paths {
          *     `login.locked` (the failure that started a lockout), `session.refreshed`,
          *     `session.refresh_reuse_detected` (a replaced refresh token presented after the grace
          *     period; the session is revoked), `session.logged_out` (`details.all`), `session.revoked`
-         *     (`details.session_id`), `session.reauthenticated` (`details.session_id`, `details.method`:
+         *     (`details.session_id`; the actor is the admin when an admin ended a user's session), `session.reauthenticated` (`details.session_id`, `details.method`:
          *     `password`, `totp` or `recovery_code`), `password.changed`, `password.reset_requested` (only when a link is
          *     sent), `password.reset_completed`, `email.verified`, `user.created`, `user.updated`
          *     (`details.fields` names what changed, `role` and `is_active` their new values),

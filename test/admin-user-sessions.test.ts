@@ -3,6 +3,17 @@ import { ADMIN, startTestApp, type RegisteredUser, type TestContext } from './su
 import { auditRows } from './support/audit.js';
 import { expectError, expectUnauthorized } from './support/expect.js';
 import { claimsOf } from './support/jwt.js';
+import { freePort } from './support/net.js';
+import { seedOauthClient } from './support/oauth-clients.js';
+import {
+  oauthError,
+  REDIRECT,
+  relyingPartyLibraries,
+  signInThroughProvider,
+  silentSignIn,
+  type Application,
+  type OpenIdClient,
+} from './support/relying-party.js';
 
 // An admin's view of another user's sessions: the list the user sees of their own, and ending one of
 // them as the user could, recorded with the admin as actor. Nobody else may do either.
@@ -10,11 +21,17 @@ import { claimsOf } from './support/jwt.js';
 let t: TestContext;
 let admin: string;
 let adminId: number;
+let oidc: OpenIdClient;
+let app: Application;
 
 beforeAll(async () => {
-  t = await startTestApp();
+  ({ oidc } = await relyingPartyLibraries());
+  // The issuer is APP_URL: the app listens where APP_URL says.
+  const port = await freePort();
+  t = await startTestApp({ APP_URL: `http://127.0.0.1:${port}` }, { port });
   admin = await t.adminToken();
   adminId = Number(claimsOf(admin).sub);
+  app = await seedOauthClient(t, { name: 'Notes', type: 'confidential', redirect_uris: [REDIRECT], first_party: true });
 });
 afterAll(() => t?.close());
 
@@ -142,5 +159,22 @@ describe('DELETE /api/users/{id}/sessions/{session_id}', () => {
     expect((await t.delete(`/api/users/${adminId}/sessions/${other}`, { token: admin })).status).toBe(204);
     expectUnauthorized(await t.get('/api/auth/me', { token: login.body.data.access_token }));
     expect((await t.get('/api/auth/me', { token: admin })).status).toBe(200);
+  });
+
+  it('ends what the OpenID Connect provider opened through the session, as when the user revokes it', async () => {
+    const who = await t.register();
+    const { config, tokens, browser, sid } = await signInThroughProvider(oidc, t, app, who);
+    expect((await oidc.tokenIntrospection(config, tokens.access_token)).active).toBe(true);
+    // The application's access token acts through that session on the API.
+    expect((await t.get('/api/auth/me', { token: tokens.access_token })).status).toBe(200);
+
+    expect((await t.delete(`/api/users/${who.id}/sessions/${sid}`, { token: admin })).status).toBe(204);
+    expect(await oauthError(oidc.refreshTokenGrant(config, tokens.refresh_token!))).toBe('invalid_grant');
+    expect((await oidc.tokenIntrospection(config, tokens.access_token)).active).toBe(false);
+    expectUnauthorized(await t.get('/api/auth/me', { token: tokens.access_token }));
+    // The browser's provider session is gone too: it cannot sign in silently.
+    expect(await silentSignIn(oidc, config, browser)).toBe('login_required');
+    // The session registration opened goes on.
+    expect((await t.get('/api/auth/me', { token: who.access })).status).toBe(200);
   });
 });
