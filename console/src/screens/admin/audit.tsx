@@ -5,6 +5,7 @@ import { AuditEvents, type AuditFilter } from './people/audit-events';
 import { AUDIT_EVENT_TYPES, isAuditEventType } from './people/event-types';
 import { textOf } from './people/form';
 import { DAY_MS, isoOfLocalInput, localInputValue } from './people/time';
+import './audit.css';
 
 /**
  * The filter the address holds, so that a view of the log can be bookmarked or shared. Without
@@ -49,7 +50,7 @@ export function Audit() {
         Sign-ins, sign-outs, and changes to accounts and settings, oldest first. Narrow the log with a user, an event type or a time range;
         the address keeps the filter.
       </p>
-      <form key={key} class="toolbar" role="search" aria-label="Filter the audit log" onSubmit={apply}>
+      <form key={key} class="toolbar audit-filter" role="search" aria-label="Filter the audit log" onSubmit={apply}>
         <Field label="User id">
           <input name="user_id" type="number" min={1} inputMode="numeric" defaultValue={filter.user_id?.toString() ?? ''} />
         </Field>
