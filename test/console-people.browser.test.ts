@@ -172,4 +172,70 @@ describeInBrowser('the console’s screens about people', () => {
     },
     CONSOLE_TIMEOUT,
   );
+
+  it(
+    'creates a user, makes them an admin, deletes and restores them',
+    async () => {
+      const context = await rig.newContext();
+      const page = await context.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(error.message));
+      await signInToConsole(page, '/users', ADMIN.email, ADMIN.password);
+      await expect(heading(page).textContent()).resolves.toBe('Users');
+
+      const email = uniqueEmail('katherine');
+      const create = page.getByRole('form', { name: 'Create a user' });
+      await create.getByLabel('Name').fill('Katherine Johnson');
+      await create.getByLabel('E-mail address').fill(email);
+      await create.getByLabel('Password').fill('trajectory-1962');
+      await create.getByRole('button', { name: 'Create user' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Katherine Johnson' }).waitFor();
+      const found = await rig.t.get(`/api/users?q=${encodeURIComponent(email)}`, { token: admin });
+      expect(found.body.data).toEqual([expect.objectContaining({ email, name: 'Katherine Johnson', role: 'user', is_active: true })]);
+      const id = found.body.data[0].id as number;
+      expect(new URL(page.url()).pathname).toBe(`/console/users/${id}`);
+
+      // An admin now.
+      const role = page.getByRole('form', { name: 'Role' });
+      await role.getByLabel('Role').selectOption('admin');
+      await role.getByRole('button', { name: 'Change role' }).click();
+      await page.getByText(`${email} is now an admin.`).waitFor();
+      expect((await rig.t.get(`/api/users/${id}`, { token: admin })).body.data.role).toBe('admin');
+
+      // Deleted: the screen still shows them (the API reads them among the deleted), with a way back.
+      await confirm(page, page.getByRole('button', { name: 'Delete user' }), `Delete ${email}?`, 'Delete user');
+      await page.getByText(`${email} is deleted.`).waitFor();
+      await page.getByText('This account is deleted').waitFor();
+      expect((await rig.t.get(`/api/users/${id}`, { token: admin })).status).toBe(404);
+      const deleted = await rig.t.get(`/api/users?status=deleted&q=${encodeURIComponent(email)}`, { token: admin });
+      expect(deleted.body.data.map((user: { id: number }) => user.id)).toEqual([id]);
+      await expect(seriousViolations(page)).resolves.toEqual([]);
+
+      await confirm(page, page.getByRole('button', { name: 'Restore user' }), `Restore ${email}?`, 'Restore user');
+      await page.getByText(`${email} is restored.`).waitFor();
+      expect((await rig.t.get(`/api/users/${id}`, { token: admin })).body.data).toMatchObject({ id, deleted_at: null, role: 'admin' });
+
+      // Each step is in the trail, the admin as actor.
+      const trail = (await rig.t.get(`/api/audit-events?user_id=${id}`, { token: admin })).body.data as Array<{
+        event_type: string;
+        actor_user_id: number | null;
+      }>;
+      expect(trail.map((event) => [event.event_type, event.actor_user_id])).toEqual([
+        ['user.created', adminId],
+        ['user.updated', adminId],
+        ['user.deleted', adminId],
+        ['user.restored', adminId],
+      ]);
+      const events = page.getByRole('table', { name: `Events by or about ${email}, oldest first` });
+      await until(
+        async () => (await events.locator('tbody tr', { hasText: 'user.restored' }).count()) === 1,
+        'the restoring on the user screen',
+      );
+
+      expect(foreignRequests(rig.requests, rig.origin)).toEqual([]);
+      expect(errors).toEqual([]);
+      await context.close();
+    },
+    CONSOLE_TIMEOUT,
+  );
 });
