@@ -5,6 +5,7 @@ import { useMe } from '../../me';
 import { Button, ConfirmButton, Empty, Field, Form, Loading, Notice, Page, Section, useLoad, When } from '../../ui/kit';
 import { AuditEvents } from './people/audit-events';
 import { StatusBadge } from './people/status';
+import './people/people.css';
 import './user.css';
 
 type Session = Schemas['Session'];

@@ -4,6 +4,7 @@ import { CursorTable, useCursorList } from '../../../ui/list';
 import { When } from '../../../ui/kit';
 import type { AuditEventType } from './event-types';
 import './audit-events.css';
+import './people.css';
 
 type AuditEvent = Schemas['AuditEvent'];
 
