@@ -1036,6 +1036,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/{id}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A user's live sessions (admin)
+         * @description Every session of the user that is neither revoked nor expired, newest first, as the user's
+         *     own `GET /api/auth/sessions` lists them; `current` marks the admin's own session when the
+         *     user is the admin. A user other than an admin is refused with 403; an unknown or deleted
+         *     user is a 404.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
+         */
+        get: operations["listUserSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/{id}/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                id: components["parameters"]["UserId"];
+                /** @description The session id (the `sid` claim of its tokens), one of the user's. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one of a user's sessions (admin)
+         * @description Its access and refresh tokens stop working at once, and so do the OpenID Connect provider's
+         *     session and tokens it opened, as when the user revokes it themselves. Recorded in the audit
+         *     trail as `session.revoked` (`details.session_id`) with the admin as actor and the user as
+         *     subject. A user other than an admin is refused with 403; a session that is not one of this
+         *     user's live sessions (another user's, revoked or expired) is a 404, and nothing changes.
+         *
+         *     API keys cannot manage credentials: an API key is refused here with 403 `FORBIDDEN`.
+         */
+        delete: operations["revokeUserSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/audit-events": {
         parameters: {
             query?: never;
@@ -1061,7 +1120,7 @@ export interface paths {
          *     `login.locked` (the failure that started a lockout), `session.refreshed`,
          *     `session.refresh_reuse_detected` (a replaced refresh token presented after the grace
          *     period; the session is revoked), `session.logged_out` (`details.all`), `session.revoked`
-         *     (`details.session_id`), `session.reauthenticated` (`details.session_id`, `details.method`:
+         *     (`details.session_id`; the actor is the admin when an admin ended a user's session), `session.reauthenticated` (`details.session_id`, `details.method`:
          *     `password`, `totp` or `recovery_code`), `password.changed`, `password.reset_requested` (only when a link is
          *     sent), `password.reset_completed`, `email.verified`, `user.created`, `user.updated`
          *     (`details.fields` names what changed, `role` and `is_active` their new values),
@@ -1129,6 +1188,31 @@ export interface paths {
          *     never holds a password, a token or a hash.
          */
         get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The deployment at a glance (admin)
+         * @description What an operator looks at first: how many users there are (live ones, `active` and
+         *     `disabled`; `deleted` apart), the sign-ins (`login.succeeded`) and failed sign-ins
+         *     (`login.failed`) of the audit trail in the last 24 hours, this process's health, and the
+         *     backlogs of the mail outbox and of webhook deliveries: what waits to be sent (or retried)
+         *     and what was given up in the last 24 hours. Counts are exact at the time of the answer.
+         *     A user other than an admin is refused with 403; an admin's API key may read it.
+         */
+        get: operations["getAdminOverview"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3149,6 +3233,56 @@ export interface components {
             data: {
                 message: string;
             };
+        };
+        Backlog: {
+            /** @description Messages waiting to be sent or retried. */
+            pending: number;
+            /** @description Messages given up (no attempt left) in the last 24 hours. */
+            failed: number;
+            /**
+             * Format: date-time
+             * @description When the oldest waiting message was queued; null when none waits.
+             */
+            oldest_pending_at: string | null;
+        };
+        AdminOverview: {
+            generated_at: components["schemas"]["Timestamp"];
+            users: {
+                /** @description Users that are not deleted (active and disabled). */
+                total: number;
+                active: number;
+                /** @description Users with `is_active: false` that are not deleted. */
+                disabled: number;
+                /** @description Deleted users an admin may still restore. */
+                deleted: number;
+            };
+            sign_ins: {
+                /**
+                 * Format: date-time
+                 * @description 24 hours before `generated_at`.
+                 */
+                since: string;
+                /** @description `login.succeeded` events since then. */
+                succeeded: number;
+                /** @description `login.failed` events since then. */
+                failed: number;
+            };
+            health: {
+                /**
+                 * @description `draining` once this process has begun to stop (readiness answers 503).
+                 * @enum {string}
+                 */
+                status: "ok" | "draining";
+                version: string;
+                uptime_seconds: number;
+            };
+            mail: components["schemas"]["Backlog"];
+            webhooks: components["schemas"]["Backlog"];
+        };
+        AdminOverviewResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["AdminOverview"];
         };
         HealthResponse: {
             /** @enum {boolean} */
@@ -7231,6 +7365,88 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listUserSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions, newest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "0b7f5c3e-8d1a-4f5e-9c2b-6a4d3e2f1a0b",
+                     *           "created_at": "2026-01-03T09:00:00.000Z",
+                     *           "last_used_at": "2026-01-03T09:25:00.000Z",
+                     *           "expires_at": "2026-01-10T09:25:00.000Z",
+                     *           "ip": "203.0.113.7",
+                     *           "user_agent": "Mozilla/5.0",
+                     *           "current": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeUserSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                id: components["parameters"]["UserId"];
+                /** @description The session id (the `sid` claim of its tokens), one of the user's. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listAuditEvents: {
         parameters: {
             query?: {
@@ -7268,6 +7484,68 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getAdminOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "generated_at": "2026-01-03T09:00:00.000Z",
+                     *         "users": {
+                     *           "total": 1284,
+                     *           "active": 1270,
+                     *           "disabled": 14,
+                     *           "deleted": 9
+                     *         },
+                     *         "sign_ins": {
+                     *           "since": "2026-01-02T09:00:00.000Z",
+                     *           "succeeded": 412,
+                     *           "failed": 37
+                     *         },
+                     *         "health": {
+                     *           "status": "ok",
+                     *           "version": "1.4.0",
+                     *           "uptime_seconds": 86400
+                     *         },
+                     *         "mail": {
+                     *           "pending": 2,
+                     *           "failed": 0,
+                     *           "oldest_pending_at": "2026-01-03T08:59:58.000Z"
+                     *         },
+                     *         "webhooks": {
+                     *           "pending": 0,
+                     *           "failed": 1,
+                     *           "oldest_pending_at": null
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminOverviewResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import type { Kysely } from 'kysely';
+import { adminOverviewRoom } from './admin-overview/wiring.js';
 import { apiKeysRoom } from './api-keys/wiring.js';
 import { auditRoom } from './audit/wiring.js';
 import type { Config } from './config/index.js';
@@ -64,11 +65,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       admit: core.limits && providerAdmission(core.limits.guard),
       organizations,
     });
+    const health = healthRoom(core);
     const services: Services = {
       factors,
       mfa,
       ...oidcServices,
-      ...healthRoom(core),
+      ...health,
+      ...adminOverviewRoom(core, { about: health.about }),
       organizations,
       organizationRoles,
       organizationDomains,

@@ -315,6 +315,8 @@ function suite(t: () => TestContext) {
           ['passkeyRegistrationOptions', true],
           ['registerPasskey', true],
           ['resetUserFactors', true],
+          ['listUserSessions', true],
+          ['revokeUserSession', true],
           ['changePassword', true],
           ['reauthenticate', true],
           ['updateUser', ['email', 'password', 'role']],
@@ -369,7 +371,7 @@ function suite(t: () => TestContext) {
         .values({ user_id: user.id, provider_id: provider.id, subject: 'corp-subject-1', email: user.email })
         .returning('id')
         .executeTakeFirstOrThrow();
-      const targets: Record<string, { token: string; id?: number | string; body?: unknown }> = {
+      const targets: Record<string, { token: string; id?: number | string; ids?: Array<number | string>; body?: unknown }> = {
         createApiKey: { token: key.key, body: { name: 'Another', expires_in_days: 365 } },
         listApiKeys: { token: key.key },
         deleteApiKey: { token: key.key, id: key.id },
@@ -381,6 +383,8 @@ function suite(t: () => TestContext) {
         passkeyRegistrationOptions: { token: key.key },
         registerPasskey: { token: key.key, body: { credential: {}, name: 'Attacker key' } },
         resetUserFactors: { token: adminKey.key, id: victim.id },
+        listUserSessions: { token: adminKey.key, id: victim.id },
+        revokeUserSession: { token: adminKey.key, ids: [victim.id, claimsOf(victim.access).sid] },
         changePassword: { token: key.key, body: { current_password: user.password, new_password: 'attacker-password-1' } },
         reauthenticate: { token: key.key, body: { password: user.password } },
         updateUser: { token: key.key, id: user.id, body: { password: 'attacker-password-1', current_password: user.password } },
@@ -423,7 +427,8 @@ function suite(t: () => TestContext) {
       };
       for (const op of marked) {
         const target = targets[op.id];
-        const path = op.path.replace(/\{[^}]+\}/, String(target.id));
+        const ids = [...(target.ids ?? [target.id])];
+        const path = op.path.replace(/\{[^}]+\}/g, () => String(ids.shift()));
         const res: Response = await t().send(op.method, path, target.body, { token: target.token });
         try {
           expectError(res, 403, 'FORBIDDEN');
@@ -436,6 +441,7 @@ function suite(t: () => TestContext) {
       // Nothing changed: the keys, the session, the pending factor and the password are as they were.
       expect(await t().db.selectFrom('api_keys').select('id').where('user_id', '=', user.id).execute()).toEqual([{ id: key.id }]);
       expect((await t().get('/api/auth/me', { token: user.access })).status).toBe(200);
+      expect((await t().get('/api/auth/me', { token: victim.access })).status).toBe(200);
       expect((await t().db.selectFrom('mfa_factors').select('id').where('user_id', '=', user.id).execute()).length).toBe(1);
       expect((await t().post('/api/auth/login/json', { email: user.email, password: user.password })).status).toBe(200);
       expect(await auditRows(user.id, 'api_key.created')).toHaveLength(1);

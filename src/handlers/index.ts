@@ -8,6 +8,7 @@ import * as identityProviders from './identity-providers.js';
 import * as keys from './keys.js';
 import * as oauth from './oauth.js';
 import * as organizations from './organizations.js';
+import * as overview from './overview.js';
 import * as organizationDomains from './organization-domains.js';
 import * as organizationInvitations from './organization-invitations.js';
 import * as users from './users.js';
@@ -20,6 +21,7 @@ export const handlers = {
   ...emailCode,
   ...users,
   ...audit,
+  ...overview,
   ...health,
   ...keys,
   ...factors,

@@ -12,6 +12,8 @@ import type { AccountService } from '../users/account.js';
 import type { EmailCodeSignIn } from '../email-code/email-code-sign-in.js';
 import type { ApiKeyService } from '../api-keys/api-keys.js';
 import type { AuditService } from '../audit/audit.js';
+import type { AdminOverview } from '../admin-overview/overview.js';
+import type { UserSessions } from '../sessions/user-sessions.js';
 import type { FactorService } from '../mfa/factors.js';
 import type { HealthService } from '../health/health.js';
 import type { MfaSignIn } from '../mfa/mfa-sign-in.js';
@@ -103,6 +105,10 @@ export interface Services {
   users: UserService;
   imports: UserImport;
   audit: AuditService;
+  /** The deployment at a glance, for admins. */
+  overview: AdminOverview;
+  /** Another user's sessions, for admins. */
+  userSessions: UserSessions;
   health: HealthService;
   factors: FactorService;
   mfa: MfaSignIn;

@@ -1,7 +1,7 @@
 import { created, noContent, ok, signedIn } from './reply.js';
 import { countByStatus } from '../user-import/user-import.js';
 import type { Handler } from './types.js';
-import { importResultView, userView } from './views.js';
+import { importResultView, sessionView, userView } from './views.js';
 
 export const listUsers: Handler<'listUsers'> = async (input, { users }) => {
   const { rows, meta } = await users.list(signedIn(input), input.query);
@@ -35,4 +35,15 @@ export const restoreUser: Handler<'restoreUser'> = async (input, { users }) =>
 export const importUsers: Handler<'importUsers'> = async (input, { imports }) => {
   const results = await imports.importUsers(signedIn(input), input.body.users);
   return ok(results.map(importResultView), { meta: countByStatus(results) });
+};
+
+export const listUserSessions: Handler<'listUserSessions'> = async (input, { userSessions }) => {
+  const me = signedIn(input);
+  const sessions = await userSessions.list(me, input.path.id);
+  return ok(sessions.map((session) => sessionView(session, me.sessionId ?? '')));
+};
+
+export const revokeUserSession: Handler<'revokeUserSession'> = async (input, { userSessions }) => {
+  await userSessions.revoke(signedIn(input), input.path.id, input.path.session_id);
+  return noContent();
 };

@@ -1,4 +1,5 @@
 import type { components } from '../../generated/openapi.js';
+import type { Overview } from '../admin-overview/overview.js';
 import type { AuditEventRow } from '../audit/audit-repository.js';
 import type { ApiKeyRow, MfaFactorRow, SessionRow } from '../db/types.js';
 import type { WebhookEndpointRow } from '../webhooks/webhook-repository.js';
@@ -183,5 +184,23 @@ export function organizationInvitationView(row: InvitationRow): components['sche
     invited_by: inviter,
     created_at: iso(row.created_at),
     expires_at: iso(row.expires_at),
+  };
+}
+
+/** The admin's overview as the contract shows it. */
+export function adminOverviewView(overview: Overview): components['schemas']['AdminOverview'] {
+  const backlog = (counts: Overview['mail']) => ({
+    pending: counts.pending,
+    failed: counts.failed,
+    oldest_pending_at: counts.oldest_pending_at && iso(counts.oldest_pending_at),
+  });
+  const { users, signIns, health } = overview;
+  return {
+    generated_at: iso(overview.generatedAt),
+    users: { total: users.active + users.inactive, active: users.active, disabled: users.inactive, deleted: users.deleted },
+    sign_ins: { since: iso(signIns.since), succeeded: signIns.succeeded, failed: signIns.failed },
+    health: { status: health.draining ? 'draining' : 'ok', version: health.version, uptime_seconds: health.uptimeSeconds },
+    mail: backlog(overview.mail),
+    webhooks: backlog(overview.webhooks),
   };
 }

@@ -4,7 +4,8 @@ import type { AccountConfig } from '../config/index.js';
 import { AfterAnswer } from '../infra/after-answer.js';
 import { consumeAccountToken, recentAccountTokens } from './account-token-repository.js';
 import { endUserOidcRecords } from '../oidc/record-repository.js';
-import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../sessions/session-repository.js';
+import { listLiveSessions, revokeUserSessions } from '../sessions/session-repository.js';
+import { revokeUserSession } from '../sessions/session-revocation.js';
 import type { Transact } from '../db/transaction.js';
 import type { Database, SessionRow, UserRow } from '../db/types.js';
 import { isUniqueViolation } from '../db/errors.js';
@@ -194,14 +195,8 @@ export class AccountService {
   async revokeSession(principal: Principal, sessionId: string): Promise<void> {
     const id = principal.user.id;
     await this.transact(async (trx) => {
-      if (!(await revokeOwnSession(trx, id, sessionId))) throw new NotFound('Session not found');
-      await recordEvent(trx, {
-        type: 'session.revoked',
-        actor: id,
-        subject: id,
-        details: { session_id: sessionId },
-        origin: principal.client,
-      });
+      if (!(await revokeUserSession(trx, { userId: id, sessionId, actor: id, origin: principal.client })))
+        throw new NotFound('Session not found');
     });
   }
 }
