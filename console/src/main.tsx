@@ -1,4 +1,4 @@
-import { render } from 'preact';
+import { render, type ComponentChild } from 'preact';
 import { api, messageOf, ok } from './api';
 import { finishSignIn, ProviderUnavailable, signIn, signedIn } from './auth';
 import { App } from './app';
@@ -18,6 +18,12 @@ function Failure(props: { message: string; retry: boolean }) {
   );
 }
 
+/** Replaces the page's "Loading" line with the console (Preact keeps what it did not render itself). */
+function show(root: HTMLElement, content: ComponentChild): void {
+  root.replaceChildren();
+  render(content, root);
+}
+
 async function start(root: HTMLElement): Promise<void> {
   try {
     const here = new URL(window.location.href);
@@ -28,9 +34,9 @@ async function start(root: HTMLElement): Promise<void> {
       await signIn(`${here.pathname}${here.search}`);
     }
     const me = await ok(api.GET('/api/auth/me'));
-    render(<App user={me.data} />, root);
+    show(root, <App user={me.data} />);
   } catch (error) {
-    render(<Failure message={messageOf(error)} retry={!(error instanceof ProviderUnavailable)} />, root);
+    show(root, <Failure message={messageOf(error)} retry={!(error instanceof ProviderUnavailable)} />);
   }
 }
 
