@@ -87,8 +87,8 @@ function TotpEnrolment(props: { onDone: (codes: string[] | undefined) => void; o
 
   if (!enrolment)
     return (
-      <div class="enrolment">
-        <Form label="Add an authenticator app" submit="Continue" action={start}>
+      <div class="enrolment" key="start">
+        <Form key="start" label="Add an authenticator app" submit="Continue" action={start}>
           <Field label="Name of the app or device" hint="To tell your factors apart, e.g. Phone.">
             <input name="name" maxLength={100} placeholder="Phone" />
           </Field>
@@ -100,13 +100,13 @@ function TotpEnrolment(props: { onDone: (codes: string[] | undefined) => void; o
     );
 
   return (
-    <div class="enrolment">
+    <div class="enrolment" key="confirm">
       <p>Scan the QR code with your authenticator app, or type the secret key into it. Then enter the code the app shows.</p>
       <div class="enrolment-codes">
-        <QrCode value={enrolment.otpauth_url} label="QR code of the authenticator app's secret key" />
+        <QrCode value={enrolment.otpauth_url} label="QR code for your authenticator app" />
         <Secret label="Secret key" value={enrolment.secret} />
       </div>
-      <Form label="Confirm the authenticator app" submit="Confirm" action={confirm}>
+      <Form key="confirm" label="Confirm the authenticator app" submit="Confirm" action={confirm}>
         <Field label="Code from the app" hint="Six digits; a new one every 30 seconds.">
           <input name="code" inputMode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" required />
         </Field>
