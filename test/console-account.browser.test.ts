@@ -301,6 +301,34 @@ describeInBrowser('the account screen of the console', () => {
     STEP,
   );
 
+  it(
+    'asks for a new e-mail address, which waits for its link, and changes the password, which signs every other session out',
+    async () => {
+      const newAddress = `new-${person.email}`;
+      const emailForm = page.getByRole('form', { name: 'Change e-mail address' });
+      await emailForm.getByLabel('New e-mail address').fill(newAddress);
+      await emailForm.getByLabel('Current password').fill(person.password);
+      await emailForm.getByRole('button', { name: 'Change address' }).click();
+      await page.getByText(`A link is on its way to ${newAddress}`).waitFor();
+      const me = await get('/api/auth/me', apiToken);
+      expect(me.body.data).toMatchObject({ email: person.email, pending_email: newAddress });
+
+      const passwordForm = page.getByRole('form', { name: 'Change password' });
+      await passwordForm.getByLabel('Current password').fill(person.password);
+      await passwordForm.getByLabel('New password').fill('another-long-passphrase-7');
+      await passwordForm.getByRole('button', { name: 'Change password' }).click();
+      await page.getByText('Your password is changed').waitFor();
+      await page.getByRole('button', { name: 'Sign in again' }).waitFor();
+      // The session opened through the API is signed out; the new password is the one that signs in.
+      expect((await get('/api/auth/me', apiToken)).status).toBe(401);
+      expect((await rig.t.post('/api/auth/login/json', { email: person.email, password: person.password })).status).toBe(401);
+      const login = await rig.t.post('/api/auth/login/json', { email: person.email, password: 'another-long-passphrase-7' });
+      expect(login.status).toBe(403);
+      expect(login.body.error.code).toBe('MFA_REQUIRED');
+    },
+    STEP,
+  );
+
   it('made no request outside the service, and the pages raised no error', () => {
     expect(foreignRequests(rig.requests, rig.origin)).toEqual([]);
     expect(errors).toEqual([]);

@@ -39,6 +39,12 @@ export function Password() {
           </Field>
         </Form>
       )}
+      {changed ? null : (
+        <p class="field-hint">
+          Signed up with an identity provider or an e-mailed code, and never set a password? Sign out, and use “Forgot your password?” on
+          the sign-in page to set one.
+        </p>
+      )}
     </Section>
   );
 }

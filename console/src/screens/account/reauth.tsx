@@ -101,6 +101,9 @@ export function ReauthProvider(props: { children: ComponentChildren }) {
               <input name="proof" type="password" autocomplete="current-password" required />
             </Field>
           )}
+          <p class="field-hint">
+            Without a password or an authenticator app, sign out and sign in again, then try again within five minutes.
+          </p>
           <ErrorMessage error={error} />
           <div class="form-actions">
             <button type="submit" class="button primary" disabled={busy}>
