@@ -165,8 +165,12 @@ describeInBrowser('the console’s organisation screens', () => {
       const [resent] = await api.get(`/api/organizations/${id}/invitations`);
       expect(Date.parse(resent.expires_at)).toBeGreaterThanOrEqual(Date.parse(invitations[0].expires_at));
 
-      // A member's role changed.
+      // A member's role changed; each member's choice shows the role they hold.
       const memberRole = page.getByRole('form', { name: `Role of ${member.email}` });
+      const ownerRole = page.getByRole('form', { name: `Role of ${ADMIN.email}` });
+      await expect(memberRole.getByRole('combobox', { name: 'Role' }).inputValue()).resolves.toBe('member');
+      await expect(ownerRole.getByRole('combobox', { name: 'Role' }).inputValue()).resolves.toBe('owner');
+      await expect(invite.getByRole('combobox', { name: 'Role' }).inputValue()).resolves.toBe('member');
       await memberRole.getByRole('combobox', { name: 'Role' }).selectOption(roleKey);
       await memberRole.getByRole('button', { name: 'Change role' }).click();
       await page.getByText(`${member.email} is now ${roleKey}.`).waitFor();
@@ -180,7 +184,7 @@ describeInBrowser('the console’s organisation screens', () => {
       await expect(rolesOf()).resolves.toEqual({ [adminId]: 'owner', [member.id]: roleKey });
 
       // The last owner cannot be demoted: the API's 409 and its message, shown.
-      const ownerRole = page.getByRole('form', { name: `Role of ${ADMIN.email}` });
+      await expect(memberRole.getByRole('combobox', { name: 'Role' }).inputValue()).resolves.toBe(roleKey);
       await ownerRole.getByRole('combobox', { name: 'Role' }).selectOption('admin');
       await ownerRole.getByRole('button', { name: 'Change role' }).click();
       const refused = await rig.t.put(`/api/organizations/${id}/members/${adminId}`, { role: 'admin' }, { token: admin });
@@ -235,6 +239,12 @@ describeInBrowser('the console’s organisation screens', () => {
         sso_required: true,
         auto_join_role: roleKey,
       });
+      // The screen, opened again, shows the policy saved.
+      await openOrganization(page, slug, `Acme ${tail}`);
+      await policy.getByRole('button', { name: 'Save sign-in policy' }).waitFor();
+      await expect(policy.getByRole('combobox', { name: /^Identity provider/ }).inputValue()).resolves.toBe(provider);
+      await expect(policy.getByRole('combobox', { name: /^Join by domain/ }).inputValue()).resolves.toBe(roleKey);
+      await expect(policy.getByRole('checkbox', { name: /second factor/ }).isChecked()).resolves.toBe(true);
       await expect(seriousViolations(page)).resolves.toEqual([]);
 
       // Revoking the invitation.

@@ -123,8 +123,8 @@ export function Invitations(props: { id: number; roles: Role[] }) {
           <input name="email" type="email" required maxLength={254} autoComplete="off" />
         </Field>
         <Field label="Role">
-          <select name="role" defaultValue="member">
-            <RoleOptions roles={roles} />
+          <select name="role">
+            <RoleOptions roles={roles} selected="member" />
           </select>
         </Field>
       </Form>

@@ -32,8 +32,8 @@ function MemberRow(props: { id: number; member: Member; roles: Role[]; changed: 
           }}
         >
           <Field label="Role">
-            <select name="role" defaultValue={member.role}>
-              <RoleOptions roles={roles} />
+            <select name="role">
+              <RoleOptions roles={roles} selected={member.role} />
             </select>
           </Field>
         </Form>

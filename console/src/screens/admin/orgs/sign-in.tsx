@@ -57,10 +57,12 @@ export function SignInPolicy(props: { id: number; roles: Role[] }) {
                   : 'People whose address is at a verified domain are sent to it when they sign in.'
               }
             >
-              <select name="identity_provider" defaultValue={policy.identity_provider ?? ''}>
-                <option value="">None</option>
+              <select name="identity_provider">
+                <option value="" selected={policy.identity_provider === null}>
+                  None
+                </option>
                 {providers.map((provider) => (
-                  <option key={provider.slug} value={provider.slug}>
+                  <option key={provider.slug} value={provider.slug} selected={provider.slug === policy.identity_provider}>
                     {provider.name} ({provider.slug})
                   </option>
                 ))}
@@ -71,9 +73,11 @@ export function SignInPolicy(props: { id: number; roles: Role[] }) {
               People at its verified domains sign in only through the identity provider
             </label>
             <Field label="Join by domain" hint="Whoever proves an address at a verified domain joins with this role.">
-              <select name="auto_join_role" defaultValue={policy.auto_join_role ?? ''}>
-                <option value="">Nobody joins by domain</option>
-                <RoleOptions roles={joinRoles} />
+              <select name="auto_join_role">
+                <option value="" selected={policy.auto_join_role === null}>
+                  Nobody joins by domain
+                </option>
+                <RoleOptions roles={joinRoles} selected={policy.auto_join_role ?? undefined} />
               </select>
             </Field>
           </Form>
