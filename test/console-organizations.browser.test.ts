@@ -192,6 +192,19 @@ describeInBrowser('the console’s organisation screens', () => {
       await expect(ownerRole.getByRole('alert').textContent()).resolves.toBe(refused.body.error.message);
       await expect(rolesOf()).resolves.toEqual({ [adminId]: 'owner', [member.id]: roleKey });
 
+      // Nor removed: the API's 409 message, in the dialog that asked.
+      const leave = await confirm(
+        page,
+        page.getByRole('button', { name: `Remove ${ADMIN.email}` }),
+        `Remove ${ADMIN.email} from the organisation?`,
+        'Remove member',
+      );
+      const kept = await rig.t.delete(`/api/organizations/${id}/members/${adminId}`, { token: admin });
+      expect(kept.status).toBe(409);
+      await expect(leave.getByRole('alert').textContent()).resolves.toBe(kept.body.error.message);
+      await leave.getByRole('button', { name: 'Cancel' }).click();
+      await expect(rolesOf()).resolves.toEqual({ [adminId]: 'owner', [member.id]: roleKey });
+
       // A domain: its DNS record shown, a verification before it is published refused with the API's
       // message, then verified once the DNS server publishes it.
       const addDomain = page.getByRole('form', { name: 'Add a domain' });
@@ -272,12 +285,20 @@ describeInBrowser('the console’s organisation screens', () => {
       await held.getByRole('button', { name: 'Cancel' }).click();
       expect((await api.get('/api/organization-roles')).map((role: { key: string }) => role.key)).toContain(roleKey);
 
-      // The organisation deleted, from its screen.
+      // Renamed, then deleted, from its screen.
       await openOrganization(page, slug, `Acme ${tail}`);
+      const details = page.getByRole('form', { name: 'Name and slug' });
+      await details.getByRole('textbox', { name: 'Name', exact: true }).fill(`Acme ${tail} Ltd`);
+      await details.getByRole('textbox', { name: /^Slug/ }).fill(`${slug}-ltd`);
+      await details.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: `Acme ${tail} Ltd` }).waitFor();
+      await expect(api.get(`/api/organizations/${id}`)).resolves.toEqual(
+        expect.objectContaining({ name: `Acme ${tail} Ltd`, slug: `${slug}-ltd` }),
+      );
       const gone = await confirm(
         page,
         page.getByRole('button', { name: 'Delete organisation' }),
-        `Delete Acme ${tail}?`,
+        `Delete Acme ${tail} Ltd?`,
         'Delete organisation',
       );
       await gone.waitFor({ state: 'hidden' });
