@@ -143,6 +143,16 @@ describeInBrowser('the console’s organisation screens', () => {
         expect.objectContaining({ name: 'Billing', permissions: ['invoices:read', 'org:read', 'members:read'], built_in: false }),
       );
       await expect(seriousViolations(page)).resolves.toEqual([]);
+      // Changed: its name and permissions.
+      await page.getByText(`Edit ${roleKey}`, { exact: true }).click();
+      const edit = page.getByRole('form', { name: `Edit ${roleKey}` });
+      await edit.getByRole('textbox', { name: 'Name', exact: true }).fill('Billing and invoices');
+      await edit.getByRole('textbox', { name: /^Permissions/ }).fill('invoices:read\ninvoices:write\norg:read');
+      await edit.getByRole('button', { name: 'Save role' }).click();
+      await page.getByText(`${roleKey} is saved`).waitFor();
+      expect(((await api.get('/api/organization-roles')) as typeof roles).find((role) => role.key === roleKey)).toEqual(
+        expect.objectContaining({ name: 'Billing and invoices', permissions: ['invoices:read', 'invoices:write', 'org:read'] }),
+      );
 
       // Back to the organisation, where a member has joined meanwhile.
       await addMember(rig.t, id, member.id, 'member');
