@@ -112,9 +112,13 @@ function Manage(props: { user: User; changed: (notice: string) => void }) {
         }}
       >
         <Field label="Role" hint="Admins may manage every user and the service’s settings.">
-          <select name="role" defaultValue={user.role}>
-            <option value="user">User</option>
-            <option value="admin">Admin</option>
+          <select name="role">
+            <option value="user" selected={user.role === 'user'}>
+              User
+            </option>
+            <option value="admin" selected={user.role === 'admin'}>
+              Admin
+            </option>
           </select>
         </Field>
       </Form>

@@ -65,9 +65,9 @@ function UserList() {
           <input name="q" type="search" maxLength={100} defaultValue={search.q ?? ''} />
         </Field>
         <Field label="Status">
-          <select name="status" defaultValue={search.status ?? ''}>
+          <select name="status">
             {STATUSES.map((option) => (
-              <option key={option.value} value={option.value}>
+              <option key={option.value} value={option.value} selected={option.value === (search.status ?? '')}>
                 {option.label}
               </option>
             ))}
@@ -173,7 +173,7 @@ function CreateUser() {
           <input name="password" type="password" required minLength={8} autoComplete="new-password" />
         </Field>
         <Field label="Role">
-          <select name="role" defaultValue="user">
+          <select name="role">
             <option value="user">User</option>
             <option value="admin">Admin</option>
           </select>
