@@ -297,6 +297,21 @@ describeInBrowser('the account screen of the console', () => {
       // The account screen lists it.
       await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Account' }).click();
       await page.getByRole('button', { name: 'Leave Acme Corp' }).waitFor();
+
+      // Acting for it: the console's tokens are refreshed for the organisation, which its grant keeps.
+      await page.getByRole('button', { name: 'Act for Acme Corp' }).click();
+      await page.locator('.badge.ok', { hasText: 'Active' }).waitFor();
+      const grants = await rig.t.db
+        .withTables<{
+          oidc_records: { model: string; client_id: string | null; user_id: number | null; payload: { organizationId?: number } };
+        }>()
+        .selectFrom('oidc_records')
+        .select('payload')
+        .where('model', '=', 'Grant')
+        .where('client_id', '=', 'console')
+        .where('user_id', '=', person.id)
+        .execute();
+      expect(grants.map((grant) => grant.payload.organizationId)).toEqual([org.body.data.id]);
     },
     STEP,
   );

@@ -29,6 +29,7 @@ interface Tokens {
 let server: oauth.AuthorizationServer | undefined;
 let tokens: Tokens | undefined;
 let refreshing: Promise<string> | undefined;
+let organization: number | undefined;
 
 /** Why the console cannot sign anyone in, said to the person. */
 export class ProviderUnavailable extends Error {}
@@ -93,6 +94,9 @@ export async function finishSignIn(current: URL): Promise<string> {
 }
 
 function keep(response: oauth.TokenEndpointResponse): void {
+  // The organisation the sign-in acts for, as its ID token says (`org_id`); a refresh keeps it.
+  const claims = oauth.getValidatedIdTokenClaims(response);
+  if (claims) organization = typeof claims.org_id === 'number' || typeof claims.org_id === 'string' ? Number(claims.org_id) : undefined;
   tokens = {
     accessToken: response.access_token,
     refreshToken: response.refresh_token ?? tokens?.refreshToken,
@@ -127,6 +131,28 @@ export function refresh(): Promise<string> {
     }
   })();
   return refreshing;
+}
+
+/** The organisation the console's tokens act for, if any. */
+export const activeOrganization = (): number | undefined => organization;
+
+/**
+ * Makes `id` the organisation the tokens act for: a refresh that names it (the provider checks the
+ * membership, and a second factor where the organisation requires one). Its refusal is the error.
+ */
+export async function switchOrganization(id: number): Promise<void> {
+  const as = await discover();
+  if (!tokens?.refreshToken) throw new Error('This sign-in cannot switch organisations: sign out and in again.');
+  const response = await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refreshToken, {
+    ...transport,
+    additionalParameters: { organization_id: String(id) },
+  });
+  try {
+    keep(await oauth.processRefreshTokenResponse(as, client, response));
+  } catch (error) {
+    if (error instanceof oauth.ResponseBodyError) throw new Error(error.error_description || error.error, { cause: error });
+    throw error;
+  }
 }
 
 /** Ends the provider's session (the hosted page asks the person to confirm) and forgets the tokens. */

@@ -1,7 +1,9 @@
 import { Link } from 'wouter-preact';
 import { api, ok } from '../../api';
 import { useMe } from '../../me';
-import { ConfirmButton, Empty, Loading, Section, When, useLoad } from '../../ui/kit';
+import { useState } from 'preact/hooks';
+import { activeOrganization, switchOrganization } from '../../auth';
+import { Button, ConfirmButton, Empty, ErrorMessage, Loading, Section, When, useLoad } from '../../ui/kit';
 import { Decide } from './invitation';
 
 /** The organisations the person belongs to (each can be left) and the invitations waiting for them. */
@@ -9,6 +11,17 @@ export function Organizations() {
   const { user } = useMe();
   const memberships = useLoad(() => ok(api.GET('/api/auth/organizations')), []);
   const invitations = useLoad(() => ok(api.GET('/api/auth/invitations')), []);
+  const [active, setActive] = useState(activeOrganization());
+  const [switchError, setSwitchError] = useState<unknown>();
+  const switchTo = async (id: number) => {
+    setSwitchError(undefined);
+    try {
+      await switchOrganization(id);
+      setActive(activeOrganization());
+    } catch (error) {
+      setSwitchError(error);
+    }
+  };
 
   return (
     <Section title="Organisations">
@@ -36,7 +49,14 @@ export function Organizations() {
                         {organization.name} <span class="mono">{organization.slug}</span>
                       </td>
                       <td>{role}</td>
-                      <td>
+                      <td class="actions">
+                        {active === organization.id ? (
+                          <span class="badge ok">Active</span>
+                        ) : (
+                          <Button aria-label={`Act for ${organization.name}`} onClick={() => void switchTo(organization.id)}>
+                            Act for it
+                          </Button>
+                        )}
                         <ConfirmButton
                           label="Leave"
                           ariaLabel={`Leave ${organization.name}`}
@@ -65,6 +85,7 @@ export function Organizations() {
           )
         }
       </Loading>
+      <ErrorMessage error={switchError} />
       <h3>Invitations</h3>
       <Loading loaded={invitations} label="Loading your invitations…">
         {({ data }) =>
