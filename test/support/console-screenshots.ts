@@ -39,6 +39,16 @@ try {
     await shoot(page, '/account', `console-account-${scheme}.png`);
     await context.close();
   }
+  const phone = await rig.browser.newContext({
+    baseURL: rig.origin,
+    viewport: { width: 390, height: 844 },
+    isMobile: true,
+    hasTouch: true,
+  });
+  const page = await phone.newPage();
+  await signInToConsole(page, '/', ADMIN.email, ADMIN.password);
+  await shoot(page, '/users', 'console-users-phone.png');
+  await phone.close();
 } finally {
   await rig.close();
 }
