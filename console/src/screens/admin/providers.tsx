@@ -114,6 +114,7 @@ function AddProvider(props: { taken: string[]; onCreated: (provider: Provider) =
   const preset =
     PRESET_CHOICES.find((choice) => choice.key === chosen && !isAdded(choice)) ?? PRESET_CHOICES.find((choice) => !isAdded(choice))!;
   const key = preset.key;
+  const adding = preset.slug === undefined ? 'Add provider' : `Add ${preset.label}`;
   const effectiveSlug = preset.slug ?? slug;
 
   const add = async (data: FormData) => {
@@ -147,7 +148,7 @@ function AddProvider(props: { taken: string[]; onCreated: (provider: Provider) =
       </fieldset>
       <p class="field-hint">{preset.where}</p>
       {/* Keyed by the preset, so that fields of another preset start empty. */}
-      <Form key={key} label={`Add ${preset.label}`} submit={`Add ${preset.label}`} action={add}>
+      <Form key={key} label={adding} submit={adding} action={add}>
         {preset.slug === undefined ? (
           <>
             <Field label="Slug" hint="Its name in addresses: lower-case letters, digits and hyphens.">

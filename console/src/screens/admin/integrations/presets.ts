@@ -62,14 +62,14 @@ export const PRESET_CHOICES: readonly PresetChoice[] = [
   },
   {
     key: 'oidc',
-    label: 'Other OpenID Connect',
+    label: 'Another OpenID Connect provider',
     kind: 'oidc',
     where: 'Any OpenID Connect provider (Keycloak, Okta, Auth0, a company’s SSO): its issuer, and the client registered there.',
     secretRequired: false,
   },
   {
     key: 'oauth2',
-    label: 'Other OAuth 2.0',
+    label: 'Another OAuth 2.0 provider',
     kind: 'oauth2',
     where:
       'A provider without OpenID Connect: its authorization, token and user-info endpoints, and which user-info fields hold who the person is.',
