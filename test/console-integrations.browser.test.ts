@@ -93,6 +93,13 @@ describeInBrowser('the console’s OAuth clients, identity providers and webhook
     const form = page.getByRole('form', { name: 'Register a client' });
     await form.getByRole('textbox', { name: /^Name/ }).fill('Nightly reports');
     await expect(form.getByRole('radio', { name: /^Confidential/ }).isChecked()).resolves.toBe(true);
+    // A redirect URI the service refuses: the form shows its message, naming the field, and nothing is made.
+    await form.getByRole('textbox', { name: /^Redirect URIs/ }).fill('http://reports.example.com/callback');
+    await form.getByRole('button', { name: 'Register client' }).click();
+    const refusal = form.getByRole('alert');
+    await refusal.waitFor();
+    await expect(refusal.textContent()).resolves.toMatch(/^Request validation failed: redirect_uris\.0 /);
+    expect((await rig.t.get('/api/oauth/clients', { token: admin })).body.data).toEqual([]);
     await form
       .getByRole('textbox', { name: /^Redirect URIs/ })
       .fill('https://reports.example.com/callback\nhttps://reports.example.com/oidc/callback');

@@ -4,6 +4,7 @@ import { api, ok, type Schemas } from '../../api';
 import { ConfirmButton, Empty, Form, Loading, Notice, Page, Section, When, useLoad } from '../../ui/kit';
 import { changedClientFields, ClientFields, clientFields } from './integrations/client-fields';
 import { selectionHref, useSelection } from './integrations/selection';
+import { SettingsForm } from './integrations/settings';
 import { ShownOnce } from './integrations/shown-once';
 import './integrations/integrations.css';
 
@@ -139,18 +140,6 @@ function ClientSections(props: {
 }) {
   const { client, fresh } = props;
   const path = { client_id: client.client_id };
-  const [saved, setSaved] = useState<string>();
-  const save = async (data: FormData) => {
-    setSaved(undefined);
-    const changes = changedClientFields(client, data);
-    if (Object.keys(changes).length === 0) {
-      setSaved('Nothing to save: every field is as it was.');
-      return;
-    }
-    await ok(api.PUT('/api/oauth/clients/{client_id}', { params: { path }, body: changes }));
-    setSaved('Saved. Sign-ins under way finish with the client as it is now; tokens already issued stay valid.');
-    props.onChanged();
-  };
   return (
     <>
       {fresh ? (
@@ -189,11 +178,18 @@ function ClientSections(props: {
         </dl>
       </Section>
       <Section title="Settings">
-        {/* Keyed by the last change, so that the fields show the client as the service now has it. */}
-        <Form key={client.updated_at} label={`Settings of ${client.name}`} submit="Save changes" action={save}>
+        <SettingsForm
+          label={`Settings of ${client.name}`}
+          version={client.updated_at}
+          changes={(data) => changedClientFields(client, data)}
+          send={async (body) => {
+            await ok(api.PUT('/api/oauth/clients/{client_id}', { params: { path }, body }));
+            props.onChanged();
+          }}
+          done="Saved. Sign-ins under way finish with the client as it is now; tokens already issued stay valid."
+        >
           <ClientFields client={client} />
-        </Form>
-        {saved ? <Notice>{saved}</Notice> : null}
+        </SettingsForm>
       </Section>
       {client.type === 'confidential' ? (
         <Section title="Secret">

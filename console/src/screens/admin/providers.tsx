@@ -15,6 +15,7 @@ import {
   ScopesField,
 } from './integrations/provider-fields';
 import { selectionHref, useSelection } from './integrations/selection';
+import { EnabledBadge, SettingsForm } from './integrations/settings';
 import './integrations/integrations.css';
 
 type Provider = Schemas['IdentityProvider'];
@@ -99,10 +100,6 @@ function ProviderList(props: { notice?: string; onCreated: (provider: Provider) 
       </Section>
     </Page>
   );
-}
-
-function EnabledBadge(props: { enabled: boolean }) {
-  return props.enabled ? <span class="badge ok">Enabled</span> : <span class="badge off">Disabled</span>;
 }
 
 /** Adding a provider: the preset first, then only what that preset needs. */
@@ -260,18 +257,6 @@ function ProviderDetail(props: { slug: string; notice?: string; onDeleted: (name
 function ProviderSections(props: { provider: Provider; onChanged: () => void; onDeleted: (name: string) => void }) {
   const { provider } = props;
   const path = { slug: provider.slug };
-  const [saved, setSaved] = useState<string>();
-  const save = async (data: FormData) => {
-    setSaved(undefined);
-    const changes = changedProviderFields(provider, data);
-    if (Object.keys(changes).length === 0) {
-      setSaved('Nothing to save: every field is as it was.');
-      return;
-    }
-    await ok(api.PUT('/api/identity-providers/{slug}', { params: { path }, body: changes }));
-    setSaved('Saved. Sign-ins already under way finish with the provider as it was.');
-    props.onChanged();
-  };
   return (
     <>
       <Section title="Details">
@@ -320,7 +305,16 @@ function ProviderSections(props: { provider: Provider; onChanged: () => void; on
         <EnabledToggle provider={provider} onChanged={props.onChanged} />
       </Section>
       <Section title="Settings">
-        <Form key={provider.updated_at} label={`Settings of ${provider.name}`} submit="Save changes" action={save}>
+        <SettingsForm
+          label={`Settings of ${provider.name}`}
+          version={provider.updated_at}
+          changes={(data) => changedProviderFields(provider, data)}
+          send={async (body) => {
+            await ok(api.PUT('/api/identity-providers/{slug}', { params: { path }, body }));
+            props.onChanged();
+          }}
+          done="Saved. Sign-ins already under way finish with the provider as it was."
+        >
           <Field label="Name" hint="What the sign-in page shows: “Sign in with …”.">
             <input name="name" required maxLength={100} defaultValue={provider.name} autoComplete="off" />
           </Field>
@@ -340,8 +334,7 @@ function ProviderSections(props: { provider: Provider; onChanged: () => void; on
           <ScopesField scopes={provider.scopes} />
           <ClaimFields claims={provider.claims} />
           <PolicyFields provider={provider} />
-        </Form>
-        {saved ? <Notice>{saved}</Notice> : null}
+        </SettingsForm>
       </Section>
       <Section title="Delete">
         <p>Deleting the provider ends every way in through it.</p>

@@ -7,6 +7,7 @@ import { Deliveries } from './integrations/deliveries';
 import { EventFields, eventsOf } from './integrations/event-fields';
 import { isOn, sameSet, text } from './integrations/form-data';
 import { selectionHref, useSelection } from './integrations/selection';
+import { EnabledBadge, SettingsForm } from './integrations/settings';
 import { ShownOnce } from './integrations/shown-once';
 import './integrations/integrations.css';
 
@@ -99,10 +100,6 @@ function WebhookList(props: { notice?: string; onCreated: (webhook: Schemas['Web
   );
 }
 
-function EnabledBadge(props: { enabled: boolean }) {
-  return props.enabled ? <span class="badge ok">Enabled</span> : <span class="badge off">Disabled</span>;
-}
-
 function WebhookFields(props: { webhook?: Webhook }) {
   return (
     <>
@@ -145,9 +142,7 @@ function WebhookSections(props: {
 }) {
   const { webhook, fresh } = props;
   const path = { id: webhook.id };
-  const [saved, setSaved] = useState<string>();
-  const save = async (data: FormData) => {
-    setSaved(undefined);
+  const changed = (data: FormData) => {
     const changes: Schemas['UpdateWebhookRequest'] = {};
     const url = text(data, 'url');
     if (url !== webhook.url) changes.url = url;
@@ -156,13 +151,7 @@ function WebhookSections(props: {
     const events = eventsOf(data);
     if (!sameSet(events, webhook.events)) changes.events = events;
     if (isOn(data, 'enabled') !== webhook.enabled) changes.enabled = isOn(data, 'enabled');
-    if (Object.keys(changes).length === 0) {
-      setSaved('Nothing to save: every field is as it was.');
-      return;
-    }
-    await ok(api.PUT('/api/webhooks/{id}', { params: { path }, body: changes }));
-    setSaved('Saved. Deliveries still pending go to the endpoint as it is now.');
-    props.onChanged();
+    return changes;
   };
   return (
     <>
@@ -215,14 +204,22 @@ function WebhookSections(props: {
         <Deliveries webhookId={webhook.id} />
       </Section>
       <Section title="Settings">
-        <Form key={webhook.updated_at} label={`Settings of webhook ${webhook.id}`} submit="Save changes" action={save}>
+        <SettingsForm
+          label={`Settings of webhook ${webhook.id}`}
+          version={webhook.updated_at}
+          changes={changed}
+          send={async (body) => {
+            await ok(api.PUT('/api/webhooks/{id}', { params: { path }, body }));
+            props.onChanged();
+          }}
+          done="Saved. Deliveries still pending go to the endpoint as it is now."
+        >
           <WebhookFields webhook={webhook} />
           <label class="check">
             <input type="checkbox" name="enabled" defaultChecked={webhook.enabled} />
             <span>Enabled (while disabled, no event is queued for it and its pending deliveries wait)</span>
           </label>
-        </Form>
-        {saved ? <Notice>{saved}</Notice> : null}
+        </SettingsForm>
       </Section>
       <Section title="Signing secret">
         <p>A new secret is shown once; the previous one keeps signing messages beside it for 24 hours, so the receiver can switch.</p>
