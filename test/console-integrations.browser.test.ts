@@ -258,6 +258,12 @@ describeInBrowser('the console’s OAuth clients, identity providers and webhook
     const secret = await page.getByRole('textbox', { name: /^Signing secret/ }).inputValue();
     expect(secret).toMatch(/^whsec_/);
     receiver.trust(secret);
+    // Leaving the endpoint's page forgets the secret: back on it, it is not shown again.
+    await page.getByRole('link', { name: 'All webhooks' }).click();
+    await page.getByRole('link', { name: receiver.url }).click();
+    await heading(`Webhook ${webhookId}`).waitFor();
+    await page.getByRole('heading', { level: 2, name: 'Details' }).waitFor();
+    await expect(page.getByRole('textbox', { name: /^Signing secret/ }).count()).resolves.toBe(0);
     await page.getByText('Nothing was sent to this endpoint yet').waitFor();
     await expect(seriousViolations(page)).resolves.toEqual([]);
 

@@ -5,7 +5,7 @@ import { ConfirmButton, Empty, Form, Loading, Notice, Page, Section, When, useLo
 import { changedClientFields, ClientFields, clientFields } from './integrations/client-fields';
 import { selectionHref, useSelection } from './integrations/selection';
 import { SettingsForm } from './integrations/settings';
-import { ShownOnce } from './integrations/shown-once';
+import { ShownOnce, useForgetOnLeaving } from './integrations/shown-once';
 import './integrations/integrations.css';
 
 type Client = Schemas['OauthClient'];
@@ -117,6 +117,7 @@ function ClientDetail(props: {
   onSecret: (fresh: FreshSecret | undefined) => void;
   onDeleted: (name: string) => void;
 }) {
+  useForgetOnLeaving(props.clientId, () => props.onSecret(undefined));
   const loaded = useLoad(
     () => ok(api.GET('/api/oauth/clients/{client_id}', { params: { path: { client_id: props.clientId } } })),
     [props.clientId],

@@ -8,7 +8,7 @@ import { EventFields, eventsOf } from './integrations/event-fields';
 import { isOn, sameSet, text } from './integrations/form-data';
 import { selectionHref, useSelection } from './integrations/selection';
 import { EnabledBadge, SettingsForm } from './integrations/settings';
-import { ShownOnce } from './integrations/shown-once';
+import { ShownOnce, useForgetOnLeaving } from './integrations/shown-once';
 import './integrations/integrations.css';
 
 type Webhook = Schemas['WebhookEndpoint'];
@@ -123,6 +123,7 @@ function WebhookDetail(props: {
   onSecret: (fresh: FreshSecret | undefined) => void;
   onDeleted: (url: string) => void;
 }) {
+  useForgetOnLeaving(props.id, () => props.onSecret(undefined));
   const loaded = useLoad(() => ok(api.GET('/api/webhooks/{id}', { params: { path: { id: props.id } } })), [props.id]);
   return (
     <Page title={`Webhook ${props.id}`} actions={<Link href="/webhooks">All webhooks</Link>}>

@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { useEffect } from 'preact/hooks';
 import { Button, Secret, Section } from '../../../ui/kit';
 
 /**
@@ -18,4 +19,9 @@ export function ShownOnce(props: { title: string; label: string; value: string; 
       </div>
     </Section>
   );
+}
+
+/** Forgets a secret shown once as soon as its item's page is left (for the list, or another item). */
+export function useForgetOnLeaving(item: string | number, forget: () => void): void {
+  useEffect(() => forget, [item]);
 }
