@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect } from 'preact/hooks';
+import { useEffect, useRef } from 'preact/hooks';
 import { Button, Secret, Section } from '../../../ui/kit';
 
 /**
@@ -7,17 +7,32 @@ import { Button, Secret, Section } from '../../../ui/kit';
  * again, copies it, and dismisses it (leaving the page, or reloading it, forgets it too).
  */
 export function ShownOnce(props: { title: string; label: string; value: string; children?: ComponentChildren; onDone: () => void }) {
+  // The secret may appear far from the button that made it: it takes the focus, in view and selected.
+  const wrapper = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    wrapper.current?.querySelector('input')?.focus();
+  }, [props.value]);
   return (
-    <Section title={props.title}>
-      <p class="warning" role="status">
-        Copy it now: you will not see it again. The service keeps only a sealed copy and never shows it; if it is lost, make a new one.
-      </p>
-      {props.children}
-      <Secret label={props.label} value={props.value} />
-      <div class="form-actions">
-        <Button onClick={props.onDone}>I have copied it</Button>
-      </div>
-    </Section>
+    <div ref={wrapper}>
+      <Section title={props.title}>
+        <p class="warning" role="status">
+          Copy it now: you will not see it again. The service keeps only a sealed copy and never shows it; if it is lost, make a new one.
+        </p>
+        {props.children}
+        <Secret label={props.label} value={props.value} />
+        <div class="form-actions">
+          <Button
+            onClick={() => {
+              props.onDone();
+              // The button goes with the secret: the focus goes back to the page's heading.
+              document.getElementById('page-title')?.focus();
+            }}
+          >
+            I have copied it
+          </Button>
+        </div>
+      </Section>
+    </div>
   );
 }
 
