@@ -184,7 +184,7 @@ describeInBrowser('the console’s OAuth clients, identity providers and webhook
     await auditEvent('oauth_client.deleted', { client_id: clientId });
   });
 
-  it('adds an identity provider from a preset, asking only what the preset needs, and disables it', async () => {
+  it('adds an identity provider from a preset, asking only what the preset needs, then disables and deletes it', async () => {
     await openScreen('Identity providers', 'Identity providers');
     await page.getByText('Nobody can sign in with another account yet').waitFor();
     await expect(seriousViolations(page)).resolves.toEqual([]);
@@ -238,9 +238,22 @@ describeInBrowser('the console’s OAuth clients, identity providers and webhook
     await heading('Identity providers').waitFor();
     await page.getByRole('row', { name: /GitHub github OAuth 2.0 Disabled/ }).waitFor();
     await expect(page.getByRole('radio', { name: 'GitHub (added)' }).isDisabled()).resolves.toBe(true);
+
+    // Deleting says what becomes of the identities linked through it.
+    await page.getByRole('link', { name: 'GitHub', exact: true }).click();
+    await heading('GitHub').waitFor();
+    await page.getByRole('button', { name: 'Delete provider' }).click();
+    const deleteDialog = page.getByRole('dialog', { name: 'Delete GitHub?' });
+    await expect(deleteDialog.textContent()).resolves.toContain('the identities linked through it');
+    await deleteDialog.getByRole('button', { name: 'Delete provider' }).click();
+    await heading('Identity providers').waitFor();
+    await page.getByText('GitHub was deleted').waitFor();
+    expect((await rig.t.get('/api/identity-providers/github', { token: admin })).status).toBe(404);
+    await auditEvent('identity_provider.deleted', { provider: 'github' });
+    await expect(page.getByRole('radio', { name: 'GitHub' }).isDisabled()).resolves.toBe(false);
   });
 
-  it('registers a webhook with its secret shown once, and replays a failed delivery once the receiver is fixed', async () => {
+  it('registers a webhook with its secret shown once, replays a failed delivery once the receiver is fixed, then rotates, changes and deletes it', async () => {
     receiver.answer = () => 500;
     await openScreen('Webhooks', 'Webhooks');
     await page.getByText('No endpoint receives events yet').waitFor();
@@ -311,6 +324,51 @@ describeInBrowser('the console’s OAuth clients, identity providers and webhook
     expect(receiver.received[1].verifiedBy).toEqual([secret]);
     expect(receiver.received[1].payload.data.id).toBe(user.id);
     await auditEvent('webhook.delivery_retried', { webhook_id: webhookId, delivery_id: failed.id });
+
+    // A new signing secret, shown once: the next message is signed with it (and, for a day, the old one).
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    const rotateDialog = page.getByRole('dialog', { name: 'Make a new signing secret?' });
+    await expect(rotateDialog.textContent()).resolves.toContain('for the next 24 hours');
+    await rotateDialog.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByRole('heading', { level: 2, name: 'The new signing secret' }).waitFor();
+    const rotated = await page.getByRole('textbox', { name: /^Signing secret/ }).inputValue();
+    expect(rotated).toMatch(/^whsec_/);
+    expect(rotated).not.toBe(secret);
+    receiver.trust(rotated);
+    expect((await rig.t.get(`/api/webhooks/${webhookId}`, { token: admin })).body.data.previous_secret_expires_at).toEqual(
+      expect.any(String),
+    );
+    await auditEvent('webhook.secret_rotated', { webhook_id: webhookId });
+    const second = await rig.t.register();
+    const signed = await until(() => receiver.received[2], 'the message after the rotation');
+    expect(signed.payload.data.id).toBe(second.id);
+    expect(signed.verifiedBy).toEqual([secret, rotated]);
+
+    // A change sends only what changed: the description, and the endpoint disabled.
+    const settings = page.getByRole('form', { name: `Settings of webhook ${webhookId}` });
+    await settings.getByRole('textbox', { name: /^Description/ }).fill('CRM sync, paused');
+    await settings.getByRole('checkbox', { name: /^Enabled/ }).uncheck();
+    await settings.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText('Saved. Deliveries still pending go to the endpoint as it is now.').waitFor();
+    expect((await rig.t.get(`/api/webhooks/${webhookId}`, { token: admin })).body.data).toMatchObject({
+      description: 'CRM sync, paused',
+      enabled: false,
+      events: ['user.created'],
+    });
+    expect((await auditEvent('webhook.updated', { webhook_id: webhookId })).details).toMatchObject({
+      fields: ['description', 'enabled'],
+      enabled: false,
+    });
+
+    // Deleting says that its deliveries go with it.
+    await page.getByRole('button', { name: 'Delete endpoint' }).click();
+    const deleteDialog = page.getByRole('dialog', { name: `Delete webhook ${webhookId}?` });
+    await expect(deleteDialog.textContent()).resolves.toContain('removed with its deliveries');
+    await deleteDialog.getByRole('button', { name: 'Delete endpoint' }).click();
+    await heading('Webhooks').waitFor();
+    await page.getByText(`The endpoint ${receiver.url} was deleted`).waitFor();
+    expect((await rig.t.get(`/api/webhooks/${webhookId}`, { token: admin })).status).toBe(404);
+    await auditEvent('webhook.deleted', { webhook_id: webhookId });
   });
 
   it('made no request beyond the service’s origin, and the pages raised no error', () => {
