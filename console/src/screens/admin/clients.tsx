@@ -4,7 +4,7 @@ import { api, ok, type Schemas } from '../../api';
 import { ConfirmButton, Empty, Form, Loading, Notice, Page, Section, When, useLoad } from '../../ui/kit';
 import { changedClientFields, ClientFields, clientFields } from './integrations/client-fields';
 import { selectionHref, useSelection } from './integrations/selection';
-import { SettingsForm } from './integrations/settings';
+import { SettingsForm, Timestamps } from './integrations/settings';
 import { ShownOnce, useForgetOnLeaving } from './integrations/shown-once';
 import './integrations/integrations.css';
 
@@ -168,14 +168,7 @@ function ClientSections(props: {
           <dd>{client.registered ? 'The application itself (dynamic registration)' : 'An admin'}</dd>
           <dt>First party</dt>
           <dd>{client.first_party ? 'Yes: people are not asked to allow it' : 'No: people are asked to allow it'}</dd>
-          <dt>Created</dt>
-          <dd>
-            <When at={client.created_at} />
-          </dd>
-          <dt>Changed</dt>
-          <dd>
-            <When at={client.updated_at} />
-          </dd>
+          <Timestamps item={client} />
         </dl>
       </Section>
       <Section title="Settings">

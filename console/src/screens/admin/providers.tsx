@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api, ok, type Schemas } from '../../api';
-import { Busy, Button, ConfirmButton, Empty, ErrorMessage, Field, Form, Loading, Notice, Page, Section, When, useLoad } from '../../ui/kit';
+import { Busy, Button, ConfirmButton, Empty, ErrorMessage, Field, Form, Loading, Notice, Page, Section, useLoad } from '../../ui/kit';
 import { isOn, lines, text } from './integrations/form-data';
 import { callbackUrl, microsoftIssuer, PRESET_CHOICES, type PresetChoice, type PresetKey } from './integrations/presets';
 import {
@@ -15,7 +15,7 @@ import {
   ScopesField,
 } from './integrations/provider-fields';
 import { selectionHref, useSelection } from './integrations/selection';
-import { EnabledBadge, SettingsForm } from './integrations/settings';
+import { EnabledBadge, SettingsForm, Timestamps } from './integrations/settings';
 import './integrations/integrations.css';
 
 type Provider = Schemas['IdentityProvider'];
@@ -291,14 +291,7 @@ function ProviderSections(props: { provider: Provider; onChanged: () => void; on
             subject {provider.claims.subject}, email {provider.claims.email}, email_verified {provider.claims.email_verified ?? '—'}, name{' '}
             {provider.claims.name}
           </dd>
-          <dt>Created</dt>
-          <dd>
-            <When at={provider.created_at} />
-          </dd>
-          <dt>Changed</dt>
-          <dd>
-            <When at={provider.updated_at} />
-          </dd>
+          <Timestamps item={provider} />
         </dl>
       </Section>
       <Section title="Status">

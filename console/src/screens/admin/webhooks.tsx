@@ -7,7 +7,7 @@ import { Deliveries } from './integrations/deliveries';
 import { EventFields, eventsOf } from './integrations/event-fields';
 import { isOn, sameSet, text } from './integrations/form-data';
 import { selectionHref, useSelection } from './integrations/selection';
-import { EnabledBadge, SettingsForm } from './integrations/settings';
+import { EnabledBadge, SettingsForm, Timestamps } from './integrations/settings';
 import { ShownOnce, useForgetOnLeaving } from './integrations/shown-once';
 import './integrations/integrations.css';
 
@@ -191,14 +191,7 @@ function WebhookSections(props: {
               'None'
             )}
           </dd>
-          <dt>Created</dt>
-          <dd>
-            <When at={webhook.created_at} />
-          </dd>
-          <dt>Changed</dt>
-          <dd>
-            <When at={webhook.updated_at} />
-          </dd>
+          <Timestamps item={webhook} />
         </dl>
       </Section>
       <Section title="Deliveries">

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { Form, Notice } from '../../../ui/kit';
+import { Form, Notice, When } from '../../../ui/kit';
 
 /**
  * The settings of one item: a form whose fields start as the item is (`version`, its last change,
@@ -40,4 +40,20 @@ export function SettingsForm<T extends object>(props: {
 /** Whether a provider or an endpoint is in use. */
 export function EnabledBadge(props: { enabled: boolean }) {
   return props.enabled ? <span class="badge ok">Enabled</span> : <span class="badge off">Disabled</span>;
+}
+
+/** When an item was made and last changed, as two entries of its facts list. */
+export function Timestamps(props: { item: { created_at: string; updated_at: string } }) {
+  return (
+    <>
+      <dt>Created</dt>
+      <dd>
+        <When at={props.item.created_at} />
+      </dd>
+      <dt>Changed</dt>
+      <dd>
+        <When at={props.item.updated_at} />
+      </dd>
+    </>
+  );
 }
