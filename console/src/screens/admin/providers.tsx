@@ -42,7 +42,7 @@ export function Providers() {
     <ProviderList
       notice={notice}
       onCreated={(provider) => {
-        setNotice(`${provider.name} was added. Register the callback URL below with ${provider.name} if you have not yet.`);
+        setNotice(`${provider.name} was added. Register the redirect URI below with ${provider.name} if you have not yet.`);
         open(provider.slug);
       }}
     />
@@ -169,7 +169,7 @@ function AddProvider(props: { taken: string[]; onCreated: (provider: Provider) =
             <input name="name" maxLength={100} placeholder={preset.label} autoComplete="off" />
           </Field>
         )}
-        <p class="field-hint">
+        <p class="field-hint callback">
           Redirect URI to register with the provider: <code>{callbackUrl(effectiveSlug)}</code>
         </p>
         {key === 'microsoft' ? (
