@@ -41,6 +41,8 @@ export class ApiFailure extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** For VALIDATION_ERROR: each field the service refused, and why. */
+    readonly details: Array<{ field: string; message: string }> = [],
   ) {
     super(message);
   }
@@ -58,11 +60,15 @@ export async function ok<T>(call: Promise<Answer<T>>): Promise<NonNullable<T>> {
     response.status,
     envelope.error?.code ?? 'UNKNOWN',
     envelope.error?.message ?? `The service answered ${response.status} ${response.statusText}`.trim(),
+    envelope.error?.details,
   );
 }
 
 /** The message to show for anything thrown by a call. */
 export function messageOf(error: unknown): string {
+  // A refused form names each field the service refused ("redirect_uris[0] must be https…").
+  if (error instanceof ApiFailure && error.details.length > 0)
+    return `${error.message}: ${error.details.map((problem) => `${problem.field.replace(/^body\./, '')} ${problem.message}`).join('; ')}`;
   if (error instanceof ApiFailure) return error.message;
   if (error instanceof TypeError) return 'The service cannot be reached. Check your connection and try again.';
   return error instanceof Error ? error.message : String(error);
