@@ -4,6 +4,7 @@ import type { AccountConfig } from '../config/index.js';
 import { AfterAnswer } from '../infra/after-answer.js';
 import { consumeAccountToken, recentAccountTokens } from './account-token-repository.js';
 import { endUserOidcRecords } from '../oidc/record-repository.js';
+import { queueBackchannelLogouts } from '../oidc/backchannel-logout.js';
 import { listLiveSessions, revokeOwnSession, revokeUserSessions } from '../sessions/session-repository.js';
 import type { Transact } from '../db/transaction.js';
 import type { Database, SessionRow, UserRow } from '../db/types.js';
@@ -55,6 +56,7 @@ export class AccountService {
       const user = await updateLiveUser(trx, id, { password_hash: passwordHash });
       if (!user) throw new NotFound('User not found');
       await revokeUserSessions(trx, id, sessionId);
+      await queueBackchannelLogouts(trx, { userId: id });
       await endUserOidcRecords(trx, id);
       await this.mail.sendPasswordChangedNotice(trx, user, 'changed');
       await recordEvent(trx, { type: 'password.changed', actor: id, subject: id, origin: principal.client });
@@ -119,6 +121,7 @@ export class AccountService {
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
       if (!user || user.email !== owner.email) throw new InvalidToken();
       await revokeUserSessions(trx, user.id);
+      await queueBackchannelLogouts(trx, { userId: user.id });
       await endUserOidcRecords(trx, user.id);
       await this.mail.sendPasswordChangedNotice(trx, user, 'reset');
       await recordEvent(trx, { type: 'password.reset_completed', actor: user.id, subject: user.id, origin: client });
@@ -195,6 +198,7 @@ export class AccountService {
     const id = principal.user.id;
     await this.transact(async (trx) => {
       if (!(await revokeOwnSession(trx, id, sessionId))) throw new NotFound('Session not found');
+      await queueBackchannelLogouts(trx, { serviceSessionId: sessionId });
       await recordEvent(trx, {
         type: 'session.revoked',
         actor: id,
