@@ -44,32 +44,22 @@ export type EndedSessions = { userId: number } | { serviceSessionId: string } | 
 
 /**
  * Queues a logout for each client with a `backchannel_logout_uri` in each live provider session of
- * `ended`, in the caller's transaction; returns the ids of the deliveries written. A provider session is
- * live while the service session the hosted sign-in opened for it is, or was until this transaction:
- * `now()` is the transaction's start, so a service session revoked in it reads `revoked_at = now()`.
- * A client and `sid` already queued are not queued again.
+ * `ended`, in the caller's transaction (the database's `oidc_queue_session_logouts`, which the triggers
+ * that end provider sessions with a service session or a person call too); a client and `sid` already
+ * queued are not queued again. Returns the ids of every logout queued in this transaction so far,
+ * the triggers' included (`created_at` is the transaction's `now()`).
  */
 export async function queueSessionLogouts(db: Executor, ended: EndedSessions): Promise<string[]> {
-  const scope =
-    'serviceSessionId' in ended
-      ? sql`r.service_session_id = ${ended.serviceSessionId}::uuid`
-      : 'grantId' in ended
-        ? sql`r.user_id = ${ended.userId} and a.client_id = ${ended.clientId} and a.authorization ->> 'grantId' = ${ended.grantId}`
-        : sql`r.user_id = ${ended.userId}`;
-  const { rows } = await sql<{ id: number }>`
-    insert into oidc_logout_deliveries (client_id, sid, account_id)
-    select a.client_id, a.authorization ->> 'sid', r.payload ->> 'accountId'
-      from oidc_records r
-      join sessions s on s.id = r.service_session_id
-      cross join lateral jsonb_each(coalesce(r.payload -> 'authorizations', '{}'::jsonb)) as a(client_id, authorization)
-      join oauth_clients c on c.client_id = a.client_id
-     where r.model = 'Session' and ${scope}
-       and (r.expires_at is null or r.expires_at > now())
-       and (s.revoked_at is null or s.revoked_at = now()) and s.expires_at > now()
-       and coalesce(c.metadata ->> 'backchannel_logout_uri', '') <> ''
-       and a.authorization ->> 'sid' is not null and r.payload ->> 'accountId' is not null
-    on conflict (client_id, sid) do nothing
-    returning id`.execute(db);
+  const serviceSession = 'serviceSessionId' in ended ? ended.serviceSessionId : null;
+  const userId = 'userId' in ended ? ended.userId : null;
+  const [clientId, grantId] = 'grantId' in ended ? [ended.clientId, ended.grantId] : [null, null];
+  await sql`select oidc_queue_session_logouts(${serviceSession}::uuid, ${userId}::int, ${clientId}::text, ${grantId}::text)`.execute(db);
+  const rows = await logouts(db)
+    .selectFrom('oidc_logout_deliveries')
+    .select('id')
+    .where('created_at', '=', sql<Date>`now()`)
+    .where('status', '=', 'pending')
+    .execute();
   return rows.map((row) => String(row.id));
 }
 
