@@ -310,7 +310,7 @@ describe('with PROVIDER_ALLOW_PRIVATE_URLS=false', () => {
   let strict: TestContext;
   let strictAdmin: string;
   beforeAll(async () => {
-    strict = await startTestApp({ PROVIDER_ALLOW_PRIVATE_URLS: 'false' });
+    strict = await startTestApp({ PROVIDER_ALLOW_PRIVATE_URLS: 'false', OIDC_REGISTRATION: 'open' });
     strictAdmin = await strict.adminToken();
   });
   afterAll(async () => {
@@ -340,6 +340,19 @@ describe('with PROVIDER_ALLOW_PRIVATE_URLS=false', () => {
       { token: strictAdmin },
     );
     expectError(changed, 422, 'VALIDATION_ERROR');
+  });
+
+  it('a client that registers itself cannot name one', async () => {
+    const res = await fetch(`${strict.baseUrl}/oauth2/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        redirect_uris: ['https://rp.example.com/callback'],
+        backchannel_logout_uri: 'https://93.184.216.34/logout',
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: 'invalid_client_metadata' });
   });
 
   it('allows them when PROVIDER_ALLOW_PRIVATE_URLS=true', async () => {
