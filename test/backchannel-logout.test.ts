@@ -171,6 +171,8 @@ describe('one logout token per client and ended session, once', () => {
     const done = await browser.request('/oauth2/end_session/confirm', { form: { xsrf, logout: 'yes' } });
     expect(done.status).toBe(303);
     await expectOneLogout(app.id, idToken);
+    // A logout token is no access token of the API, though signed with the same key for the same person.
+    expectError(await t.get('/api/auth/me', { token: receiver.withSid(idToken.sid as string)[0].token }), 401, 'UNAUTHORIZED');
   });
 
   it('POST /api/auth/logout of the session the sign-in opened', async () => {
