@@ -1989,7 +1989,11 @@ export interface paths {
          *     `refresh_token`; `client_credentials` (a program acting as itself, with no user) is for
          *     confidential clients only, and a client with only that grant needs no redirect URI.
          *     `scopes` (default all four) are the scopes the client may ask for. A `first_party` client
-         *     is one of your own: people are not asked to allow it. Recorded in the audit trail as
+         *     is one of your own: people are not asked to allow it. With `backchannel_logout_uri`, the
+         *     provider POSTs the application a signed logout token whenever a session it took part in
+         *     ends (OpenID Connect Back-Channel Logout 1.0; see `docs/oidc-provider.md`); the URI is
+         *     `https` and public unless `PROVIDER_ALLOW_PRIVATE_URLS=true`, which allows internal
+         *     addresses and `http` too (422 otherwise). Recorded in the audit trail as
          *     `oauth_client.created`.
          *
          *     API keys cannot manage sign-in: OAuth clients are refused to an API key with 403 `FORBIDDEN`, reads included.
@@ -2140,7 +2144,9 @@ export interface paths {
          *     is the sign-in's assurance level, as the `aal` of the API's access tokens (`aal2` after a
          *     second factor), and its `amr` says how the person signed in (`pwd`, `otp`, `hwk`, `mfa`,
          *     `fed`…). `id_token_signing_alg_values_supported` is `[RS256]`, or `[RS256, ES256]` where the
-         *     service has an EC key; RS256 is the default of every client.
+         *     service has an EC key; RS256 is the default of every client. `backchannel_logout_supported`
+         *     and `backchannel_logout_session_supported` are true: clients with a
+         *     `backchannel_logout_uri` are sent logout tokens carrying `sid`.
          */
         get: operations["openIdConfiguration"];
         put?: never;
@@ -4479,6 +4485,10 @@ export interface components {
             first_party: boolean;
             /** @description Registered by the application itself (dynamic client registration). */
             registered: boolean;
+            /** @description Where the provider POSTs a logout token (Back-Channel Logout 1.0) when a session the application took part in ends; null for none. */
+            backchannel_logout_uri: string | null;
+            /** @description Whether the application needs the `sid` in logout tokens (it is always sent). */
+            backchannel_logout_session_required: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -4503,6 +4513,10 @@ export interface components {
             first_party: boolean;
             /** @description Registered by the application itself (dynamic client registration). */
             registered: boolean;
+            /** @description Where the provider POSTs a logout token (Back-Channel Logout 1.0) when a session the application took part in ends; null for none. */
+            backchannel_logout_uri: string | null;
+            /** @description Whether the application needs the `sid` in logout tokens (it is always sent). */
+            backchannel_logout_session_required: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -4512,6 +4526,13 @@ export interface components {
         OauthGrantType: "authorization_code" | "refresh_token" | "client_credentials";
         /** @enum {string} */
         OauthScope: "openid" | "profile" | "email" | "offline_access";
+        /**
+         * @description Where the provider POSTs a logout token when a session the application took part in ends
+         *     (OpenID Connect Back-Channel Logout 1.0); null for none. An address the service calls:
+         *     `https` and public, without a fragment; `PROVIDER_ALLOW_PRIVATE_URLS=true` allows internal
+         *     addresses and `http` too.
+         */
+        OauthBackchannelLogoutUri: string | null;
         OauthRedirectUris: string[];
         CreateOauthClientRequest: {
             name: string;
@@ -4522,6 +4543,9 @@ export interface components {
             grant_types?: components["schemas"]["OauthGrantType"][];
             scopes?: components["schemas"]["OauthScope"][];
             first_party?: boolean;
+            backchannel_logout_uri?: components["schemas"]["OauthBackchannelLogoutUri"];
+            /** @description Default true. */
+            backchannel_logout_session_required?: boolean;
         };
         UpdateOauthClientRequest: {
             name?: string;
@@ -4530,6 +4554,9 @@ export interface components {
             grant_types?: components["schemas"]["OauthGrantType"][];
             scopes?: components["schemas"]["OauthScope"][];
             first_party?: boolean;
+            backchannel_logout_uri?: components["schemas"]["OauthBackchannelLogoutUri"];
+            /** @description Default true. */
+            backchannel_logout_session_required?: boolean;
         };
         OauthClientResponse: {
             /** @enum {boolean} */
@@ -4583,6 +4610,8 @@ export interface components {
             code_challenge_methods_supported?: string[];
             /** @description `aal1` and `aal2`: the values of the ID tokens' `acr`, the assurance level of the sign-in. */
             acr_values_supported?: string[];
+            backchannel_logout_supported?: boolean;
+            backchannel_logout_session_supported?: boolean;
         };
         OAuthTokenRequest: {
             /** @enum {string} */
@@ -9549,6 +9578,8 @@ export interface operations {
                      *           ],
                      *           "first_party": true,
                      *           "registered": false,
+                     *           "backchannel_logout_uri": "https://wiki.example.com/oidc/backchannel-logout",
+                     *           "backchannel_logout_session_required": true,
                      *           "created_at": "2026-01-02T03:04:05.000Z",
                      *           "updated_at": "2026-01-02T03:04:05.000Z"
                      *         }
@@ -9585,6 +9616,7 @@ export interface operations {
                  *       "post_logout_redirect_uris": [
                  *         "https://wiki.example.com/"
                  *       ],
+                 *       "backchannel_logout_uri": "https://wiki.example.com/oidc/backchannel-logout",
                  *       "first_party": true
                  *     }
                  */
@@ -9628,6 +9660,8 @@ export interface operations {
                      *         ],
                      *         "first_party": true,
                      *         "registered": false,
+                     *         "backchannel_logout_uri": "https://wiki.example.com/oidc/backchannel-logout",
+                     *         "backchannel_logout_session_required": true,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-02T03:04:05.000Z"
                      *       }
@@ -9691,6 +9725,8 @@ export interface operations {
                      *         ],
                      *         "first_party": false,
                      *         "registered": false,
+                     *         "backchannel_logout_uri": null,
+                     *         "backchannel_logout_session_required": true,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-02T03:04:05.000Z"
                      *       }
@@ -9768,6 +9804,8 @@ export interface operations {
                      *         ],
                      *         "first_party": true,
                      *         "registered": false,
+                     *         "backchannel_logout_uri": "https://wiki.example.com/oidc/backchannel-logout",
+                     *         "backchannel_logout_session_required": true,
                      *         "created_at": "2026-01-02T03:04:05.000Z",
                      *         "updated_at": "2026-01-04T10:00:00.000Z"
                      *       }

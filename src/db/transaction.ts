@@ -10,6 +10,8 @@ export type UnitOfWork = Transaction<Database> & {
   readonly recordedEvents: string[];
   /** The ids of the webhook messages written (or made due again) in it, sent once it has committed. */
   readonly queuedWebhooks: string[];
+  /** The ids of the logout tokens owed to clients written in it (back-channel logout), sent once it has committed. */
+  readonly queuedLogouts: string[];
 };
 
 /** Runs `work` as one unit of work and returns what it returns; a throw rolls everything back. */
@@ -20,6 +22,8 @@ export interface TransactOptions {
   onCommitted?: (eventTypes: readonly string[]) => void;
   /** Told once a unit of work that wrote webhook messages has committed. */
   onWebhooksQueued?: () => void;
+  /** Told once a unit of work that queued back-channel logouts has committed. */
+  onLogoutsQueued?: () => void;
 }
 
 /** The one way services open units of work on `db`. */
@@ -27,9 +31,11 @@ export function transactions(db: Kysely<Database>, options: TransactOptions = {}
   return async (work) => {
     const recordedEvents: string[] = [];
     const queuedWebhooks: string[] = [];
-    const result = await db.transaction().execute((trx) => work(Object.assign(trx, { recordedEvents, queuedWebhooks })));
+    const queuedLogouts: string[] = [];
+    const result = await db.transaction().execute((trx) => work(Object.assign(trx, { recordedEvents, queuedWebhooks, queuedLogouts })));
     if (recordedEvents.length > 0) options.onCommitted?.(recordedEvents);
     if (queuedWebhooks.length > 0) options.onWebhooksQueued?.();
+    if (queuedLogouts.length > 0) options.onLogoutsQueued?.();
     return result;
   };
 }

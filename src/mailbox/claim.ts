@@ -4,6 +4,7 @@ import { deleteRecoveryCodes, deleteUserFactors } from '../mfa/factor-repository
 import { deleteUserIdentity, listUserIdentities } from '../providers/identity-repository.js';
 import { voidUserChallenges } from '../mfa/challenge-repository.js';
 import { deleteUserOidcRecords } from '../oidc/record-repository.js';
+import { queueBackchannelLogouts } from '../oidc/backchannel-logout.js';
 import { listLiveSessions, revokeUserSessions } from '../sessions/session-repository.js';
 import type { UnitOfWork } from '../db/transaction.js';
 import type { UserRow } from '../db/types.js';
@@ -81,6 +82,7 @@ export class MailboxClaim {
 
     const sessions = await listLiveSessions(trx, id);
     await revokeUserSessions(trx, id);
+    await queueBackchannelLogouts(trx, { userId: id });
     await deleteUserOidcRecords(trx, id);
     if (sessions.length > 0)
       await recordEvent(trx, { ...event, type: 'session.revoked', details: { session_id: null, all: true, reason } });

@@ -14,6 +14,7 @@ import type { Transact, UnitOfWork } from '../db/transaction.js';
 import type { Database } from '../db/types.js';
 import { NotFound, Validation, type FieldProblem } from '../errors.js';
 import { deriveKey, seal } from '../infra/sealed.js';
+import { checkResolvesPublic, RefusedAddress, urlProblem } from '../infra/public-addresses.js';
 import { recordEvent, type AuditEventType } from '../audit/audit-events.js';
 import { requireAdmin, type Principal } from '../principal.js';
 
@@ -29,6 +30,9 @@ export interface ClientInput {
   grant_types?: GrantType[];
   scopes?: Scope[];
   first_party?: boolean;
+  /** Where the provider POSTs a logout token when a session the client took part in ends; null for none. */
+  backchannel_logout_uri?: string | null;
+  backchannel_logout_session_required?: boolean;
 }
 
 export type ClientChanges = Partial<Omit<ClientInput, 'type'>>;
@@ -45,6 +49,8 @@ export interface ClientView {
   scopes: Scope[];
   first_party: boolean;
   registered: boolean;
+  backchannel_logout_uri: string | null;
+  backchannel_logout_session_required: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -74,6 +80,8 @@ export function clientView(row: OauthClientRow): ClientView {
     scopes: scope.split(' ').filter((s) => s !== '') as Scope[],
     first_party: row.first_party,
     registered: row.registered,
+    backchannel_logout_uri: typeof metadata.backchannel_logout_uri === 'string' ? metadata.backchannel_logout_uri : null,
+    backchannel_logout_session_required: metadata.backchannel_logout_session_required !== false,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -144,8 +152,11 @@ function check(settings: Required<Omit<ClientInput, 'first_party'>> & { first_pa
 /** The provider's metadata for a client's settings. */
 function metadataOf(settings: Required<Omit<ClientInput, 'first_party'>>, base: Record<string, unknown> = {}): Record<string, unknown> {
   const grants = settings.grant_types;
+  const { backchannel_logout_uri: _uri, ...kept } = base;
   return {
-    ...base,
+    ...kept,
+    ...(settings.backchannel_logout_uri === null ? {} : { backchannel_logout_uri: settings.backchannel_logout_uri }),
+    backchannel_logout_session_required: settings.backchannel_logout_session_required,
     client_name: settings.name,
     // A native application's private-use scheme (RFC 8252) is refused for a web one.
     application_type: settings.redirect_uris.some((uri) => !/^https?:/.test(uri)) ? 'native' : 'web',
@@ -169,6 +180,8 @@ export class OauthClients {
     private readonly db: Kysely<Database>,
     private readonly transact: Transact,
     secretKey: string,
+    /** PROVIDER_ALLOW_PRIVATE_URLS: whether a back-channel logout URI may be http and internal. */
+    private readonly allowPrivateUrls = false,
   ) {
     this.key = clientSealingKey(secretKey);
   }
@@ -194,8 +207,11 @@ export class OauthClients {
       grant_types: input.grant_types ?? DEFAULT_GRANTS,
       scopes: withOpenId(input.scopes ?? ALL_SCOPES),
       first_party: input.first_party ?? false,
+      backchannel_logout_uri: input.backchannel_logout_uri ?? null,
+      backchannel_logout_session_required: input.backchannel_logout_session_required ?? true,
     };
     check({ ...settings, registered: false });
+    await checkBackchannelLogoutUri(settings.backchannel_logout_uri, this.allowPrivateUrls);
     const secret = input.type === 'confidential' ? newSecret() : undefined;
     return this.transact(async (trx) => {
       const row = await insertOauthClient(trx, {
@@ -225,8 +241,11 @@ export class OauthClients {
         grant_types: patch.grant_types ?? view.grant_types,
         scopes: patch.scopes ? withOpenId(patch.scopes) : view.scopes,
         first_party: patch.first_party ?? view.first_party,
+        backchannel_logout_uri: patch.backchannel_logout_uri === undefined ? view.backchannel_logout_uri : patch.backchannel_logout_uri,
+        backchannel_logout_session_required: patch.backchannel_logout_session_required ?? view.backchannel_logout_session_required,
       };
       check({ ...settings, registered: current.registered });
+      if (patch.backchannel_logout_uri) await checkBackchannelLogoutUri(patch.backchannel_logout_uri, this.allowPrivateUrls);
       const row = found(
         await updateOauthClient(trx, clientId, {
           name: settings.name,
@@ -258,6 +277,30 @@ export class OauthClients {
       await recordAdminEvent(trx, principal, 'oauth_client.secret_rotated', { client_id: clientId });
       return { client_id: clientId, client_secret: secret };
     });
+  }
+}
+
+/** How long a back-channel logout URI's name may take to resolve when it is checked. */
+const RESOLVE_TIMEOUT_MS = 5000;
+
+/**
+ * A back-channel logout URI is an address the service POSTs to, under the rules of every URL it
+ * calls: https and public, unless PROVIDER_ALLOW_PRIVATE_URLS, which allows internal addresses and
+ * http too; no fragment (Back-Channel Logout 1.0, section 2.2). 422 otherwise.
+ */
+async function checkBackchannelLogoutUri(uri: string | null, allowPrivateUrls: boolean): Promise<void> {
+  if (uri === null) return;
+  const refuse = (message: string) => new Validation([{ field: 'body.backchannel_logout_uri', message }]);
+  const allowable = (message: string) => refuse(`${message}; PROVIDER_ALLOW_PRIVATE_URLS=true allows internal addresses and http://`);
+  if (uri.includes('#')) throw refuse('may not carry a fragment');
+  const problem = urlProblem(uri, allowPrivateUrls);
+  if (problem !== undefined) throw urlProblem(uri, true) === undefined ? allowable(problem) : refuse(problem);
+  if (allowPrivateUrls) return;
+  try {
+    await checkResolvesPublic(uri, RESOLVE_TIMEOUT_MS);
+  } catch (error) {
+    if (error instanceof RefusedAddress) throw error.internal ? allowable(error.message) : refuse(error.message);
+    throw error;
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { deleteUserGrant, listUserGrants } from './record-repository.js';
+import { endGrantInSessions } from './backchannel-logout.js';
 import type { Transact } from '../db/transaction.js';
 import type { Database } from '../db/types.js';
 import { NotFound } from '../errors.js';
@@ -41,6 +42,7 @@ export class OauthGrants {
     await this.transact(async (trx) => {
       const clientId = await deleteUserGrant(trx, principal.user.id, grantId);
       if (clientId === undefined) throw new NotFound('Grant not found');
+      await endGrantInSessions(trx, principal.user.id, clientId, grantId);
       await recordEvent(trx, {
         type: 'oauth_grant.revoked',
         actor: principal.user.id,

@@ -24,6 +24,7 @@ import { offlineAccessForFirstParty } from './offline-access.js';
 import { keepOrganizationOnGrants, organizationSupport, ORGANIZATIONS_SCOPE, type OrganizationDirectory } from './organizations.js';
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration.js';
 import { providerTokenAuthenticator } from './api-access.js';
+import { queueProviderLogouts, type BackchannelLogoutDispatcher } from './backchannel-logout.js';
 import type { ClientInfo, Principal } from '../principal.js';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
@@ -59,6 +60,8 @@ export interface OidcProviderOptions {
   organizations: OrganizationDirectory;
   /** Clients that exist without anyone making them (the console's), first party, never rows of `oauth_clients`. */
   builtInClients?: ReadonlyArray<Record<string, unknown>>;
+  /** Where logout tokens go to be delivered (back-channel logout), instead of the library's sending them while the person waits. */
+  backchannelLogouts?: BackchannelLogoutDispatcher;
 }
 
 /** Renders the provider's error page for `out` (`error`, `error_description`). */
@@ -340,6 +343,8 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
         enabled: config.registration !== 'off',
         initialAccessToken: config.registration === 'token' ? config.registrationToken : false,
       },
+      // Back-Channel Logout 1.0: its client metadata and discovery's fields; the tokens are queued (backchannel-logout.ts).
+      backchannelLogout: { enabled: options.backchannelLogouts !== undefined },
       rpInitiatedLogout: {
         enabled: true,
         logoutSource: (ctx: Koa.Context, form: string) => pages.logoutSource(ctx, form),
@@ -390,6 +395,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   // ID tokens carry `sid` for every client, not only those that asked for back-channel logout.
   Object.defineProperty(provider.Client.prototype, 'includeSid', { value: () => true });
   refuseOpenIdScopesWithoutUser(provider.ClientCredentials.prototype, errors.InvalidScope);
+  if (options.backchannelLogouts) queueProviderLogouts(provider, options.backchannelLogouts);
   // A client that registered itself may have named anyone's address as its redirect URI. Until a person has
   // acted in the sign-in (the authorization resumes after a form of the hosted pages), its errors are shown
   // on the service's page rather than sent there: the library redirects an error that allows it, after

@@ -10,8 +10,8 @@ export const SELF_REGISTERED = 'self_registered';
 const REDIRECT_FIELDS = new Set(['redirect_uris', 'post_logout_redirect_uris']);
 /** Addresses shown to people or opened by their browsers: each obeys the redirect rules too. */
 const LINK_FIELDS = new Set(['client_uri', 'logo_uri', 'policy_uri', 'tos_uri', 'initiate_login_uri']);
-/** Addresses the service itself would fetch (keys, a sector's redirect list): never taken from a client that registered itself. */
-const FETCHED_FIELDS = new Set(['jwks_uri', 'sector_identifier_uri']);
+/** Addresses the service itself would fetch or call (keys, a sector's redirect list, logout tokens): never taken from a client that registered itself. */
+const FETCHED_FIELDS = new Set(['jwks_uri', 'sector_identifier_uri', 'backchannel_logout_uri']);
 
 /** As an admin's client name: at most this long, and no control or direction-changing characters that would disguise it. */
 const MAX_NAME_LENGTH = 200;

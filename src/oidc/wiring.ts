@@ -1,4 +1,5 @@
 import { consoleClientMetadata } from '../console/client.js';
+import { providerLogoutSigner } from './backchannel-logout.js';
 import type { Core } from '../wiring/core.js';
 import { OauthClients } from './clients.js';
 import type { ProviderPages } from './default-pages.js';
@@ -11,7 +12,7 @@ import { createOidcProvider, type OidcProviderOptions } from './provider.js';
  * (the same key when ALGORITHM is RS256 or ES256, and the RSA key beside an ES256 one).
  */
 export function oidcRoom(
-  core: Pick<Core, 'config' | 'db' | 'transact' | 'logger'>,
+  core: Pick<Core, 'config' | 'db' | 'transact' | 'logger' | 'backchannelLogouts'>,
   needs: { pages: ProviderPages; admit: OidcProviderOptions['admit']; organizations: OidcProviderOptions['organizations'] },
 ) {
   const { config, db, transact, logger } = core;
@@ -31,12 +32,19 @@ export function oidcRoom(
         admit: needs.admit,
         organizations: needs.organizations,
         builtInClients: config.console.enabled ? [consoleClientMetadata(config.account.appUrl)] : [],
+        backchannelLogouts: core.backchannelLogouts,
       })
     : undefined;
+  if (oidc) core.backchannelLogouts.signWith(providerLogoutSigner(() => oidc.instance()));
   const apiKeys = config.tokens.keys.jwks;
   const jwks = async () => {
     const added = ((await oidc?.publishedKeys()) ?? []).filter((jwk) => !apiKeys.keys.some((key) => key.kid === jwk.kid));
     return added.length > 0 ? { keys: [...apiKeys.keys, ...added] } : apiKeys;
   };
-  return { oidc, jwks, oauthClients: new OauthClients(db, transact, config.secret.key), oauthGrants: new OauthGrants(db, transact) };
+  return {
+    oidc,
+    jwks,
+    oauthClients: new OauthClients(db, transact, config.secret.key, config.providers.allowPrivateUrls),
+    oauthGrants: new OauthGrants(db, transact),
+  };
 }

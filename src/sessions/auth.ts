@@ -13,6 +13,7 @@ import {
   setSessionOrganization,
 } from './session-repository.js';
 import { endUserOidcRecords } from '../oidc/record-repository.js';
+import { queueBackchannelLogouts } from '../oidc/backchannel-logout.js';
 import type { Transact } from '../db/transaction.js';
 import type { Database, Executor, UserRow } from '../db/types.js';
 import { findUserByEmail, insertUser } from '../users/user-repository.js';
@@ -271,9 +272,11 @@ export class AuthService {
     await this.transact(async (trx) => {
       if (all) {
         await revokeUserSessions(trx, id);
+        await queueBackchannelLogouts(trx, { userId: id });
         await endUserOidcRecords(trx, id);
       } else {
         await revokeSession(trx, sessionId);
+        await queueBackchannelLogouts(trx, { serviceSessionId: sessionId });
       }
       await recordEvent(trx, {
         type: 'session.logged_out',

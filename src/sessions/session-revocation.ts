@@ -1,5 +1,6 @@
 import { recordEvent, type RequestOrigin } from '../audit/audit-events.js';
 import type { UnitOfWork } from '../db/transaction.js';
+import { queueBackchannelLogouts } from '../oidc/backchannel-logout.js';
 import { revokeOwnSession } from './session-repository.js';
 
 /**
@@ -14,6 +15,8 @@ export async function revokeUserSession(
 ): Promise<boolean> {
   const { userId, sessionId, actor, origin } = revocation;
   if (!(await revokeOwnSession(trx, userId, sessionId))) return false;
+  // The applications that asked to be told (back-channel logout) learn that the session ended.
+  await queueBackchannelLogouts(trx, { serviceSessionId: sessionId });
   await recordEvent(trx, { type: 'session.revoked', actor, subject: userId, details: { session_id: sessionId }, origin });
   return true;
 }

@@ -6,6 +6,7 @@ import { consumeAccountToken, recentAccountTokens } from './account-token-reposi
 import { endUserOidcRecords } from '../oidc/record-repository.js';
 import { listLiveSessions, revokeUserSessions } from '../sessions/session-repository.js';
 import { revokeUserSession } from '../sessions/session-revocation.js';
+import { queueBackchannelLogouts } from '../oidc/backchannel-logout.js';
 import type { Transact } from '../db/transaction.js';
 import type { Database, SessionRow, UserRow } from '../db/types.js';
 import { isUniqueViolation } from '../db/errors.js';
@@ -56,6 +57,7 @@ export class AccountService {
       const user = await updateLiveUser(trx, id, { password_hash: passwordHash });
       if (!user) throw new NotFound('User not found');
       await revokeUserSessions(trx, id, sessionId);
+      await queueBackchannelLogouts(trx, { userId: id });
       await endUserOidcRecords(trx, id);
       await this.mail.sendPasswordChangedNotice(trx, user, 'changed');
       await recordEvent(trx, { type: 'password.changed', actor: id, subject: id, origin: principal.client });
@@ -120,6 +122,7 @@ export class AccountService {
       const user = await updateLiveUser(trx, owner.user_id, { password_hash: passwordHash, email_verified: true });
       if (!user || user.email !== owner.email) throw new InvalidToken();
       await revokeUserSessions(trx, user.id);
+      await queueBackchannelLogouts(trx, { userId: user.id });
       await endUserOidcRecords(trx, user.id);
       await this.mail.sendPasswordChangedNotice(trx, user, 'reset');
       await recordEvent(trx, { type: 'password.reset_completed', actor: user.id, subject: user.id, origin: client });

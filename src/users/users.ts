@@ -4,6 +4,7 @@ import { Conflict, Forbidden, NotFound, Validation } from '../errors.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { deleteUserApiKeys } from '../api-keys/api-key-repository.js';
 import { endUserOidcRecords } from '../oidc/record-repository.js';
+import { queueBackchannelLogouts } from '../oidc/backchannel-logout.js';
 import { listLiveSessions, revokeUserSessions } from '../sessions/session-repository.js';
 import type { Transact } from '../db/transaction.js';
 import type { Database, Executor, UserRow, UserUpdate } from '../db/types.js';
@@ -186,12 +187,14 @@ export class UserService {
         const user = this.live(await users.updateLiveUser(trx, id, patch));
         if (patch.password_hash !== undefined) {
           await revokeUserSessions(trx, id, self ? principal.sessionId : undefined);
+          await queueBackchannelLogouts(trx, { userId: id });
           await endUserOidcRecords(trx, id);
           await this.mail.sendPasswordChangedNotice(trx, user, self ? 'changed' : 'set_by_admin');
         }
         // A disabled user's sessions and API keys end for good: enabling the user again brings none back.
         if (patch.is_active === false) {
           await revokeUserSessions(trx, id);
+          await queueBackchannelLogouts(trx, { userId: id });
           await endUserOidcRecords(trx, id);
           await deleteUserApiKeys(trx, id);
         }
@@ -225,6 +228,7 @@ export class UserService {
       // softDeleteUser only touches a live user and returns it already deleted: undefined means unknown or deleted.
       if (!(await users.softDeleteUser(trx, id))) throw new NotFound('User not found');
       await revokeUserSessions(trx, id);
+      await queueBackchannelLogouts(trx, { userId: id });
       await endUserOidcRecords(trx, id);
       await deleteUserApiKeys(trx, id);
       await recordEvent(trx, { type: 'user.deleted', actor: principal.user.id, subject: id, origin: principal.client });
@@ -271,6 +275,7 @@ export class UserService {
     return this.transact(async (trx) => {
       const live = await listLiveSessions(trx, id);
       await revokeUserSessions(trx, id);
+      await queueBackchannelLogouts(trx, { userId: id });
       await endUserOidcRecords(trx, id);
       await recordEvent(trx, {
         type: 'session.revoked',

@@ -1,5 +1,3 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import type { Kysely } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import type { WebhookConfig } from '../config/index.js';
@@ -14,7 +12,8 @@ import {
 import type { Logger } from '../logger.js';
 import { DrainLoop } from '../infra/drain-loop.js';
 import { deriveKey, unseal } from '../infra/sealed.js';
-import { publicOnlyLookup, RefusedAddress, urlProblem } from '../infra/public-addresses.js';
+import { urlProblem } from '../infra/public-addresses.js';
+import { postOnce, type PostAnswer } from '../infra/outbound-post.js';
 
 const BATCH = 10;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
@@ -26,11 +25,6 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** The key endpoint signing secrets are sealed with at rest, derived from SECRET_KEY. */
 export function webhookSealingKey(secretKey: string): Buffer {
   return deriveKey(secretKey, 'webhook-secrets');
-}
-
-interface Answer {
-  statusCode: number | null;
-  error: string | null;
 }
 
 /**
@@ -166,7 +160,7 @@ export class WebhookDispatcher {
   }
 
   /** One attempt: the answer's status, or why there was none. */
-  private async send(row: ClaimedDelivery): Promise<Answer> {
+  private async send(row: ClaimedDelivery): Promise<PostAnswer> {
     const problem = urlProblem(row.url, this.config.allowPrivateUrls);
     if (problem !== undefined) return { statusCode: null, error: `refused: the URL ${problem}` };
     const secrets = [row.secret_sealed, row.previous_secret_sealed].flatMap((sealed) => {
@@ -183,44 +177,6 @@ export class WebhookDispatcher {
       'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
       'webhook-signature': signature,
     };
-    try {
-      const statusCode = await this.post(new URL(row.url), headers, row.body);
-      if (statusCode >= 200 && statusCode < 300) return { statusCode, error: null };
-      if (statusCode >= 300 && statusCode < 400) return { statusCode, error: `redirect (HTTP ${statusCode}) not followed` };
-      return { statusCode, error: `HTTP ${statusCode}` };
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      return { statusCode: null, error: (error instanceof RefusedAddress ? `refused: ${message}` : message).slice(0, 500) };
-    }
-  }
-
-  /**
-   * POSTs the body and resolves with the answer's status. No redirect is followed, no connection is
-   * reused, the whole exchange gets `timeoutMs`, and unless private addresses are allowed the socket
-   * connects only to an address `publicOnlyLookup` has checked.
-   */
-  private post(url: URL, headers: Record<string, string>, body: string): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-      const req = send(url, {
-        method: 'POST',
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-        agent: false,
-        lookup: this.config.allowPrivateUrls ? undefined : publicOnlyLookup,
-      });
-      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.config.timeoutMs} ms`)), this.config.timeoutMs);
-      req.on('response', (res: IncomingMessage) => {
-        // The status is the answer; the body is drained, within the same time limit.
-        resolve(res.statusCode ?? 0);
-        res.on('end', () => clearTimeout(timer));
-        res.on('error', () => clearTimeout(timer));
-        res.resume();
-      });
-      req.on('error', (error) => {
-        clearTimeout(timer);
-        reject(error);
-      });
-      req.end(body);
-    });
+    return postOnce(row.url, headers, row.body, this.config);
   }
 }

@@ -20,6 +20,7 @@ import { PasswordHasher } from '../passwords/passwords.js';
 import { LoginGuard } from '../sessions/login-guard.js';
 import { TokenService } from '../sessions/tokens.js';
 import { WebhookDispatcher } from '../webhooks/delivery.js';
+import { BackchannelLogoutDispatcher } from '../oidc/backchannel-logout.js';
 
 export interface CoreOptions {
   logger?: Logger;
@@ -53,6 +54,8 @@ export interface Core {
   metrics: Metrics | undefined;
   housekeeping: Housekeeping;
   webhooks: WebhookDispatcher;
+  /** Delivery of logout tokens to clients (back-channel logout), once the provider signs them. */
+  backchannelLogouts: BackchannelLogoutDispatcher;
   now: Clock;
   /** Readiness turns 503 and responses ask clients to close their connections once `draining`. */
   lifecycle: { draining: boolean };
@@ -68,6 +71,7 @@ export async function openCore(config: Config, options: CoreOptions = {}): Promi
     const outbox = new Outbox(db, config.mail, config.secret.key, createTransport(config.mail, logger), logger);
     const housekeeping = new Housekeeping(db, config.housekeeping, config.audit, logger);
     const webhooks = new WebhookDispatcher(db, config.webhooks, config.secret.key, logger);
+    const backchannelLogouts = new BackchannelLogoutDispatcher(db, config.webhooks, config.providers.allowPrivateUrls, logger);
     const metrics = config.metrics.enabled
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
@@ -90,6 +94,7 @@ export async function openCore(config: Config, options: CoreOptions = {}): Promi
     const transact = transactions(db, {
       onCommitted: metrics && ((types) => types.forEach((type) => metrics.countEvent(type as AuditEventType))),
       onWebhooksQueued: () => webhooks.wake(),
+      onLogoutsQueued: () => backchannelLogouts.wake(),
     });
     const passwords = new PasswordHasher({
       policy: config.passwords,
@@ -117,17 +122,20 @@ export async function openCore(config: Config, options: CoreOptions = {}): Promi
       metrics,
       housekeeping,
       webhooks,
+      backchannelLogouts,
       now: options.clock ?? Date.now,
       lifecycle: { draining: false },
       start() {
         outbox.start();
         housekeeping.start();
         webhooks.start();
+        backchannelLogouts.start();
       },
       async stop() {
         await housekeeping.stop();
         await outbox.stop();
         await webhooks.stop();
+        await backchannelLogouts.stop();
         await db.destroy();
       },
     };
