@@ -10,6 +10,7 @@ export interface ProviderModule {
     InvalidClientMetadata: new (description: string) => Error;
     InvalidRequest: new (description: string) => Error;
     AccessDenied: new (description: string) => Error;
+    SlowDown: new (description?: string) => Error;
   };
 }
 
@@ -89,6 +90,8 @@ export interface Provider {
     options?: { mergeWithLastSubmission?: boolean },
   ): Promise<string>;
   on(event: string, listener: (...args: unknown[]) => void): void;
+  /** The name of one of the provider's cookies (`session`, `interaction`, `resume`). */
+  cookieName(type: string): string;
   readonly Grant: { new (properties: { accountId: string; clientId: string }): Grant; find(id: string): Promise<Grant | undefined> };
   readonly Client: { find(id: string): Promise<ClientModel | undefined>; prototype: ClientModel };
   readonly ClientCredentials: { prototype: { save: (this: unknown, ...args: unknown[]) => Promise<string>; scope?: string } };

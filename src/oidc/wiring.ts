@@ -12,7 +12,12 @@ import { createOidcProvider, type OidcProviderOptions } from './provider.js';
  */
 export function oidcRoom(
   core: Pick<Core, 'config' | 'db' | 'transact' | 'logger'>,
-  needs: { pages: ProviderPages; admit: OidcProviderOptions['admit']; organizations: OidcProviderOptions['organizations'] },
+  needs: {
+    pages: ProviderPages;
+    devicePages: OidcProviderOptions['devicePages'];
+    admit: OidcProviderOptions['admit'];
+    organizations: OidcProviderOptions['organizations'];
+  },
 ) {
   const { config, db, transact, logger } = core;
   const oidc = config.oidc.enabled
@@ -28,6 +33,7 @@ export function oidcRoom(
         allowPrivateUrls: config.providers.allowPrivateUrls,
         logger,
         pages: needs.pages,
+        devicePages: needs.devicePages,
         admit: needs.admit,
         organizations: needs.organizations,
         builtInClients: config.console.enabled ? [consoleClientMetadata(config.account.appUrl)] : [],
