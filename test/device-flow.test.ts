@@ -96,6 +96,16 @@ const deviceRecord = (running: Running, deviceCode: string) =>
     .where('id', '=', deviceCode)
     .executeTakeFirstOrThrow();
 
+/** The device's last poll, moved `seconds` into the past (as if it had waited that long since). */
+const lastPollAgo = (running: Running, deviceCode: string, seconds: number) =>
+  running.t.db
+    .withTables<DeviceRecords>()
+    .updateTable('oidc_records')
+    .set({ polled_at: sql<Date>`now() - make_interval(secs => ${seconds})` })
+    .where('model', '=', 'DeviceCode')
+    .where('id', '=', deviceCode)
+    .execute();
+
 /** The page's one notice (the text above its form). */
 const noticeOf = (page: Page) => /<p class="notice (?:error|success)"[^>]*>([\s\S]*?)<\/p>/.exec(page.html)?.[1];
 
@@ -189,13 +199,7 @@ describe('a device sign-in', () => {
     expect(done.html).toContain('go back to your device');
 
     // The poll right after the one above comes too soon; a pause of the interval gives the tokens.
-    await t.db
-      .withTables<DeviceRecords>()
-      .updateTable('oidc_records')
-      .set({ polled_at: sql<Date>`now() - interval '6 seconds'` })
-      .where('model', '=', 'DeviceCode')
-      .where('id', '=', device.device_code)
-      .execute();
+    await lastPollAgo(p, device.device_code, 6);
     const tokens = await oidc.pollDeviceAuthorizationGrant(config, { ...device, interval: 0.01 });
     expect(tokens.access_token).toEqual(expect.any(String));
     expect(tokens.refresh_token).toEqual(expect.any(String));
@@ -207,13 +211,7 @@ describe('a device sign-in', () => {
     expect(sessions.body.data).toHaveLength(2);
 
     // A pause of the interval before the next poll.
-    await t.db
-      .withTables<DeviceRecords>()
-      .updateTable('oidc_records')
-      .set({ polled_at: sql<Date>`now() - interval '6 seconds'` })
-      .where('model', '=', 'DeviceCode')
-      .where('id', '=', device.device_code)
-      .execute();
+    await lastPollAgo(p, device.device_code, 6);
     // Its refresh token works, as any other's.
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token);
     expect(refreshed.access_token).not.toBe(tokens.access_token);
@@ -250,19 +248,12 @@ describe('polling', () => {
     expect((await poll(p, client, device.device_code)).body.error).toBe('slow_down');
     expect((await deviceRecord(p, device.device_code)).poll_interval_seconds).toBe(15);
 
-    // 12 seconds after the last poll is still too soon for an interval of 15; 16 is not.
-    const lastPollAgo = (seconds: number) =>
-      t.db
-        .withTables<DeviceRecords>()
-        .updateTable('oidc_records')
-        .set({ polled_at: sql<Date>`now() - make_interval(secs => ${seconds})` })
-        .where('model', '=', 'DeviceCode')
-        .where('id', '=', device.device_code)
+    // 12 seconds after the last poll is still too soon for an interval of 15 (which becomes 20); 21 is not.
         .execute();
-    await lastPollAgo(12);
+    await lastPollAgo(p, device.device_code, 12);
     expect((await poll(p, client, device.device_code)).body.error).toBe('slow_down');
     expect((await deviceRecord(p, device.device_code)).poll_interval_seconds).toBe(20);
-    await lastPollAgo(21);
+    await lastPollAgo(p, device.device_code, 21);
     expect((await poll(p, client, device.device_code)).body.error).toBe('authorization_pending');
     expect((await deviceRecord(p, device.device_code)).poll_interval_seconds).toBe(20);
   });
