@@ -249,7 +249,6 @@ describe('polling', () => {
     expect((await deviceRecord(p, device.device_code)).poll_interval_seconds).toBe(15);
 
     // 12 seconds after the last poll is still too soon for an interval of 15 (which becomes 20); 21 is not.
-        .execute();
     await lastPollAgo(p, device.device_code, 12);
     expect((await poll(p, client, device.device_code)).body.error).toBe('slow_down');
     expect((await deviceRecord(p, device.device_code)).poll_interval_seconds).toBe(20);
