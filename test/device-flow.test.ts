@@ -347,6 +347,13 @@ describe('refusals', () => {
     expect(page.status).toBe(403);
     expect(noticeOf(page)).toContain('This form could not be accepted');
     expect(formsOf(page)).toEqual([]);
+    // A browser whose provider session is gone.
+    const gone = await stranger.request('/oauth2/device', {
+      form: { xsrf: 'forged', user_code: device.user_code, confirm: 'yes' },
+      headers: { cookie: '_session=gone' },
+    });
+    expect(gone.status).toBe(403);
+    expect(noticeOf(gone)).toContain('This form could not be accepted');
     // A browser that has the page open, with another value than the page's.
     const browser = new FormBrowser(base);
     const form = formTo(await browser.open('/oauth2/device'), '/oauth2/device');

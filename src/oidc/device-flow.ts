@@ -114,14 +114,20 @@ export function deviceFlowFeature(pages: DevicePages, selfRegistered: string) {
 }
 
 /**
- * oidc-provider middleware (`provider.use`) for the page's posts: one from a browser that has no
- * provider session (so never opened the page here) is refused on a page of the service's. The library
- * would answer it with the page again, and fails to keep the session it makes for that (a 500).
+ * oidc-provider middleware (`provider.use`) for the page's posts from a browser that has no provider
+ * session (it never opened the page here, or its session is gone): refused on a page of the service's.
+ * The library answers them with the page again, and then fails to keep the session it made for that
+ * page, throwing this TypeError (a 500 otherwise).
  */
-export function refuseSessionlessPosts(pages: DevicePages, path: string, sessionCookie: string): ProviderMiddleware {
+export function refuseSessionlessPosts(pages: DevicePages, path: string): ProviderMiddleware {
   return async (ctx, next) => {
-    if (ctx.method === 'POST' && ctx.path === path && !ctx.cookies.get(sessionCookie)) return pages.refused(ctx, { action: path });
-    await next();
+    try {
+      await next();
+    } catch (error) {
+      const unkept = error instanceof TypeError && error.message === 'persist can only be called on previously persisted Sessions';
+      if (!unkept || ctx.method !== 'POST' || ctx.path !== path) throw error;
+      await pages.refused(ctx, { action: path });
+    }
   };
 }
 

@@ -90,8 +90,6 @@ export interface Provider {
     options?: { mergeWithLastSubmission?: boolean },
   ): Promise<string>;
   on(event: string, listener: (...args: unknown[]) => void): void;
-  /** The name of one of the provider's cookies (`session`, `interaction`, `resume`). */
-  cookieName(type: string): string;
   readonly Grant: { new (properties: { accountId: string; clientId: string }): Grant; find(id: string): Promise<Grant | undefined> };
   readonly Client: { find(id: string): Promise<ClientModel | undefined>; prototype: ClientModel };
   readonly ClientCredentials: { prototype: { save: (this: unknown, ...args: unknown[]) => Promise<string>; scope?: string } };

@@ -421,7 +421,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   use(offlineAccessForFirstParty(ROUTES.authorization, firstParty));
   use(formPostToRedirectUri(errorPages));
   use(prefilledUserCode(options.devicePages));
-  use(refuseSessionlessPosts(options.devicePages, ROUTES.code_verification, provider.cookieName('session')));
+  use(refuseSessionlessPosts(options.devicePages, ROUTES.code_verification));
   use(unauthorizedClientWithoutGrant());
   provider.on('device_authorization.success', (_ctx, body) => sayInterval(body as Record<string, unknown>));
   provider.on('server_error', (_ctx, error: unknown) => {
