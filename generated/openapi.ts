@@ -4845,8 +4845,8 @@ export interface components {
         };
         /**
          * @description This address has used its budget of the minute: `AUTH_RATE_LIMIT_PER_MINUTE` on the token,
-         *     registration, introspection, revocation and authorization endpoints, `RATE_LIMIT_PER_MINUTE`
-         *     on the others. OAuth's shape rather than the envelope, with `error` `temporarily_unavailable`;
+         *     registration, introspection, revocation, authorization and device authorization endpoints,
+         *     `RATE_LIMIT_PER_MINUTE` on the others. OAuth's shape rather than the envelope, with `error` `temporarily_unavailable`;
          *     `Retry-After` says how many seconds to wait.
          */
         OAuthRateLimited: {
@@ -4869,7 +4869,7 @@ export interface components {
         };
         /**
          * @description This address has used its budget of the minute (`AUTH_RATE_LIMIT_PER_MINUTE` for an
-         *     authorization, `RATE_LIMIT_PER_MINUTE` for a logout), shown to the person as a page with
+         *     authorization and the device page, `RATE_LIMIT_PER_MINUTE` for a logout), shown to the person as a page with
          *     `Error: temporarily_unavailable`; `Retry-After` says how many seconds to wait.
          */
         OAuthRateLimitedPage: {
