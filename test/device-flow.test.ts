@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { sql } from 'kysely';
-import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
+import { Secret, TOTP } from 'otpauth';
+import { startTestApp, type RegisteredUser, type StartOptions, type TestContext } from './support/app.js';
 import { FormBrowser, formTo, formsOf, type Page } from './support/hosted-pages.js';
 import { freePort } from './support/net.js';
 
@@ -11,6 +12,12 @@ import { freePort } from './support/net.js';
 
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
+/** The clock the app reads TOTP codes against: moved a step on, so that a code is not one already spent. */
+const STEP_MS = 30_000;
+let clock = Math.floor(Date.now() / STEP_MS) * STEP_MS + STEP_MS / 2;
+const codeFor = (secret: string) =>
+  new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp: clock });
+
 interface Running {
   t: TestContext;
   base: string;
@@ -19,10 +26,10 @@ interface Running {
 }
 
 /** An app whose issuer is its own address, as openid-client checks. */
-async function startProvider(env: Record<string, string> = {}): Promise<Running> {
+async function startProvider(env: Record<string, string> = {}, options: StartOptions = {}): Promise<Running> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const t = await startTestApp({ APP_URL: base, ...env });
+  const t = await startTestApp({ APP_URL: base, ...env }, options);
   const server: Server = t.app.koa.listen(port, '127.0.0.1');
   return {
     t,
@@ -43,7 +50,7 @@ let base: string;
 
 beforeAll(async () => {
   oidc = await import('openid-client');
-  p = await startProvider();
+  p = await startProvider({}, { clock: () => clock });
   ({ t, base } = p);
 });
 afterAll(() => p?.close());
@@ -233,6 +240,35 @@ describe('a device sign-in', () => {
     const tokens = await oidc.pollDeviceAuthorizationGrant(config, device);
     expect(tokens.claims()).toMatchObject({ sub: String(who.id), email: who.email });
     expect(tokens.refresh_token).toBeUndefined();
+  }, 30_000);
+});
+
+describe('a device sign-in with a second factor', () => {
+  it('asks for the second step on the same pages, and the tokens say so (acr aal2, amr otp)', async () => {
+    const who = await t.register();
+    const api = t.clientFor(who.access);
+    const started = await api.POST('/api/auth/mfa/totp', { body: { name: 'Phone' } });
+    const { factor_id: factorId, secret } = started.data!.data;
+    await api.POST('/api/auth/mfa/totp/{id}/confirm', { params: { path: { id: factorId } }, body: { code: codeFor(secret) } });
+    clock += STEP_MS;
+
+    const client = await deviceClient();
+    const config = await configFor(p, client);
+    const device = await oidc.initiateDeviceAuthorization(config, { scope: 'openid email' });
+    const browser = new FormBrowser(base);
+    const signInPage = await enterCode(browser, device.user_code);
+    const second = await browser.submit(formTo(signInPage, '/login'), { email: who.email, password: who.password });
+    expect(second.html).toContain('<label for="totp_code">Code from your authenticator app</label>');
+    // Nothing is given on the password alone.
+    expect((await poll(p, client, device.device_code)).body.error).toBe('authorization_pending');
+    const totp = formsOf(second).find((form) => form.fields.method === 'totp')!;
+    const consent = await browser.submit(totp, { code: codeFor(secret) });
+    const done = await browser.submit(formTo(consent, '/consent'), { decision: 'allow' });
+    expect(done.html).toContain('Device signed in');
+
+    await lastPollAgo(p, device.device_code, 6);
+    const tokens = await oidc.pollDeviceAuthorizationGrant(config, { ...device, interval: 0.01 });
+    expect(tokens.claims()).toMatchObject({ sub: String(who.id), acr: 'aal2', amr: expect.arrayContaining(['pwd', 'otp']) });
   }, 30_000);
 });
 
