@@ -1988,6 +1988,9 @@ export interface paths {
          *     for a native application. `grant_types` default to `authorization_code` and
          *     `refresh_token`; `client_credentials` (a program acting as itself, with no user) is for
          *     confidential clients only, and a client with only that grant needs no redirect URI.
+         *     `urn:ietf:params:oauth:grant-type:device_code` (the device authorization grant, RFC 8628:
+         *     a command-line tool or a TV that shows a code the person enters at `/oauth2/device`) needs
+         *     no redirect URI either, and may come with `refresh_token`.
          *     `scopes` (default all four) are the scopes the client may ask for. A `first_party` client
          *     is one of your own: people are not asked to allow it. With `backchannel_logout_uri`, the
          *     provider POSTs the application a signed logout token whenever a session it took part in
@@ -2229,6 +2232,16 @@ export interface paths {
          *     It is never accepted as a bearer token by the API, nor are the provider's access tokens.
          *     A refresh token of a person whose access was revoked (password changed or reset, logged out
          *     everywhere, disabled, deleted) is refused with `invalid_grant`.
+         *
+         *     `grant_type=urn:ietf:params:oauth:grant-type:device_code` (with `device_code`, from
+         *     `POST /oauth2/device/auth`; clients that list the grant) is the device's poll (RFC 8628):
+         *     400 `authorization_pending` while the person has not answered on `/oauth2/device`,
+         *     `slow_down` for a poll sooner than `interval` seconds after the device's last one (the
+         *     interval then grows by 5 seconds, for that poll and every later one), `access_denied` when
+         *     the person cancelled or denied, `expired_token` once `expires_in` has passed, and the
+         *     tokens once the person has signed in and allowed it; a device code is spent by the answer
+         *     that gives them (or says `access_denied`). A client without the grant is refused with
+         *     `unauthorized_client`.
          */
         post: operations["oauth2Token"];
         delete?: never;
@@ -2360,6 +2373,71 @@ export interface paths {
          *     `invalid_client_metadata` (RFC 7591). The answer's `self_registered` is always true.
          */
         post: operations["oauth2Register"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/device/auth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A device asks to sign someone in (device authorization endpoint, RFC 8628)
+         * @description For programs without a browser, or without a keyboard: a command-line tool, a TV, a
+         *     device. A client that lists `urn:ietf:params:oauth:grant-type:device_code` in its
+         *     `grant_types` asks with its `client_id` (a confidential one authenticates with HTTP Basic,
+         *     as at the token endpoint) and `scope`, and gets a `device_code` (its own secret), a
+         *     `user_code` to show the person, and where to enter it: `verification_uri`
+         *     (`/oauth2/device`), or `verification_uri_complete` with the code filled in. Then it polls
+         *     `POST /oauth2/token` with `grant_type=urn:ietf:params:oauth:grant-type:device_code`, no
+         *     sooner than `interval` seconds apart, until the person has answered or `expires_in`
+         *     (`OIDC_DEVICE_CODE_EXPIRE_SECONDS`, 600) has passed. A client without the grant is refused
+         *     with 400 `unauthorized_client`, an unknown one with 401 `invalid_client`.
+         *     `offline_access` (a refresh token) is granted to a client that also lists `refresh_token`,
+         *     when the person allows it.
+         */
+        post: operations["oauth2DeviceAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/device": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page where a person enters a device's code (RFC 8628)
+         * @description A hosted page, in the look and under the policy of the sign-in pages: it asks for the code
+         *     the device shows (with `user_code`, as in `verification_uri_complete`, the code is filled
+         *     in), and its form posts to `POST /oauth2/device`. Counted against
+         *     `AUTH_RATE_LIMIT_PER_MINUTE`, as the sign-in is.
+         */
+        get: operations["oauth2DeviceVerification"];
+        put?: never;
+        /**
+         * A person answers for a device's code (RFC 8628)
+         * @description The page's forms: `xsrf` (the page's own value) and `user_code` show which application
+         *     asks, the code and the address the device asked from, to check against the device;
+         *     `confirm=yes` goes on to the hosted sign-in (password, passkey, providers, the second
+         *     factor) and consent of the authorization code flow, then back to `/oauth2/device/{uid}`,
+         *     which says the device is signed in; `abort=yes` cancels, and the device's poll is answered
+         *     `access_denied`, as it is when the person cancels the sign-in or denies consent. A code
+         *     that is wrong, expired or used already is shown on the page again with what is wrong
+         *     (400). Counted against `AUTH_RATE_LIMIT_PER_MINUTE`: the budget bounds guessing codes.
+         */
+        post: operations["oauth2DeviceVerificationSubmit"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4522,8 +4600,12 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
-        /** @enum {string} */
-        OauthGrantType: "authorization_code" | "refresh_token" | "client_credentials";
+        /**
+         * @description `urn:ietf:params:oauth:grant-type:device_code` is the device authorization grant (RFC 8628), for
+         *     programs without a browser (command-line tools, TVs): see `POST /oauth2/device/auth`.
+         * @enum {string}
+         */
+        OauthGrantType: "authorization_code" | "refresh_token" | "client_credentials" | "urn:ietf:params:oauth:grant-type:device_code";
         /** @enum {string} */
         OauthScope: "openid" | "profile" | "email" | "offline_access";
         /**
@@ -4600,6 +4682,26 @@ export interface components {
             error: string;
             error_description?: string;
         };
+        OAuthDeviceAuthorizationRequest: {
+            /** @description The client, which authenticates as at the token endpoint (a public one sends `client_id` alone). */
+            client_id: string;
+            /** @description Space-separated: `openid` and any of `profile`, `email`, `offline_access`, `organizations`. */
+            scope?: string;
+        };
+        OAuthDeviceAuthorization: {
+            /** @description The code the device polls the token endpoint with; a secret of the device's. */
+            device_code: string;
+            /** @description The code the person enters on the page: eight letters, shown as `XXXX-XXXX`. */
+            user_code: string;
+            /** @description The page where the person enters it, `/oauth2/device`. */
+            verification_uri: string;
+            /** @description The page with the code filled in (for a link or a QR code). */
+            verification_uri_complete: string;
+            /** @description Seconds the codes live: `OIDC_DEVICE_CODE_EXPIRE_SECONDS` (600). */
+            expires_in: number;
+            /** @description Seconds the device waits between two polls of the token endpoint (5). */
+            interval: number;
+        };
         OpenIdConfiguration: {
             issuer: string;
             authorization_endpoint: string;
@@ -4608,6 +4710,10 @@ export interface components {
             jwks_uri: string;
             response_types_supported: string[];
             code_challenge_methods_supported?: string[];
+            /** @description The grants on: `authorization_code`, `refresh_token`, `client_credentials` and `urn:ietf:params:oauth:grant-type:device_code`. */
+            grant_types_supported?: string[];
+            /** @description The device authorization endpoint (RFC 8628), `/oauth2/device/auth`. */
+            device_authorization_endpoint?: string;
             /** @description `aal1` and `aal2`: the values of the ID tokens' `acr`, the assurance level of the sign-in. */
             acr_values_supported?: string[];
             backchannel_logout_supported?: boolean;
@@ -4615,8 +4721,10 @@ export interface components {
         };
         OAuthTokenRequest: {
             /** @enum {string} */
-            grant_type: "authorization_code" | "refresh_token" | "client_credentials";
+            grant_type: "authorization_code" | "refresh_token" | "client_credentials" | "urn:ietf:params:oauth:grant-type:device_code";
             code?: string;
+            /** @description The device code grant only: the `device_code` of `POST /oauth2/device/auth`. */
+            device_code?: string;
             redirect_uri?: string;
             code_verifier?: string;
             refresh_token?: string;
@@ -4900,8 +5008,8 @@ export interface components {
         };
         /**
          * @description This address has used its budget of the minute: `AUTH_RATE_LIMIT_PER_MINUTE` on the token,
-         *     registration, introspection, revocation and authorization endpoints, `RATE_LIMIT_PER_MINUTE`
-         *     on the others. OAuth's shape rather than the envelope, with `error` `temporarily_unavailable`;
+         *     registration, introspection, revocation, authorization and device authorization endpoints,
+         *     `RATE_LIMIT_PER_MINUTE` on the others. OAuth's shape rather than the envelope, with `error` `temporarily_unavailable`;
          *     `Retry-After` says how many seconds to wait.
          */
         OAuthRateLimited: {
@@ -4924,7 +5032,7 @@ export interface components {
         };
         /**
          * @description This address has used its budget of the minute (`AUTH_RATE_LIMIT_PER_MINUTE` for an
-         *     authorization, `RATE_LIMIT_PER_MINUTE` for a logout), shown to the person as a page with
+         *     authorization and the device page, `RATE_LIMIT_PER_MINUTE` for a logout), shown to the person as a page with
          *     `Error: temporarily_unavailable`; `Retry-After` says how many seconds to wait.
          */
         OAuthRateLimitedPage: {
@@ -10328,6 +10436,178 @@ export interface operations {
             401: components["responses"]["OAuthError"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["OAuthRateLimited"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2DeviceAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "client_id": "3q2-7wE1Hk9sUu6TgZl1xA",
+                 *       "scope": "openid profile email offline_access"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["OAuthDeviceAuthorizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The codes, and where the person enters the user code. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "device_code": "xR4V1kq0yS7b2Lr8y0YtWcJ3oQd2u6mEw2Fv5nHk9aP",
+                     *       "user_code": "WDJB-MJHT",
+                     *       "verification_uri": "https://accounts.example.com/oauth2/device",
+                     *       "verification_uri_complete": "https://accounts.example.com/oauth2/device?user_code=WDJB-MJHT",
+                     *       "expires_in": 600,
+                     *       "interval": 5
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthDeviceAuthorization"];
+                };
+            };
+            400: components["responses"]["OAuthError"];
+            401: components["responses"]["OAuthError"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimited"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2DeviceVerification: {
+        parameters: {
+            query?: {
+                /** @description The code to fill in. */
+                user_code?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page that asks for the code. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!DOCTYPE html><html lang="en">…<label for="user_code">Code from your device</label>…</html> */
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["OAuthRateLimitedPage"];
+            500: components["responses"]["OAuthServerError"];
+        };
+    };
+    oauth2DeviceVerificationSubmit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "xsrf": "2b0c7a1e9d5f4c3b8a6e1d0f9c8b7a6e",
+                 *       "user_code": "WDJB-MJHT",
+                 *       "confirm": "yes"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    /** @description The page's own value. */
+                    xsrf: string;
+                    user_code?: string;
+                    /** @enum {string} */
+                    confirm?: "yes";
+                    /** @enum {string} */
+                    abort?: "yes";
+                };
+            };
+        };
+        responses: {
+            /** @description Which application and which code, to confirm; or the page again after a cancellation. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!DOCTYPE html><html lang="en">…Check that your device shows this code…</html> */
+                    "text/html": string;
+                };
+            };
+            /** @description On to the hosted sign-in and consent pages. */
+            303: {
+                headers: {
+                    /** @description Where the browser goes next. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The code is wrong, expired or used already, said on the page above its form again. */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!DOCTYPE html><html lang="en">…That code is not right…</html> */
+                    "text/html": string;
+                };
+            };
+            /** @description The form was not the page's own (its `xsrf` value is missing or wrong). */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!DOCTYPE html><html lang="en">…This form could not be accepted…</html> */
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description No code was entered, said on the page above its form again. */
+            422: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!DOCTYPE html><html lang="en">…Enter the code your device shows…</html> */
+                    "text/html": string;
+                };
+            };
+            429: components["responses"]["OAuthRateLimitedPage"];
             500: components["responses"]["OAuthServerError"];
         };
     };

@@ -23,6 +23,7 @@ import * as mfaChallengeOrganization from './20261207090000_mfa_challenge_organi
 import * as organizationDomains from './20261207100000_organization_domains.js';
 import * as organizationInvitations from './20261207110000_organization_invitations.js';
 import * as organizationMemberCounts from './20261208120000_organization_member_counts.js';
+import * as oidcDevicePolls from './20261210050000_oidc_device_polls.js';
 import * as backchannelLogouts from './20261210060000_backchannel_logouts.js';
 
 /** Every migration, by name; names sort in the order they run. */
@@ -51,5 +52,6 @@ export const migrations: Record<string, Migration> = {
   '20261207100000_organization_domains': organizationDomains,
   '20261207110000_organization_invitations': organizationInvitations,
   '20261208120000_organization_member_counts': organizationMemberCounts,
+  '20261210050000_oidc_device_polls': oidcDevicePolls,
   '20261210060000_backchannel_logouts': backchannelLogouts,
 };

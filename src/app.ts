@@ -18,6 +18,7 @@ import type { OidcProvider } from './oidc/provider.js';
 import { oidcRoom } from './oidc/wiring.js';
 import { invitationsRoom, organizationsRoom } from './organizations/wiring.js';
 import { providerPages } from './oidc-pages/provider-pages.js';
+import { devicePages } from './oidc-pages/device-pages.js';
 import { withProviderReturn } from './oidc-pages/router.js';
 import { breachedPasswords } from './passwords/wiring.js';
 import { providersRoom } from './providers/wiring.js';
@@ -62,6 +63,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const { organizationInvitations } = invitationsRoom(core, { organizations });
     const { oidc, ...oidcServices } = oidcRoom(core, {
       pages: providerPages(config.oidc.brandName),
+      devicePages: devicePages(config.oidc.brandName),
       admit: core.limits && providerAdmission(core.limits.guard),
       organizations,
     });

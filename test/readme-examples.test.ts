@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { suiteDatabase, TEST_SECRET, type SuiteDatabase } from './support/app.js';
 import { builtSources } from './support/build.js';
-import { FormBrowser, signIn } from './support/hosted-pages.js';
+import { FormBrowser, signIn, signInDevice } from './support/hosted-pages.js';
 import { freePort } from './support/net.js';
 import { until } from './support/wait.js';
 import { contentsPages, documentationPages, fences, readPage, ROOT, type Fence } from './support/markdown.js';
@@ -45,7 +45,16 @@ interface Person {
  * does in another terminal, and once the page's other blocks have run, checks that it printed what
  * the page shows.
  */
-const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?: true; signsIn?: Person; inBackground?: true }> = [
+const NOT_RUN: Array<{
+  page: string;
+  starts: string;
+  why: string;
+  startsService?: true;
+  signsIn?: Person;
+  /** With `signsIn`: the address is a device's page, where the code is entered before signing in; the program is given nothing. */
+  onDevice?: true;
+  inBackground?: true;
+}> = [
   { page: 'README.md', starts: 'make build', why: 'the test runs the sources' },
   { page: 'README.md', starts: 'mkdir -p .local && make run | tee .local/account.log', why: 'runs until stopped', startsService: true },
   { page: 'README.md', starts: 'BASE=http://localhost:8000', why: 'the test sets BASE to the service it started' },
@@ -83,6 +92,13 @@ const NOT_RUN: Array<{ page: string; starts: string; why: string; startsService?
     starts: 'CLIENT_ID="$WIKI_ID"',
     why: 'a person signs in in a browser',
     signsIn: { email: 'ops@example.com', password: 'the-admin-password' },
+  },
+  {
+    page: 'docs/device-flow.md',
+    starts: 'CLIENT_ID="$CLI_ID"',
+    why: 'a person enters the code and signs in in a browser',
+    signsIn: { email: 'ops@example.com', password: 'the-admin-password' },
+    onDevice: true,
   },
 ];
 
@@ -353,7 +369,7 @@ async function finishBackground(running: Background): Promise<void> {
  * browser was sent back to: the person signs in there in the test's browser, and the program is
  * given where the browser landed. What it prints after the address is checked as a step's output.
  */
-async function runSigningIn(shell: Shell, block: Block, person: Person, base: string): Promise<void> {
+async function runSigningIn(shell: Shell, block: Block, person: Person, base: string, onDevice = false): Promise<void> {
   const step: Step = { script: block.steps.map((each) => each.script).join('\n'), shown: block.steps[block.steps.length - 1]?.shown };
   const where = `${block.page}:${block.fence.line}, the step\n${step.script.trim()}\n`;
   const child = spawn('bash', ['-c', `. ${JSON.stringify(shell.state)}\nset -eo pipefail\n${step.script}`], {
@@ -379,9 +395,16 @@ async function runSigningIn(shell: Shell, block: Block, person: Person, base: st
         reject(new Error(`${where}exited ${code} before printing an address\nstdout: ${stdout}\nstderr: ${stderr}`)),
       );
     });
-    const landed = await signIn(new FormBrowser(base), address, person.email, person.password);
-    if (landed.status !== 0) throw new Error(`${where}the sign-in stopped at ${landed.url} (${landed.status}):\n${landed.html}`);
-    child.stdin.end(`${landed.url}\n`);
+    if (onDevice) {
+      const done = await signInDevice(new FormBrowser(base), address, person.email, person.password);
+      if (done.status !== 200 || !new URL(done.url).pathname.startsWith('/oauth2/device/'))
+        throw new Error(`${where}the device's sign-in stopped at ${done.url} (${done.status}):\n${done.html}`);
+      child.stdin.end();
+    } else {
+      const landed = await signIn(new FormBrowser(base), address, person.email, person.password);
+      if (landed.status !== 0) throw new Error(`${where}the sign-in stopped at ${landed.url} (${landed.status}):\n${landed.html}`);
+      child.stdin.end(`${landed.url}\n`);
+    }
     const code = await exited;
     if (code !== 0) throw new Error(`${where}exited ${code}\nstdout: ${stdout}\nstderr: ${stderr}`);
     checkPrinted(where, stdout.slice(stdout.indexOf(address) + address.length), step);
@@ -527,10 +550,14 @@ describe('the examples, in order on a fresh database', () => {
         const name = `line ${block.fence.line}: ${firstCommand(block.fence.body)}`;
         const { file } = block;
         if (block.notRun) {
-          const { startsService, signsIn, inBackground } = block.notRun;
+          const { startsService, signsIn, onDevice, inBackground } = block.notRun;
           if (startsService) it(`${name} (the test starts the service)`, startService, 120_000);
           if (signsIn)
-            it(`${name} (the test signs in as ${signsIn.email})`, () => runSigningIn(shellFor(state()), block, signsIn, base), 120_000);
+            it(
+              `${name} (the test signs in as ${signsIn.email})`,
+              () => runSigningIn(shellFor(state()), block, signsIn, base, onDevice),
+              120_000,
+            );
           if (inBackground)
             it(`${name} (the test starts it in the background)`, async () => {
               background.push(await startInBackground(shellFor(state()), block));

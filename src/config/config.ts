@@ -202,6 +202,8 @@ export interface OidcConfig {
   readonly registrationToken: string | undefined;
   /** The product's name on the hosted pages (BRAND_NAME). */
   readonly brandName: string;
+  /** How long a device authorization (RFC 8628) waits for the person (OIDC_DEVICE_CODE_EXPIRE_SECONDS): its `expires_in`. */
+  readonly deviceCodeExpireSeconds: number;
 }
 
 export interface MailConfig {

@@ -456,6 +456,7 @@ function oidcPart(
     registration,
     registrationToken,
     brandName: read.string('BRAND_NAME') ?? 'Account Service',
+    deviceCodeExpireSeconds: read.integer('OIDC_DEVICE_CODE_EXPIRE_SECONDS', 600, 60, 1800),
   });
 }
 

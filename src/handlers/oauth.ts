@@ -53,3 +53,6 @@ export const oauth2Introspect: Handler<'oauth2Introspect'> = servedByTheProvider
 export const oauth2Revoke: Handler<'oauth2Revoke'> = servedByTheProvider;
 export const oauth2EndSession: Handler<'oauth2EndSession'> = servedByTheProvider;
 export const oauth2Register: Handler<'oauth2Register'> = servedByTheProvider;
+export const oauth2DeviceAuthorization: Handler<'oauth2DeviceAuthorization'> = servedByTheProvider;
+export const oauth2DeviceVerification: Handler<'oauth2DeviceVerification'> = servedByTheProvider;
+export const oauth2DeviceVerificationSubmit: Handler<'oauth2DeviceVerificationSubmit'> = servedByTheProvider;

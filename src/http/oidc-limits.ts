@@ -5,7 +5,11 @@ import { providerOperation, type ErrorPage } from '../oidc/provider.js';
 import { stateOf } from './state.js';
 
 /** The provider's operations a person's browser opens: a refusal is a page, not JSON. */
-const BROWSER_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>(['oauth2Authorize', 'oauth2EndSession']);
+const BROWSER_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
+  'oauth2Authorize',
+  'oauth2EndSession',
+  'oauth2DeviceVerification',
+]);
 
 /** The error an exhausted budget is answered with: OAuth's registered code for a server that cannot take the request now. */
 const RATE_LIMITED_ERROR = 'temporarily_unavailable';

@@ -32,6 +32,9 @@ export const AUTH_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
   'oauth2Introspect',
   'oauth2Revoke',
   'oauth2Register',
+  // The device authorization grant: a device's request, and the page where people type its user code.
+  'oauth2DeviceAuthorization',
+  'oauth2DeviceVerification',
 ]);
 
 /**

@@ -104,7 +104,7 @@ export function adapterClass(options: AdapterOptions) {
       const login = this.model === 'Session' ? options.currentContext()?.oidc?.result?.login : undefined;
       const serviceSessionId = typeof login?.serviceSessionId === 'string' ? login.serviceSessionId : undefined;
       const params = payload.params as Payload | undefined;
-      const expiresAt = typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null;
+      const expiresAt = typeof expiresIn === 'number' ? new Date(Date.now() + (expiresIn + keptPastExpiry(this.model)) * 1000) : null;
       await upsertOidcRecord(db, {
         model: this.model,
         id,
@@ -167,6 +167,13 @@ export function adapterClass(options: AdapterOptions) {
     }
   };
 }
+
+/**
+ * Seconds a record is kept after the provider counts it expired. A device code stays an hour, so that
+ * the device's late poll is told `expired_token` (the library reads the expiry from the payload)
+ * rather than `invalid_grant` for a code it no longer finds.
+ */
+const keptPastExpiry = (model: string): number => (model === 'DeviceCode' ? 3600 : 0);
 
 /**
  * The person a sign-in under way belongs to once they are known (signed in already, or just now), so

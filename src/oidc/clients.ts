@@ -17,8 +17,9 @@ import { deriveKey, seal } from '../infra/sealed.js';
 import { checkResolvesPublic, RefusedAddress, urlProblem } from '../infra/public-addresses.js';
 import { recordEvent, type AuditEventType } from '../audit/audit-events.js';
 import { requireAdmin, type Principal } from '../principal.js';
+import { DEVICE_CODE_GRANT } from './device-flow.js';
 
-export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
+export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials' | typeof DEVICE_CODE_GRANT;
 export type Scope = 'openid' | 'profile' | 'email' | 'offline_access';
 export type ClientType = 'confidential' | 'public';
 
@@ -140,8 +141,8 @@ function check(settings: Required<Omit<ClientInput, 'first_party'>> & { first_pa
   const grants = new Set(settings.grant_types);
   if (grants.has('authorization_code') && settings.redirect_uris.length === 0)
     problems.push({ field: 'body.redirect_uris', message: 'needs at least one URI for the authorization_code grant' });
-  if (grants.has('refresh_token') && !grants.has('authorization_code'))
-    problems.push({ field: 'body.grant_types', message: 'refresh_token comes with authorization_code' });
+  if (grants.has('refresh_token') && !grants.has('authorization_code') && !grants.has(DEVICE_CODE_GRANT))
+    problems.push({ field: 'body.grant_types', message: `refresh_token comes with authorization_code or ${DEVICE_CODE_GRANT}` });
   if (grants.has('client_credentials') && settings.type === 'public')
     problems.push({ field: 'body.grant_types', message: 'client_credentials is for confidential clients only' });
   if (settings.registered && settings.first_party)

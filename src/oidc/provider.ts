@@ -25,6 +25,15 @@ import { keepOrganizationOnGrants, organizationSupport, ORGANIZATIONS_SCOPE, typ
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration.js';
 import { providerTokenAuthenticator } from './api-access.js';
 import { queueProviderLogouts, type BackchannelLogoutDispatcher } from './backchannel-logout.js';
+import {
+  deviceFlowFeature,
+  prefilledUserCode,
+  refuseSessionlessPosts,
+  sayInterval,
+  unauthorizedClientWithoutGrant,
+  withPacedDevicePolling,
+  type DevicePages,
+} from './device-flow.js';
 import type { ClientInfo, Principal } from '../principal.js';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
@@ -51,6 +60,8 @@ export interface OidcProviderOptions {
   logger: Logger;
   /** The logout and error pages; plain ones of the provider's own when not given. */
   pages?: ProviderPages;
+  /** The device sign-in's page, `/oauth2/device` (RFC 8628; see device-flow.ts). */
+  devicePages: DevicePages;
   /**
    * The API's per-address rate limit, when on (see src/http/oidc-limits.ts): false when the request
    * was refused and answered, on the error page `errorPage` renders for a browser's request.
@@ -141,10 +152,11 @@ const ROUTES = {
   end_session: '/oauth2/end_session',
   registration: '/oauth2/register',
   jwks: JWKS_PATH,
+  // The device authorization grant (RFC 8628): the device's request, and the person's page.
+  device_authorization: '/oauth2/device/auth',
+  code_verification: '/oauth2/device',
   // Routes the service does not offer, kept under the prefix all the same.
   backchannel_authentication: '/oauth2/backchannel',
-  code_verification: '/oauth2/device',
-  device_authorization: '/oauth2/device/auth',
   pushed_authorization_request: '/oauth2/par',
   challenge: '/oauth2/challenge',
 };
@@ -160,6 +172,9 @@ const OPERATIONS: ReadonlyArray<[string, OperationId]> = [
   [ROUTES.revocation, 'oauth2Revoke'],
   [ROUTES.end_session, 'oauth2EndSession'],
   [ROUTES.registration, 'oauth2Register'],
+  // The device's request before the person's page, whose path it extends.
+  [ROUTES.device_authorization, 'oauth2DeviceAuthorization'],
+  [ROUTES.code_verification, 'oauth2DeviceVerification'],
 ];
 
 /** The operation of the contract a provider's path belongs to, which the rate limit counts it as. */
@@ -322,6 +337,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
       // At most SESSION_MAX_DAYS from the sign-in, however often the session is used since.
       Session: (_ctx: unknown, session: { loginTs?: number }) => sessionSeconds(session.loginTs, options.sessionDays),
       Grant: options.sessionDays * 24 * 3600,
+      DeviceCode: config.deviceCodeExpireSeconds,
     },
     features: {
       devInteractions: { enabled: false },
@@ -338,6 +354,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
       },
       userinfo: { enabled: true },
       clientCredentials: { enabled: true },
+      deviceFlow: deviceFlowFeature(options.devicePages, SELF_REGISTERED),
       pushedAuthorizationRequests: { enabled: false },
       registration: {
         enabled: config.registration !== 'off',
@@ -389,7 +406,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     interactions: { policy, url: (_ctx: unknown, interaction: { uid: string }) => `${INTERACTION_PREFIX}${interaction.uid}` },
     routes: ROUTES,
   };
-  const provider = new Provider(options.issuer, configuration);
+  const provider = new (withPacedDevicePolling(Provider, db, errors.SlowDown))(options.issuer, configuration);
   provider.proxy = options.trustProxy;
   keepOrganizationOnGrants(provider);
   // ID tokens carry `sid` for every client, not only those that asked for back-channel logout.
@@ -409,6 +426,10 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   use(logoutWithoutSession(pages));
   use(offlineAccessForFirstParty(ROUTES.authorization, firstParty));
   use(formPostToRedirectUri(errorPages));
+  use(prefilledUserCode(options.devicePages));
+  use(refuseSessionlessPosts(options.devicePages, ROUTES.code_verification));
+  use(unauthorizedClientWithoutGrant());
+  provider.on('device_authorization.success', (_ctx, body) => sayInterval(body as Record<string, unknown>));
   provider.on('server_error', (_ctx, error: unknown) => {
     // A client secret that no longer opens (adapter.ts) is a setting to fix, said in one line.
     const cause = (error as Error).cause;

@@ -13,7 +13,12 @@ import { createOidcProvider, type OidcProviderOptions } from './provider.js';
  */
 export function oidcRoom(
   core: Pick<Core, 'config' | 'db' | 'transact' | 'logger' | 'backchannelLogouts'>,
-  needs: { pages: ProviderPages; admit: OidcProviderOptions['admit']; organizations: OidcProviderOptions['organizations'] },
+  needs: {
+    pages: ProviderPages;
+    devicePages: OidcProviderOptions['devicePages'];
+    admit: OidcProviderOptions['admit'];
+    organizations: OidcProviderOptions['organizations'];
+  },
 ) {
   const { config, db, transact, logger } = core;
   const oidc = config.oidc.enabled
@@ -29,6 +34,7 @@ export function oidcRoom(
         allowPrivateUrls: config.providers.allowPrivateUrls,
         logger,
         pages: needs.pages,
+        devicePages: needs.devicePages,
         admit: needs.admit,
         organizations: needs.organizations,
         builtInClients: config.console.enabled ? [consoleClientMetadata(config.account.appUrl)] : [],

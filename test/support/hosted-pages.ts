@@ -141,3 +141,17 @@ export async function signIn(browser: FormBrowser, authorizeUrl: string, email: 
   const page = await browser.open(authorizeUrl);
   return browser.submit(formTo(page, '/login'), { email, password });
 }
+
+/**
+ * Opens a device's `verification_uri_complete` in `browser` (the user code filled in), continues on the
+ * page that shows the code, signs in with an e-mail address and a password, and allows the application
+ * when a consent page comes; the page the sign-in ends on (the device is signed in).
+ */
+export async function signInDevice(browser: FormBrowser, verificationUri: string, email: string, password: string): Promise<Page> {
+  const page = await browser.open(verificationUri);
+  const confirm = await browser.submit(formTo(page, '/oauth2/device'));
+  const signInPage = await browser.submit(formTo(confirm, '/oauth2/device'), { confirm: 'yes' });
+  const next = await browser.submit(formTo(signInPage, '/login'), { email, password });
+  const consent = formsOf(next).some((form) => new URL(form.action).pathname.endsWith('/consent'));
+  return consent ? browser.submit(formTo(next, '/consent'), { decision: 'allow' }) : next;
+}
