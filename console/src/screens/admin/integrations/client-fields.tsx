@@ -6,11 +6,14 @@ type Client = Schemas['OauthClient'];
 type GrantType = Schemas['OauthGrantType'];
 type Scope = Schemas['OauthScope'];
 
-const GRANTS: Array<{ value: GrantType; label: string }> = [
-  { value: 'authorization_code', label: 'Authorization code (people sign in)' },
-  { value: 'refresh_token', label: 'Refresh token (stay signed in)' },
-  { value: 'client_credentials', label: 'Client credentials (the program acts as itself; confidential only)' },
-];
+// Every grant type of the contract, labelled: one the contract adds and this does not name fails the type check.
+const GRANT_LABELS: Record<GrantType, string> = {
+  authorization_code: 'Authorization code (people sign in)',
+  refresh_token: 'Refresh token (stay signed in)',
+  client_credentials: 'Client credentials (the program acts as itself; confidential only)',
+  'urn:ietf:params:oauth:grant-type:device_code': 'Device code (TVs and command-line tools: a person signs in on another device)',
+};
+const GRANTS = Object.entries(GRANT_LABELS).map(([value, label]) => ({ value: value as GrantType, label }));
 
 const SCOPES: Array<{ value: Scope; label: string }> = [
   { value: 'openid', label: 'openid (who the person is)' },
@@ -66,6 +69,18 @@ export function ClientFields(props: { client?: Client }) {
           </label>
         ))}
       </fieldset>
+      <Field
+        label="Back-channel logout URI"
+        hint="Optional: where the service posts a signed logout token when a person's session with this application ends (https)."
+      >
+        <input
+          name="backchannel_logout_uri"
+          type="url"
+          class="mono"
+          defaultValue={client?.backchannel_logout_uri ?? ''}
+          autoComplete="off"
+        />
+      </Field>
       <fieldset class="choices">
         <legend>Scopes it may ask for</legend>
         {SCOPES.map((scope) => (
@@ -95,6 +110,7 @@ export function clientFields(data: FormData) {
     grant_types: checked<GrantType>(data, 'grant_types'),
     scopes: checked<Scope>(data, 'scopes'),
     first_party: isOn(data, 'first_party'),
+    backchannel_logout_uri: text(data, 'backchannel_logout_uri') || null,
   };
 }
 
@@ -109,5 +125,6 @@ export function changedClientFields(client: Client, data: FormData): Schemas['Up
   if (!sameSet(next.grant_types, client.grant_types)) changes.grant_types = next.grant_types;
   if (!sameSet(next.scopes, client.scopes)) changes.scopes = next.scopes;
   if (!client.registered && next.first_party !== client.first_party) changes.first_party = next.first_party;
+  if (next.backchannel_logout_uri !== (client.backchannel_logout_uri ?? null)) changes.backchannel_logout_uri = next.backchannel_logout_uri;
   return changes;
 }
