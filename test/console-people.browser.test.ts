@@ -78,6 +78,8 @@ describeInBrowser('the console’s screens about people', () => {
       await page.waitForURL((url) => url.searchParams.get('q') === email);
       const row = page.getByRole('link', { name: email, exact: true });
       await row.waitFor();
+      // The search's answer replaces the whole list: wait until the rows before it are gone.
+      await page.locator('.users-table tbody tr').nth(1).waitFor({ state: 'detached' });
       await expect(page.locator('.users-table tbody tr').count()).resolves.toBe(1);
       await expect(seriousViolations(page)).resolves.toEqual([]);
 
