@@ -17,7 +17,10 @@ import { deriveKey, seal } from '../infra/sealed.js';
 import { recordEvent, type AuditEventType } from '../audit/audit-events.js';
 import { requireAdmin, type Principal } from '../principal.js';
 
-export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
+export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials' | typeof TOKEN_EXCHANGE;
+
+/** RFC 8693's grant: an admin acting as a user (see src/oidc/token-exchange.ts). */
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export type Scope = 'openid' | 'profile' | 'email' | 'offline_access';
 export type ClientType = 'confidential' | 'public';
 
@@ -123,7 +126,10 @@ export function redirectProblem(text: string): string | undefined {
 }
 
 /** The client's settings as a whole, checked at creation and after every change. */
-function check(settings: Required<Omit<ClientInput, 'first_party'>> & { first_party: boolean; registered: boolean }): void {
+function check(
+  settings: Required<Omit<ClientInput, 'first_party'>> & { first_party: boolean; registered: boolean },
+  tokenExchange = false,
+): void {
   const problems: FieldProblem[] = [];
   for (const field of ['redirect_uris', 'post_logout_redirect_uris'] as const) {
     for (const { index, message } of redirectListProblems(settings[field]))
@@ -136,6 +142,10 @@ function check(settings: Required<Omit<ClientInput, 'first_party'>> & { first_pa
     problems.push({ field: 'body.grant_types', message: 'refresh_token comes with authorization_code' });
   if (grants.has('client_credentials') && settings.type === 'public')
     problems.push({ field: 'body.grant_types', message: 'client_credentials is for confidential clients only' });
+  if (grants.has(TOKEN_EXCHANGE) && !tokenExchange)
+    problems.push({ field: 'body.grant_types', message: 'token exchange is off (IMPERSONATION_ENABLED)' });
+  if (grants.has(TOKEN_EXCHANGE) && settings.type === 'public')
+    problems.push({ field: 'body.grant_types', message: `${TOKEN_EXCHANGE} is for confidential clients only` });
   if (settings.registered && settings.first_party)
     problems.push({ field: 'body.first_party', message: 'a client that registered itself is never first party' });
   if (problems.length > 0) throw new Validation(problems);
@@ -169,6 +179,8 @@ export class OauthClients {
     private readonly db: Kysely<Database>,
     private readonly transact: Transact,
     secretKey: string,
+    /** IMPERSONATION_ENABLED: whether a client may be given the token-exchange grant. */
+    private readonly tokenExchange = false,
   ) {
     this.key = clientSealingKey(secretKey);
   }
@@ -195,7 +207,7 @@ export class OauthClients {
       scopes: withOpenId(input.scopes ?? ALL_SCOPES),
       first_party: input.first_party ?? false,
     };
-    check({ ...settings, registered: false });
+    check({ ...settings, registered: false }, this.tokenExchange);
     const secret = input.type === 'confidential' ? newSecret() : undefined;
     return this.transact(async (trx) => {
       const row = await insertOauthClient(trx, {
@@ -226,7 +238,7 @@ export class OauthClients {
         scopes: patch.scopes ? withOpenId(patch.scopes) : view.scopes,
         first_party: patch.first_party ?? view.first_party,
       };
-      check({ ...settings, registered: current.registered });
+      check({ ...settings, registered: current.registered }, this.tokenExchange);
       const row = found(
         await updateOauthClient(trx, clientId, {
           name: settings.name,

@@ -24,6 +24,7 @@ import { offlineAccessForFirstParty } from './offline-access.js';
 import { keepOrganizationOnGrants, organizationSupport, ORGANIZATIONS_SCOPE, type OrganizationDirectory } from './organizations.js';
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration.js';
 import { providerTokenAuthenticator } from './api-access.js';
+import type { ExtraGrantType } from './token-exchange.js';
 import type { ClientInfo, Principal } from '../principal.js';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
@@ -59,6 +60,8 @@ export interface OidcProviderOptions {
   organizations: OrganizationDirectory;
   /** Clients that exist without anyone making them (the console's), first party, never rows of `oauth_clients`. */
   builtInClients?: ReadonlyArray<Record<string, unknown>>;
+  /** Grant types the token endpoint takes beside the library's own (token exchange: token-exchange.ts). */
+  extraGrantTypes?: readonly ExtraGrantType[];
 }
 
 /** Renders the provider's error page for `out` (`error`, `error_description`). */
@@ -390,6 +393,10 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   // ID tokens carry `sid` for every client, not only those that asked for back-channel logout.
   Object.defineProperty(provider.Client.prototype, 'includeSid', { value: () => true });
   refuseOpenIdScopesWithoutUser(provider.ClientCredentials.prototype, errors.InvalidScope);
+  for (const grant of options.extraGrantTypes ?? []) {
+    const registrar = provider as Provider & { registerGrantType(type: string, handler: unknown, parameters: string[]): void };
+    registrar.registerGrantType(grant.type, grant.handler(errors, firstParty), grant.parameters);
+  }
   // A client that registered itself may have named anyone's address as its redirect URI. Until a person has
   // acted in the sign-in (the authorization resumes after a form of the hosted pages), its errors are shown
   // on the service's page rather than sent there: the library redirects an error that allows it, after

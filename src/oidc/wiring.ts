@@ -4,6 +4,7 @@ import { OauthClients } from './clients.js';
 import type { ProviderPages } from './default-pages.js';
 import { OauthGrants } from './grants.js';
 import { createOidcProvider, type OidcProviderOptions } from './provider.js';
+import { impersonationGrant } from '../impersonation/wiring.js';
 
 /**
  * The service as an OpenID Connect provider (when OIDC_ENABLED): the provider itself, the admins'
@@ -11,7 +12,7 @@ import { createOidcProvider, type OidcProviderOptions } from './provider.js';
  * (the same key when ALGORITHM is RS256 or ES256, and the RSA key beside an ES256 one).
  */
 export function oidcRoom(
-  core: Pick<Core, 'config' | 'db' | 'transact' | 'logger'>,
+  core: Pick<Core, 'config' | 'db' | 'transact' | 'logger' | 'tokens' | 'mail'>,
   needs: { pages: ProviderPages; admit: OidcProviderOptions['admit']; organizations: OidcProviderOptions['organizations'] },
 ) {
   const { config, db, transact, logger } = core;
@@ -31,6 +32,7 @@ export function oidcRoom(
         admit: needs.admit,
         organizations: needs.organizations,
         builtInClients: config.console.enabled ? [consoleClientMetadata(config.account.appUrl)] : [],
+        extraGrantTypes: config.impersonation.enabled ? [impersonationGrant(core)] : [],
       })
     : undefined;
   const apiKeys = config.tokens.keys.jwks;
@@ -38,5 +40,10 @@ export function oidcRoom(
     const added = ((await oidc?.publishedKeys()) ?? []).filter((jwk) => !apiKeys.keys.some((key) => key.kid === jwk.kid));
     return added.length > 0 ? { keys: [...apiKeys.keys, ...added] } : apiKeys;
   };
-  return { oidc, jwks, oauthClients: new OauthClients(db, transact, config.secret.key), oauthGrants: new OauthGrants(db, transact) };
+  return {
+    oidc,
+    jwks,
+    oauthClients: new OauthClients(db, transact, config.secret.key, config.impersonation.enabled),
+    oauthGrants: new OauthGrants(db, transact),
+  };
 }
