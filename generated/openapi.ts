@@ -1181,6 +1181,11 @@ export interface paths {
          *     sign-in has `details.provider`, and a refused one `details.reason` (`account_exists`,
          *     `account_disabled`, `signup_disabled`, `invalid_response`, `wrong_code_verifier`…).
          *
+         *     Token exchange: `impersonation.started` (an admin, the actor, began acting as the subject;
+         *     `details.client_id`, `details.session_id` (the admin's session), `details.minutes`). Every
+         *     event caused with the token it gives names the admin as `actor_user_id`, the user as
+         *     `subject_user_id` (when the event names no other) and carries `details.impersonated: true`.
+         *
          *     `actor_user_id` is who acted: the signed-in user, or the account whose password, refresh,
          *     reset or verification token was presented; null when no one was identified (a failed login,
          *     a reset request, the admin account made at start-up). `subject_user_id` is the account the

@@ -187,6 +187,12 @@ describe('token exchange', () => {
     expectUnauthorized(await rig.t.get('/api/auth/me', { token }));
   });
 
+  it('stops working when the user is disabled', async () => {
+    const { access_token: token } = await exchange(rig, rig.exchanger, rig.adminToken, user.id);
+    expect((await rig.t.put(`/api/users/${user.id}`, { is_active: false }, { token: rig.adminToken })).status).toBe(200);
+    expectUnauthorized(await rig.t.get('/api/auth/me', { token }));
+  });
+
   it('is advertised in discovery', async () => {
     const metadata = await rig.t.get('/.well-known/openid-configuration');
     expect(metadata.body.grant_types_supported).toContain(TOKEN_EXCHANGE);
