@@ -2,6 +2,7 @@ import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { loadConfig } from '../src/config/index.js';
 import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
 import { expectError, expectUnauthorized } from './support/expect.js';
+import { REDIRECT, signInThroughProvider } from './support/relying-party.js';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 
 // Token exchange (RFC 8693): an admin acts as a user for support, through a real OAuth client
@@ -121,6 +122,28 @@ describe('token exchange', () => {
         details: expect.objectContaining({ impersonated: true, fields: ['name'] }),
       }),
     ]);
+  });
+
+  it("takes the provider's access token of an admin's sign-in on the hosted pages as the subject token", async () => {
+    const created = await rig.t.post(
+      '/api/oauth/clients',
+      {
+        name: 'Support console',
+        type: 'confidential',
+        redirect_uris: [REDIRECT],
+        grant_types: ['authorization_code', 'refresh_token', TOKEN_EXCHANGE],
+        first_party: true,
+      },
+      { token: rig.adminToken },
+    );
+    expect(created.status).toBe(201);
+    const app = { id: created.body.data.client_id as string, secret: created.body.data.client_secret as string };
+    const admin = { email: 'admin@example.com', password: 'admin-password-1', access: rig.adminToken };
+    const { tokens } = await signInThroughProvider(rig.oidc, rig.t, app, admin);
+    expect(tokens.access_token).not.toContain('.');
+    const answer = await exchange(rig, app, tokens.access_token, user.id);
+    expect(decodeJwt(answer.access_token)).toMatchObject({ sub: String(user.id), act: { sub: String(adminId) } });
+    expect((await rig.t.get('/api/auth/me', { token: answer.access_token })).body.data.id).toBe(user.id);
   });
 
   it('refuses credential changes with 403 FORBIDDEN, while reads work', async () => {
