@@ -3,6 +3,7 @@ import { loadConfig } from '../src/config/index.js';
 import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
 import { expectError, expectUnauthorized } from './support/expect.js';
 import { REDIRECT, signInThroughProvider } from './support/relying-party.js';
+import { freePort } from './support/net.js';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp.js';
 
 // Token exchange (RFC 8693): an admin acts as a user for support, through a real OAuth client
@@ -34,7 +35,9 @@ async function createClient(t: TestContext, adminToken: string, grantTypes: stri
 
 async function startRig(env: Record<string, string>): Promise<Rig> {
   const oidc = await import('openid-client');
-  const t = await startTestApp({ IMPERSONATION_ENABLED: 'true', ...env });
+  // The issuer is APP_URL: the app listens where APP_URL says, for the sign-in on the hosted pages.
+  const port = await freePort();
+  const t = await startTestApp({ IMPERSONATION_ENABLED: 'true', APP_URL: `http://127.0.0.1:${port}`, ...env }, { port });
   const adminToken = await t.adminToken();
   const exchanger = await createClient(t, adminToken, [TOKEN_EXCHANGE]);
   return { t, oidc, adminToken, exchanger };
