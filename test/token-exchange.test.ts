@@ -1,6 +1,7 @@
+import jwt from 'jsonwebtoken';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { loadConfig } from '../src/config/index.js';
-import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
+import { startTestApp, TEST_SECRET, type RegisteredUser, type TestContext } from './support/app.js';
 import { expectError, expectUnauthorized } from './support/expect.js';
 import { REDIRECT, signInThroughProvider } from './support/relying-party.js';
 import { freePort } from './support/net.js';
@@ -99,6 +100,23 @@ describe('token exchange', () => {
     const me = await rig.t.get('/api/auth/me', { token: answer.access_token });
     expect(me.status).toBe(200);
     expect(me.body.data).toMatchObject({ id: user.id, email: user.email });
+  });
+
+  it('expires after IMPERSONATION_TOKEN_MINUTES, whatever its exp says', async () => {
+    const { access_token: token } = await exchange(rig, rig.exchanger, rig.adminToken, user.id);
+    const claims = decodeJwt(token);
+    // The same claims, issued 16 minutes ago with an exp an hour on, signed with the service's key.
+    const iat = Math.floor(Date.now() / 1000) - 16 * 60;
+    const aged = jwt.sign({ ...claims, iat, exp: iat + 3600 }, TEST_SECRET, {
+      algorithm: 'HS256',
+      header: { alg: 'HS256', typ: 'access+jwt' },
+    });
+    expectError(await rig.t.get('/api/auth/me', { token: aged }), 401, 'TOKEN_EXPIRED');
+    const fresh = jwt.sign({ ...claims, iat: iat + 2 * 60, exp: iat + 3600 }, TEST_SECRET, {
+      algorithm: 'HS256',
+      header: { alg: 'HS256', typ: 'access+jwt' },
+    });
+    expect((await rig.t.get('/api/auth/me', { token: fresh })).status).toBe(200);
   });
 
   it('is audited: impersonation.started, and what is done with the token names the admin', async () => {

@@ -267,8 +267,9 @@ export class TokenService {
       typeof claims.exp === 'number' &&
       (type === 'refresh' || typeof claims.auth_time === 'number') &&
       (claims.act === undefined || (type === 'access' && actorOf(claims as TokenClaims) !== null));
-    if (valid && type === 'access' && claims.act === undefined && claims.iat! + this.accessTtlSeconds < Date.now() / 1000)
-      return { ok: false, reason: 'expired' };
+    // Each kind of access token lasts no longer than its own lifetime, whatever its `exp` says.
+    const lifetime = claims.act === undefined ? this.accessTtlSeconds : this.impersonationTtlSeconds;
+    if (valid && type === 'access' && claims.iat! + lifetime < Date.now() / 1000) return { ok: false, reason: 'expired' };
     return valid ? { ok: true, claims: claims as TokenClaims } : { ok: false, reason: 'invalid' };
   }
 
