@@ -1181,6 +1181,11 @@ export interface paths {
          *     sign-in has `details.provider`, and a refused one `details.reason` (`account_exists`,
          *     `account_disabled`, `signup_disabled`, `invalid_response`, `wrong_code_verifier`…).
          *
+         *     Token exchange: `impersonation.started` (an admin, the actor, began acting as the subject;
+         *     `details.client_id`, `details.session_id` (the admin's session), `details.minutes`). Every
+         *     event caused with the token it gives names the admin as `actor_user_id`, the user as
+         *     `subject_user_id` (when the event names no other) and carries `details.impersonated: true`.
+         *
          *     `actor_user_id` is who acted: the signed-in user, or the account whose password, refresh,
          *     reset or verification token was presented; null when no one was identified (a failed login,
          *     a reset request, the admin account made at start-up). `subject_user_id` is the account the
@@ -2242,6 +2247,26 @@ export interface paths {
          *     tokens once the person has signed in and allowed it; a device code is spent by the answer
          *     that gives them (or says `access_denied`). A client without the grant is refused with
          *     `unauthorized_client`.
+         *
+         *     `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693; only with
+         *     `IMPERSONATION_ENABLED=true`, and only then listed in discovery's `grant_types_supported`)
+         *     lets an admin act as a user for support. A confidential client created through the admin API
+         *     with that grant sends `subject_token` (the admin's live access token: the API's `access+jwt`,
+         *     or an access token the provider issued to a first-party client or to this client, for a
+         *     sign-in of the hosted pages), `subject_token_type=urn:ietf:params:oauth:token-type:access_token`
+         *     and `requested_subject` (the user's id). The answer is an access token of the API for the
+         *     user (`typ: access+jwt`, `sub` the user, `act: {sub: <admin id>}`, `sid` the admin's
+         *     session) with `issued_token_type=urn:ietf:params:oauth:token-type:access_token`,
+         *     `token_type=Bearer` and `expires_in` of `IMPERSONATION_TOKEN_MINUTES` (15) minutes; no
+         *     refresh token. The API takes it as the user's for as long as the admin's session lives, the
+         *     admin is an admin and the user is active; it may do what the user may, except what an API
+         *     key may not (the operations marked `x-credential-management`), which answer 403
+         *     `FORBIDDEN`. Every event caused with it names the admin as `actor_id` and carries
+         *     `details.impersonated: true`. The exchange is the audit event `impersonation.started`
+         *     (with `IMPERSONATION_NOTICE=true`, the user is mailed). A subject token that is not a live
+         *     access token, or an unknown, disabled or deleted user, is refused with `invalid_grant`;
+         *     the subject token of someone who is not an admin with `access_denied`; a client without
+         *     the grant with `invalid_request`, a public one with `unauthorized_client`.
          */
         post: operations["oauth2Token"];
         delete?: never;
@@ -3439,7 +3464,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization.invitation_created" | "organization.invitation_accepted" | "organization.invitation_declined" | "organization.invitation_revoked" | "organization_role.created" | "organization_role.updated" | "organization_role.deleted";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization.invitation_created" | "organization.invitation_accepted" | "organization.invitation_declined" | "organization.invitation_revoked" | "organization_role.created" | "organization_role.updated" | "organization_role.deleted" | "impersonation.started";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -4603,9 +4628,11 @@ export interface components {
         /**
          * @description `urn:ietf:params:oauth:grant-type:device_code` is the device authorization grant (RFC 8628), for
          *     programs without a browser (command-line tools, TVs): see `POST /oauth2/device/auth`.
+         *     `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693): an admin acting as a user, for
+         *     confidential clients only, and only while `IMPERSONATION_ENABLED` is on (else 422).
          * @enum {string}
          */
-        OauthGrantType: "authorization_code" | "refresh_token" | "client_credentials" | "urn:ietf:params:oauth:grant-type:device_code";
+        OauthGrantType: "authorization_code" | "refresh_token" | "client_credentials" | "urn:ietf:params:oauth:grant-type:device_code" | "urn:ietf:params:oauth:grant-type:token-exchange";
         /** @enum {string} */
         OauthScope: "openid" | "profile" | "email" | "offline_access";
         /**
@@ -4721,7 +4748,7 @@ export interface components {
         };
         OAuthTokenRequest: {
             /** @enum {string} */
-            grant_type: "authorization_code" | "refresh_token" | "client_credentials" | "urn:ietf:params:oauth:grant-type:device_code";
+            grant_type: "authorization_code" | "refresh_token" | "client_credentials" | "urn:ietf:params:oauth:grant-type:device_code" | "urn:ietf:params:oauth:grant-type:token-exchange";
             code?: string;
             /** @description The device code grant only: the `device_code` of `POST /oauth2/device/auth`. */
             device_code?: string;
@@ -4732,6 +4759,15 @@ export interface components {
             client_id?: string;
             /** @description refresh_token only: the id or slug of the organisation the new tokens act for; empty for none. */
             organization_id?: string;
+            /** @description token exchange only: the admin's access token, the API's or one the provider issued. */
+            subject_token?: string;
+            /**
+             * @description token exchange only.
+             * @enum {string}
+             */
+            subject_token_type?: "urn:ietf:params:oauth:token-type:access_token";
+            /** @description token exchange only: the id of the user the admin acts as. */
+            requested_subject?: string;
         };
         OAuthTokenResponse: {
             access_token: string;
@@ -4740,6 +4776,8 @@ export interface components {
             id_token?: string;
             refresh_token?: string;
             scope?: string;
+            /** @description token exchange only: `urn:ietf:params:oauth:token-type:access_token`. */
+            issued_token_type?: string;
         };
         OAuthUserInfo: {
             sub: string;

@@ -113,6 +113,8 @@ const scriptFile = (body: string) => /^\/\/ (\.local\/[\w.-]+\.(?:c|m)?(?:js|ts)
 const SERVICE_ENV = {
   // docs/webhooks.md: local receivers in development
   WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+  // docs/impersonation.md: token exchange
+  IMPERSONATION_ENABLED: 'true',
   // docs/tokens.md: a key pair, so that other services verify the tokens from the published keys
   ALGORITHM: 'ES256',
   JWT_PRIVATE_KEY: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),

@@ -70,6 +70,7 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'organization_role.created': true,
   'organization_role.updated': true,
   'organization_role.deleted': true,
+  'impersonation.started': true,
 } satisfies Record<AuditEventType, true>) as readonly AuditEventType[];
 
 /** Where the request that causes an event comes from; null for events without one (start-up, the CLI). */
@@ -90,7 +91,8 @@ export interface AuditEvent {
  * Writes an authentication or administration event in the unit of work of the change it records,
  * so that the event exists exactly when its change does; so do the webhook messages it stands for.
  */
-export async function recordEvent(trx: UnitOfWork, event: AuditEvent): Promise<void> {
+export async function recordEvent(trx: UnitOfWork, caused: AuditEvent): Promise<void> {
+  const event = asImpersonated(caused);
   await insertAuditEvent(trx, rowOf(event));
   trx.recordedEvents.push(event.type);
   await queueWebhookEvents(trx, webhookEventsOf(event));
@@ -98,9 +100,20 @@ export async function recordEvent(trx: UnitOfWork, event: AuditEvent): Promise<v
 
 /** Writes many events in one statement (an import's), so that a large batch is not a round trip per event. */
 export async function recordEvents(trx: UnitOfWork, events: readonly AuditEvent[]): Promise<void> {
+  events = events.map(asImpersonated);
   await insertAuditEvents(trx, events.map(rowOf));
   trx.recordedEvents.push(...events.map((event) => event.type));
   await queueWebhookEvents(trx, events.flatMap(webhookEventsOf));
+}
+
+/**
+ * An event caused by an admin acting as a user (token exchange) names the admin as its actor, the
+ * user as its subject when it names none, and says so with `impersonated: true`.
+ */
+function asImpersonated(event: AuditEvent): AuditEvent {
+  const admin = event.origin?.impersonator;
+  if (admin === undefined) return event;
+  return { ...event, actor: admin, subject: event.subject ?? event.actor, details: { ...event.details, impersonated: true } };
 }
 
 /** The webhook event that an audit event of a user's account stands for, one for one. */

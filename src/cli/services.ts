@@ -32,7 +32,7 @@ export function commandServices({ db, config }: Pick<Context, 'db' | 'config'>):
     users: new UserService(db, config.pagination, mail, passwords, transact, new CurrentPassword(passwords, transact)),
     imports: new UserImport(transact),
     housekeeping: new Housekeeping(db, config.housekeeping, config.audit, QUIET),
-    oauthClients: new OauthClients(db, transact, config.secret.key, config.providers.allowPrivateUrls),
+    oauthClients: new OauthClients(db, transact, config.secret.key, config.providers.allowPrivateUrls, config.impersonation.enabled),
     organizations: new Organizations(db, transact, config.organizations, config.pagination),
   };
 }

@@ -40,6 +40,8 @@ export interface Config {
   readonly emailCode: EmailCodeConfig;
   /** The service as an OpenID Connect provider for other applications. */
   readonly oidc: OidcConfig;
+  /** Admins acting as a user through token exchange (RFC 8693) at the provider's token endpoint. */
+  readonly impersonation: ImpersonationConfig;
   /** Where browser flows may send a person back to (AUTH_REDIRECT_URLS). */
   readonly redirects: RedirectConfig;
   /** The admin account made at start-up when none has its e-mail (ADMIN_EMAIL and ADMIN_PASSWORD). */
@@ -107,6 +109,15 @@ export interface TokenConfig {
   readonly audience: string;
   readonly accessTokenExpireMinutes: number;
   readonly refreshTokenExpireDays: number;
+  /** Lifetime of the access token an admin gets to act as a user (IMPERSONATION_TOKEN_MINUTES). */
+  readonly impersonationTokenMinutes: number;
+}
+
+export interface ImpersonationConfig {
+  /** IMPERSONATION_ENABLED: the provider's token endpoint takes the token-exchange grant. */
+  readonly enabled: boolean;
+  /** IMPERSONATION_NOTICE: the user is told by mail when an admin starts acting as them. */
+  readonly notice: boolean;
 }
 
 export interface SessionConfig {

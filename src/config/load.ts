@@ -104,6 +104,10 @@ export function loadConfig(env: Env, stdoutIsTty = false, keptSecret?: KeptSecre
   });
 
   const oidc = oidcPart(read, production, signing);
+  const impersonation = Object.freeze({
+    enabled: read.boolean('IMPERSONATION_ENABLED', false),
+    notice: read.boolean('IMPERSONATION_NOTICE', false),
+  });
 
   // Settings that only make sense together.
   if (limits.store === 'postgres' && database.url === undefined) {
@@ -157,6 +161,7 @@ export function loadConfig(env: Env, stdoutIsTty = false, keptSecret?: KeptSecre
     providers,
     emailCode,
     oidc,
+    impersonation,
     redirects,
     admin,
     warnings: Object.freeze(warnings),
@@ -466,6 +471,7 @@ function tokenSettings(read: EnvReader, appUrl: string): Omit<TokenConfig, 'algo
     audience: read.string('JWT_AUDIENCE') ?? 'account-service',
     accessTokenExpireMinutes: read.integer('ACCESS_TOKEN_EXPIRE_MINUTES', 30, 1, 24 * 60),
     refreshTokenExpireDays: read.integer('REFRESH_TOKEN_EXPIRE_DAYS', 7, 1, 365),
+    impersonationTokenMinutes: read.integer('IMPERSONATION_TOKEN_MINUTES', 15, 1, 60),
   };
 }
 

@@ -34,7 +34,7 @@ export function keyAccessFor(operations: Operation[]): KeyAccess {
     marks.set(id, mark);
   }
   return (ctx, principal) => {
-    if (!principal.apiKey) return;
+    if (!principal.apiKey && !principal.impersonator) return;
     const id = stateOf(ctx).operationId!;
     const mark = marks.get(id);
     requireKeyMay(principal, { managesCredentials: mark !== undefined && carries(ctx, mark), readsOnly: readOnly.has(id) });

@@ -18,6 +18,8 @@ export function principalOf(ctx: KoaContext, authenticate: Authenticate): Promis
     if (token === undefined) throw unauthorized();
     const principal = await authenticate(token, clientOf(ctx));
     state.principal = principal;
+    // An admin acting as the user: every event the request causes names the admin (see recordEvent).
+    if (principal.impersonator) state.client = principal.client;
     return principal;
   })();
   return state.authentication;

@@ -8,6 +8,7 @@ import {
   emailChangedMail,
   emailChangeMail,
   emailChangeRequestedMail,
+  impersonationNoticeMail,
   newSignInMethodMail,
   passwordChangedMail,
   passwordResetMail,
@@ -82,6 +83,11 @@ export class AccountMail {
   async sendNewSignInMethodNotice(db: Executor, user: Recipient, method: NewSignInMethod, client: ClientInfo): Promise<void> {
     const origin = { at: new Date(), ip: client.ip, userAgent: client.userAgent };
     await this.outbox.enqueue(db, newSignInMethodMail(user.email, user.name, method, origin));
+  }
+
+  /** Tells the account's address that an administrator started acting as the user, for `minutes`. */
+  async sendImpersonationNotice(db: Executor, user: Recipient, admin: Pick<UserRow, 'name' | 'email'>, minutes: number): Promise<void> {
+    await this.outbox.enqueue(db, impersonationNoticeMail(user.email, user.name, admin, minutes, new Date()));
   }
 
   sendPasswordReset(db: Executor, user: Recipient): Promise<void> {

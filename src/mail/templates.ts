@@ -339,6 +339,29 @@ export function newSignInMethodMail(to: string, name: string, method: NewSignInM
   });
 }
 
+/** Sent to a user when an administrator starts acting as them (IMPERSONATION_NOTICE). */
+export function impersonationNoticeMail(to: string, name: string, admin: { name: string; email: string }, minutes: number, at: Date): Mail {
+  const when = `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return compose({
+    to,
+    subject: 'An administrator is acting as you',
+    name,
+    paragraphs: [
+      [
+        'The administrator ',
+        { value: admin.name },
+        ' (',
+        { value: admin.email },
+        `) started acting as you on ${when}, for at most ${plural(minutes, 'minute')}, usually to help with a support request.`,
+      ],
+      [
+        "They can see and change what you can, but not your password, second factors, passkeys, API keys or sessions. The account's activity names them for what they do.",
+      ],
+    ],
+    footer: ['If you did not expect this, contact your administrator.'],
+  });
+}
+
 /** What an invitation mail says of the organisation and of who invited. */
 export interface InvitationDetails {
   organization: string;

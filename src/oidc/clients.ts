@@ -19,7 +19,10 @@ import { recordEvent, type AuditEventType } from '../audit/audit-events.js';
 import { requireAdmin, type Principal } from '../principal.js';
 import { DEVICE_CODE_GRANT } from './device-flow.js';
 
-export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials' | typeof DEVICE_CODE_GRANT;
+export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials' | typeof DEVICE_CODE_GRANT | typeof TOKEN_EXCHANGE;
+
+/** RFC 8693's grant: an admin acting as a user (see src/oidc/token-exchange.ts). */
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export type Scope = 'openid' | 'profile' | 'email' | 'offline_access';
 export type ClientType = 'confidential' | 'public';
 
@@ -132,7 +135,10 @@ export function redirectProblem(text: string): string | undefined {
 }
 
 /** The client's settings as a whole, checked at creation and after every change. */
-function check(settings: Required<Omit<ClientInput, 'first_party'>> & { first_party: boolean; registered: boolean }): void {
+function check(
+  settings: Required<Omit<ClientInput, 'first_party'>> & { first_party: boolean; registered: boolean },
+  tokenExchange = false,
+): void {
   const problems: FieldProblem[] = [];
   for (const field of ['redirect_uris', 'post_logout_redirect_uris'] as const) {
     for (const { index, message } of redirectListProblems(settings[field]))
@@ -145,6 +151,10 @@ function check(settings: Required<Omit<ClientInput, 'first_party'>> & { first_pa
     problems.push({ field: 'body.grant_types', message: `refresh_token comes with authorization_code or ${DEVICE_CODE_GRANT}` });
   if (grants.has('client_credentials') && settings.type === 'public')
     problems.push({ field: 'body.grant_types', message: 'client_credentials is for confidential clients only' });
+  if (grants.has(TOKEN_EXCHANGE) && !tokenExchange)
+    problems.push({ field: 'body.grant_types', message: 'token exchange is off (IMPERSONATION_ENABLED)' });
+  if (grants.has(TOKEN_EXCHANGE) && settings.type === 'public')
+    problems.push({ field: 'body.grant_types', message: `${TOKEN_EXCHANGE} is for confidential clients only` });
   if (settings.registered && settings.first_party)
     problems.push({ field: 'body.first_party', message: 'a client that registered itself is never first party' });
   if (problems.length > 0) throw new Validation(problems);
@@ -183,6 +193,8 @@ export class OauthClients {
     secretKey: string,
     /** PROVIDER_ALLOW_PRIVATE_URLS: whether a back-channel logout URI may be http and internal. */
     private readonly allowPrivateUrls = false,
+    /** IMPERSONATION_ENABLED: whether a client may be given the token-exchange grant. */
+    private readonly tokenExchange = false,
   ) {
     this.key = clientSealingKey(secretKey);
   }
@@ -211,7 +223,7 @@ export class OauthClients {
       backchannel_logout_uri: input.backchannel_logout_uri ?? null,
       backchannel_logout_session_required: input.backchannel_logout_session_required ?? true,
     };
-    check({ ...settings, registered: false });
+    check({ ...settings, registered: false }, this.tokenExchange);
     await checkBackchannelLogoutUri(settings.backchannel_logout_uri, this.allowPrivateUrls);
     const secret = input.type === 'confidential' ? newSecret() : undefined;
     return this.transact(async (trx) => {
@@ -245,7 +257,7 @@ export class OauthClients {
         backchannel_logout_uri: patch.backchannel_logout_uri === undefined ? view.backchannel_logout_uri : patch.backchannel_logout_uri,
         backchannel_logout_session_required: patch.backchannel_logout_session_required ?? view.backchannel_logout_session_required,
       };
-      check({ ...settings, registered: current.registered });
+      check({ ...settings, registered: current.registered }, this.tokenExchange);
       if (patch.backchannel_logout_uri) await checkBackchannelLogoutUri(patch.backchannel_logout_uri, this.allowPrivateUrls);
       const row = found(
         await updateOauthClient(trx, clientId, {

@@ -34,6 +34,7 @@ import {
   withPacedDevicePolling,
   type DevicePages,
 } from './device-flow.js';
+import type { ExtraGrantType } from './token-exchange.js';
 import type { ClientInfo, Principal } from '../principal.js';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
@@ -73,6 +74,8 @@ export interface OidcProviderOptions {
   builtInClients?: ReadonlyArray<Record<string, unknown>>;
   /** Where logout tokens go to be delivered (back-channel logout), instead of the library's sending them while the person waits. */
   backchannelLogouts?: BackchannelLogoutDispatcher;
+  /** Grant types the token endpoint takes beside the library's own (token exchange: token-exchange.ts). */
+  extraGrantTypes?: readonly ExtraGrantType[];
 }
 
 /** Renders the provider's error page for `out` (`error`, `error_description`). */
@@ -413,6 +416,10 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   Object.defineProperty(provider.Client.prototype, 'includeSid', { value: () => true });
   refuseOpenIdScopesWithoutUser(provider.ClientCredentials.prototype, errors.InvalidScope);
   if (options.backchannelLogouts) queueProviderLogouts(provider, options.backchannelLogouts);
+  for (const grant of options.extraGrantTypes ?? []) {
+    const registrar = provider as Provider & { registerGrantType(type: string, handler: unknown, parameters: string[]): void };
+    registrar.registerGrantType(grant.type, grant.handler(errors, firstParty), grant.parameters);
+  }
   // A client that registered itself may have named anyone's address as its redirect URI. Until a person has
   // acted in the sign-in (the authorization resumes after a form of the hosted pages), its errors are shown
   // on the service's page rather than sent there: the library redirects an error that allows it, after

@@ -5,6 +5,7 @@ import { OauthClients } from './clients.js';
 import type { ProviderPages } from './default-pages.js';
 import { OauthGrants } from './grants.js';
 import { createOidcProvider, type OidcProviderOptions } from './provider.js';
+import { impersonationGrant } from '../impersonation/wiring.js';
 
 /**
  * The service as an OpenID Connect provider (when OIDC_ENABLED): the provider itself, the admins'
@@ -12,7 +13,7 @@ import { createOidcProvider, type OidcProviderOptions } from './provider.js';
  * (the same key when ALGORITHM is RS256 or ES256, and the RSA key beside an ES256 one).
  */
 export function oidcRoom(
-  core: Pick<Core, 'config' | 'db' | 'transact' | 'logger' | 'backchannelLogouts'>,
+  core: Pick<Core, 'config' | 'db' | 'transact' | 'logger' | 'backchannelLogouts' | 'tokens' | 'mail'>,
   needs: {
     pages: ProviderPages;
     devicePages: OidcProviderOptions['devicePages'];
@@ -39,6 +40,7 @@ export function oidcRoom(
         organizations: needs.organizations,
         builtInClients: config.console.enabled ? [consoleClientMetadata(config.account.appUrl)] : [],
         backchannelLogouts: core.backchannelLogouts,
+        extraGrantTypes: config.impersonation.enabled ? [impersonationGrant(core)] : [],
       })
     : undefined;
   if (oidc) core.backchannelLogouts.signWith(providerLogoutSigner(() => oidc.instance()));
@@ -50,7 +52,7 @@ export function oidcRoom(
   return {
     oidc,
     jwks,
-    oauthClients: new OauthClients(db, transact, config.secret.key, config.providers.allowPrivateUrls),
+    oauthClients: new OauthClients(db, transact, config.secret.key, config.providers.allowPrivateUrls, config.impersonation.enabled),
     oauthGrants: new OauthGrants(db, transact),
   };
 }

@@ -26,6 +26,7 @@ import { sessionOf, type ClientInfo, type Principal } from '../principal.js';
 import { checkNewPassword, clientCaller, lowerHelperThreadPriority, type PasswordHasher } from '../passwords/passwords.js';
 import { openSession, type TokenPair } from './session-start.js';
 import { sha256, type OrganizationClaims, type TokenService } from './tokens.js';
+import { impersonationPrincipal } from '../impersonation/principal.js';
 import { refuseUnlessSso, requireAnySecondFactor, requireSecondFactorFor } from '../organizations/domain-policy.js';
 
 export type { TokenPair } from './session-start.js';
@@ -261,6 +262,7 @@ export class AuthService {
   async authenticate(accessToken: string, client: ClientInfo): Promise<Principal> {
     const verified = this.tokens.verify(accessToken, 'access');
     if (!verified.ok) throw verified.reason === 'expired' ? new TokenExpired() : new Unauthorized();
+    if (verified.claims.act) return impersonationPrincipal(this.db, verified.claims, client);
     const user = await findAuthenticatedUser(this.db, Number(verified.claims.sub), verified.claims.sid);
     if (!user) throw new Unauthorized();
     return { user, sessionId: verified.claims.sid, authenticatedAt: new Date(verified.claims.auth_time! * 1000), client };

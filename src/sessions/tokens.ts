@@ -41,6 +41,8 @@ export interface TokenClaims {
   org_id?: number;
   org_role?: string;
   org_permissions?: string[];
+  /** Access tokens of an admin acting as the user (token exchange, RFC 8693 §4.1): the admin, whose session `sid` is. */
+  act?: { sub: string };
 }
 
 /** What an access token says of the organisation its session acts for. */
@@ -90,6 +92,13 @@ const MAX_CLOCK_SKEW_SECONDS = 60;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const USER_ID = /^[1-9]\d{0,9}$/;
 
+/** The admin an access token's `act` names (RFC 8693 §4.1), or null when it names none well-formed. */
+export function actorOf(claims: Pick<TokenClaims, 'act' | 'sub'>): number | null {
+  const actor = claims.act?.sub;
+  if (typeof actor !== 'string' || !USER_ID.test(actor) || Number(actor) > 2147483647 || actor === claims.sub) return null;
+  return Number(actor);
+}
+
 export function sha256(value: string): string {
   return createHash('sha256').update(value).digest('hex');
 }
@@ -100,6 +109,7 @@ export class TokenService {
   private readonly audience: string;
   readonly accessTtlSeconds: number;
   readonly refreshTtlSeconds: number;
+  readonly impersonationTtlSeconds: number;
   private readonly sealingKey: Buffer;
 
   constructor(
@@ -113,6 +123,7 @@ export class TokenService {
     this.audience = config.audience;
     this.accessTtlSeconds = config.accessTokenExpireMinutes * 60;
     this.refreshTtlSeconds = config.refreshTokenExpireDays * 24 * 60 * 60;
+    this.impersonationTtlSeconds = config.impersonationTokenMinutes * 60;
   }
 
   /** `authenticatedAt`: when the session's holder last proved who they are (the session's `authenticated_at`). */
@@ -164,6 +175,30 @@ export class TokenService {
     });
   }
 
+  /**
+   * An access token of `user` for the admin `actorId` acting as them, through the admin's session
+   * (`sid`): it lives IMPERSONATION_TOKEN_MINUTES, and no refresh token comes with it.
+   */
+  issueImpersonation(user: TokenSubject, actorId: number, adminSessionId: string, authenticatedAt: Date, assurance: Assurance): string {
+    const now = Math.floor(Date.now() / 1000);
+    return this.sign('access', {
+      iss: this.issuer,
+      aud: this.audience,
+      sub: String(user.id),
+      email: user.email,
+      email_verified: user.email_verified,
+      type: 'access',
+      sid: adminSessionId,
+      jti: randomUUID(),
+      iat: now,
+      exp: now + this.impersonationTtlSeconds,
+      amr: [...assurance.amr],
+      aal: assurance.aal,
+      auth_time: Math.floor(authenticatedAt.getTime() / 1000),
+      act: { sub: String(actorId) },
+    });
+  }
+
   /** A refresh token for the session, expiring after its lifetime but never after `notAfter` (the session's end). */
   issueRefresh(userId: number, sessionId: string, notAfter?: Date): { token: string; hash: string; expiresAt: Date } {
     const now = Math.floor(Date.now() / 1000);
@@ -208,7 +243,8 @@ export class TokenService {
         algorithms: [verifier.algorithm],
         issuer: this.issuer,
         audience: this.audience,
-        maxAge: type === 'access' ? this.accessTtlSeconds : this.refreshTtlSeconds,
+        // The longer of the two access lifetimes here; an access token without `act` is held to its own below.
+        maxAge: type === 'access' ? Math.max(this.accessTtlSeconds, this.impersonationTtlSeconds) : this.refreshTtlSeconds,
         complete: true,
       });
     } catch (error) {
@@ -229,7 +265,11 @@ export class TokenService {
       typeof claims.sid === 'string' &&
       UUID.test(claims.sid) &&
       typeof claims.exp === 'number' &&
-      (type === 'refresh' || typeof claims.auth_time === 'number');
+      (type === 'refresh' || typeof claims.auth_time === 'number') &&
+      (claims.act === undefined || (type === 'access' && actorOf(claims as TokenClaims) !== null));
+    // Each kind of access token lasts no longer than its own lifetime, whatever its `exp` says.
+    const lifetime = claims.act === undefined ? this.accessTtlSeconds : this.impersonationTtlSeconds;
+    if (valid && type === 'access' && claims.iat! + lifetime < Date.now() / 1000) return { ok: false, reason: 'expired' };
     return valid ? { ok: true, claims: claims as TokenClaims } : { ok: false, reason: 'invalid' };
   }
 

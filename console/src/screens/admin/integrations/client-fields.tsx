@@ -12,6 +12,8 @@ const GRANT_LABELS: Record<GrantType, string> = {
   refresh_token: 'Refresh token (stay signed in)',
   client_credentials: 'Client credentials (the program acts as itself; confidential only)',
   'urn:ietf:params:oauth:grant-type:device_code': 'Device code (TVs and command-line tools: a person signs in on another device)',
+  'urn:ietf:params:oauth:grant-type:token-exchange':
+    'Token exchange (support staff act as a user; confidential only, needs IMPERSONATION_ENABLED)',
 };
 const GRANTS = Object.entries(GRANT_LABELS).map(([value, label]) => ({ value: value as GrantType, label }));
 

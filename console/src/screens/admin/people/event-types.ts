@@ -69,6 +69,7 @@ export const AUDIT_EVENT_TYPES = Object.keys({
   'organization_role.created': true,
   'organization_role.updated': true,
   'organization_role.deleted': true,
+  'impersonation.started': true,
 } satisfies Record<AuditEventType, true>) as AuditEventType[];
 
 export function isAuditEventType(value: string): value is AuditEventType {
