@@ -23,6 +23,7 @@ import * as mfaChallengeOrganization from './20261207090000_mfa_challenge_organi
 import * as organizationDomains from './20261207100000_organization_domains.js';
 import * as organizationInvitations from './20261207110000_organization_invitations.js';
 import * as organizationMemberCounts from './20261208120000_organization_member_counts.js';
+import * as oauthResources from './20261210070000_oauth_resources.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '20261207100000_organization_domains': organizationDomains,
   '20261207110000_organization_invitations': organizationInvitations,
   '20261208120000_organization_member_counts': organizationMemberCounts,
+  '20261210070000_oauth_resources': oauthResources,
 };

@@ -10,6 +10,7 @@ export interface ProviderModule {
     InvalidClientMetadata: new (description: string) => Error;
     InvalidRequest: new (description: string) => Error;
     AccessDenied: new (description: string) => Error;
+    InvalidTarget: new (description?: string) => Error;
   };
 }
 

@@ -4,6 +4,7 @@ import { OauthClients } from './clients.js';
 import type { ProviderPages } from './default-pages.js';
 import { OauthGrants } from './grants.js';
 import { createOidcProvider, type OidcProviderOptions } from './provider.js';
+import { OauthResources } from './resources.js';
 
 /**
  * The service as an OpenID Connect provider (when OIDC_ENABLED): the provider itself, the admins'
@@ -38,5 +39,11 @@ export function oidcRoom(
     const added = ((await oidc?.publishedKeys()) ?? []).filter((jwk) => !apiKeys.keys.some((key) => key.kid === jwk.kid));
     return added.length > 0 ? { keys: [...apiKeys.keys, ...added] } : apiKeys;
   };
-  return { oidc, jwks, oauthClients: new OauthClients(db, transact, config.secret.key), oauthGrants: new OauthGrants(db, transact) };
+  return {
+    oidc,
+    jwks,
+    oauthClients: new OauthClients(db, transact, config.secret.key),
+    oauthGrants: new OauthGrants(db, transact),
+    oauthResources: new OauthResources(db, transact),
+  };
 }
