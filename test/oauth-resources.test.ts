@@ -262,6 +262,36 @@ describe('an application that names an API', () => {
   });
 });
 
+describe('a program with the client credentials grant', () => {
+  it('gets a token for the API it names, for itself (sub is its client_id), with the API scopes it asks for', async () => {
+    const made = await t.post(
+      '/api/oauth/clients',
+      { name: 'Batch', type: 'confidential', grant_types: ['client_credentials'], redirect_uris: [] },
+      { token: admin },
+    );
+    expect(made.status).toBe(201);
+    const { client_id, client_secret } = made.body.data as { client_id: string; client_secret: string };
+    const token = (params: Record<string, string>) =>
+      fetch(`${t.baseUrl}/oauth2/token`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: new URLSearchParams({ grant_type: 'client_credentials', ...params }),
+      });
+    const res = await token({ resource: INVOICES, scope: 'invoices:read' });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { access_token: string };
+    const { payload } = await jose.jwtVerify(body.access_token, jwks(), { issuer: t.baseUrl, audience: INVOICES, typ: 'at+jwt' });
+    expect(payload).toMatchObject({ sub: client_id, client_id, scope: 'invoices:read' });
+
+    const unknown = await token({ resource: 'https://unknown.example.test', scope: 'invoices:read' });
+    expect(unknown.status).toBe(400);
+    expect(await unknown.json()).toMatchObject({ error: 'invalid_target' });
+  });
+});
+
 describe('each kind of token is accepted only where it is meant', () => {
   it('the API and userinfo refuse an API’s at+jwt token; the API refuses an ID token as a bearer', async () => {
     const who = await t.register();
