@@ -262,6 +262,23 @@ describe('an application that names an API', () => {
   });
 });
 
+describe('an application that is not first party', () => {
+  it('is given the API’s scopes the person allows on the consent page, which names them', async () => {
+    const other = await seedOauthClient(t, { name: 'Partner', type: 'confidential', redirect_uris: [REDIRECT] });
+    const partner = await relyingParty(oidc, t, other);
+    const who = await t.register();
+    const browser = new FormBrowser(t.baseUrl);
+    const { url, exchange } = await authorizationRequest(oidc, partner, { scope: 'openid invoices:read', resource: INVOICES });
+    const page = await browser.open(url.href);
+    const consent = await browser.submit(formTo(page, '/login'), { email: who.email, password: who.password });
+    expect(consent.html).toContain('invoices:read');
+    const landed = await browser.submit(formTo(consent, '/consent'), { decision: 'allow' });
+    const tokens = await exchange(landed);
+    const { payload } = await jose.jwtVerify(tokens.access_token, jwks(), { issuer: t.baseUrl, audience: INVOICES, typ: 'at+jwt' });
+    expect(payload).toMatchObject({ client_id: other.id, scope: 'invoices:read', sub: String(who.id) });
+  });
+});
+
 describe('a program with the client credentials grant', () => {
   it('gets a token for the API it names, for itself (sub is its client_id), with the API scopes it asks for', async () => {
     const made = await t.post(
