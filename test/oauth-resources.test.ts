@@ -324,4 +324,19 @@ describe('each kind of token is accepted only where it is meant', () => {
     // The API's own access token is still what the API takes.
     expect((await t.get('/api/auth/me', { token: who.access })).status).toBe(200);
   });
+
+  it('an API that pins typ at+jwt refuses the service’s own access tokens (access+jwt) and ID tokens', async () => {
+    const who = await t.register();
+    const { exchange } = await signIn(who, { scope: 'openid invoices:read', resource: INVOICES });
+    const tokens = await exchange();
+    expect(jose.decodeProtectedHeader(who.access).typ).toBe('access+jwt');
+    // The service's own tokens (HS256 here, unless ALGORITHM names a key pair) are refused whatever their key.
+    await expect(jose.jwtVerify(who.access, jwks(), { typ: 'at+jwt' })).rejects.toThrow();
+    // An ID token, signed with a key the JWK Set publishes, is refused for its type alone, whatever its audience.
+    await expect(jose.jwtVerify(tokens.id_token!, jwks(), { typ: 'at+jwt' })).rejects.toMatchObject({
+      code: 'ERR_JWT_CLAIM_VALIDATION_FAILED',
+      claim: 'typ',
+    });
+    expect((await jose.jwtVerify(tokens.access_token, jwks(), { typ: 'at+jwt' })).payload.aud).toBe(INVOICES);
+  });
 });
