@@ -119,6 +119,7 @@ describe('admins manage the APIs', () => {
     expect(await problems({ indicator: 'https://api.example.test/#v1' })).toEqual(['body.indicator']);
     expect(await problems({ indicator: 'invoices' })).toEqual(['body.indicator']);
     expect(await problems({ scopes: ['read', 'openid'] })).toEqual(['body.scopes.1']);
+    expect(await problems({ name: '   ' })).toEqual(['body.name']);
     expect(await problems({ scopes: ['two words'] })).toEqual(expect.arrayContaining([expect.stringMatching(/^body\.scopes/)]));
     const [first] = (await t.get('/api/oauth/resources', { token: admin })).body.data;
     expectError(

@@ -51,6 +51,7 @@ function check(settings: ResourceInput): void {
   const problems: FieldProblem[] = [];
   const problem = indicatorProblem(settings.indicator);
   if (problem) problems.push({ field: 'body.indicator', message: problem });
+  if (settings.name === '') problems.push({ field: 'body.name', message: 'may not be blank' });
   settings.scopes.forEach((scope, index) => {
     if (!SCOPE_TOKEN.test(scope))
       problems.push({ field: `body.scopes.${index}`, message: 'must be a scope token (no spaces, quotes or backslashes)' });
