@@ -1154,6 +1154,9 @@ export interface paths {
          *     (`details.fields`), `oauth_client.deleted` and `oauth_client.secret_rotated`, with
          *     `details.client_id` in each and a null `subject_user_id`; `oauth_grant.revoked`
          *     (`details.client_id`), when a person takes back what they allowed an application.
+         *     APIs (resource servers): `oauth_resource.created` (`details.scopes`), `oauth_resource.updated`
+         *     (`details.fields`) and `oauth_resource.deleted`, with `details.resource_id` and
+         *     `details.indicator` in each and a null `subject_user_id`.
          *
          *     Organisations: `organization.created`, `organization.updated` (`details.fields`) and
          *     `organization.deleted`, with a null `subject_user_id`; `organization.member_added`,
@@ -2078,6 +2081,88 @@ export interface paths {
          */
         post: operations["rotateOauthClientSecret"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/oauth/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the APIs the provider issues access tokens for (admin)
+         * @description Every resource server (RFC 8707) of the OpenID Connect provider, oldest first. An
+         *     application that names one by its `indicator` (the `resource` parameter) gets a JWT access
+         *     token for it (RFC 9068, `typ: at+jwt`, `aud` the indicator), which the API verifies offline
+         *     with the keys of `/.well-known/jwks.json`. See "APIs that verify tokens offline" in
+         *     `docs/oidc-provider.md`.
+         *
+         *     API keys cannot manage sign-in: APIs are refused to an API key with 403 `FORBIDDEN`, reads included.
+         */
+        get: operations["listOauthResources"];
+        put?: never;
+        /**
+         * Add an API the provider issues access tokens for (admin)
+         * @description Makes a resource server. `indicator` is the API's resource indicator (RFC 8707): an
+         *     absolute URI without a fragment (`https://invoices.example.com`), compared exactly with
+         *     the `resource` an application sends, and the `aud` of its tokens; another API with the
+         *     same indicator is a 409. `scopes` are the scopes the API defines (scope tokens, each once,
+         *     none of OpenID Connect's own: `openid`, `offline_access`, `profile`, `email`,
+         *     `organizations`); a token's `scope` holds those the application asked for and was
+         *     allowed, plus those that the active organisation role's permissions name. Recorded in the
+         *     audit trail as `oauth_resource.created`.
+         *
+         *     API keys cannot manage sign-in: APIs are refused to an API key with 403 `FORBIDDEN`.
+         */
+        post: operations["createOauthResource"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/oauth/resources/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The API's id. */
+                id: components["parameters"]["OauthResourceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read an API (admin)
+         * @description One resource server. An unknown `id` is a 404.
+         *
+         *     API keys cannot manage sign-in: APIs are refused to an API key with 403 `FORBIDDEN`, reads included.
+         */
+        get: operations["getOauthResource"];
+        /**
+         * Change an API (admin)
+         * @description Changes any of `indicator`, `name` and `scopes`; what is not sent stays, and the result is
+         *     checked as at creation (422; 409 for an indicator another API has). Tokens already issued
+         *     keep their audience and scopes until they expire. Recorded in the audit trail as
+         *     `oauth_resource.updated` with the names of the fields sent.
+         *
+         *     API keys cannot manage sign-in: APIs are refused to an API key with 403 `FORBIDDEN`.
+         */
+        put: operations["updateOauthResource"];
+        post?: never;
+        /**
+         * Delete an API (admin)
+         * @description Removes the resource server: authorization and token requests naming its indicator are
+         *     refused with `invalid_target` from then on; tokens already issued stay valid until they
+         *     expire (the API verifies them offline). Recorded in the audit trail as
+         *     `oauth_resource.deleted`. An unknown `id` is a 404.
+         *
+         *     API keys cannot manage sign-in: APIs are refused to an API key with 403 `FORBIDDEN`.
+         */
+        delete: operations["deleteOauthResource"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3464,7 +3549,7 @@ export interface components {
          * @example login.succeeded
          * @enum {string}
          */
-        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization.invitation_created" | "organization.invitation_accepted" | "organization.invitation_declined" | "organization.invitation_revoked" | "organization_role.created" | "organization_role.updated" | "organization_role.deleted" | "impersonation.started";
+        AuditEventType: "user.registered" | "login.succeeded" | "login.failed" | "login.locked" | "session.refreshed" | "session.refresh_reuse_detected" | "session.logged_out" | "session.revoked" | "session.reauthenticated" | "password.changed" | "password.reset_requested" | "password.reset_completed" | "email_code.requested" | "email.verified" | "user.created" | "user.updated" | "user.deleted" | "user.restored" | "mfa.challenged" | "mfa.verified" | "mfa.failed" | "mfa.totp_enrolment_started" | "mfa.factor_added" | "mfa.factor_removed" | "mfa.recovery_codes_generated" | "mfa.recovery_code_used" | "mfa.reset" | "api_key.created" | "api_key.deleted" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.delivery_retried" | "identity_provider.created" | "identity_provider.updated" | "identity_provider.deleted" | "identity.linked" | "identity.unlinked" | "identity.link_failed" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth_client.secret_rotated" | "oauth_grant.revoked" | "oauth_resource.created" | "oauth_resource.updated" | "oauth_resource.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "organization.member_added" | "organization.member_removed" | "organization.role_changed" | "organization.domain_added" | "organization.domain_verified" | "organization.domain_removed" | "organization.sign_in_updated" | "organization.invitation_created" | "organization.invitation_accepted" | "organization.invitation_declined" | "organization.invitation_revoked" | "organization_role.created" | "organization_role.updated" | "organization_role.deleted" | "impersonation.started";
         AuditEvent: {
             /**
              * @description Increases with every event; the cursor.
@@ -4626,6 +4711,58 @@ export interface components {
             updated_at: string;
         };
         /**
+         * @description The API's resource indicator (RFC 8707), an absolute URI without a fragment; its tokens' `aud`.
+         * @example https://invoices.example.com
+         */
+        OauthResourceIndicator: string;
+        /**
+         * @description The scopes the API defines (scope tokens), none of OpenID Connect's own.
+         * @example [
+         *       "invoices:read",
+         *       "invoices:write"
+         *     ]
+         */
+        OauthResourceScopes: string[];
+        OauthResource: {
+            /** @example 1 */
+            id: number;
+            /** @example https://invoices.example.com */
+            indicator: string;
+            /** @example Invoices API */
+            name: string;
+            /**
+             * @example [
+             *       "invoices:read",
+             *       "invoices:write"
+             *     ]
+             */
+            scopes: string[];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        CreateOauthResourceRequest: {
+            indicator: components["schemas"]["OauthResourceIndicator"];
+            name: string;
+            scopes: components["schemas"]["OauthResourceScopes"];
+        };
+        UpdateOauthResourceRequest: {
+            indicator?: components["schemas"]["OauthResourceIndicator"];
+            name?: string;
+            scopes?: components["schemas"]["OauthResourceScopes"];
+        };
+        OauthResourceResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OauthResource"];
+        };
+        OauthResourceListResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OauthResource"][];
+        };
+        /**
          * @description `urn:ietf:params:oauth:grant-type:device_code` is the device authorization grant (RFC 8628), for
          *     programs without a browser (command-line tools, TVs): see `POST /oauth2/device/auth`.
          *     `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693): an admin acting as a user, for
@@ -5469,6 +5606,8 @@ export interface components {
         WebhookId: number;
         /** @description The client's id. */
         OauthClientId: string;
+        /** @description The API's id. */
+        OauthResourceId: number;
         /** @description The provider's slug. */
         ProviderSlug: string;
         /** @description The message id, the same on every attempt; use it to drop a message you have already handled. */
@@ -10034,6 +10173,262 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["OauthClientSecretResponse"];
                 };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOauthResources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The APIs, oldest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": 1,
+                     *           "indicator": "https://invoices.example.com",
+                     *           "name": "Invoices API",
+                     *           "scopes": [
+                     *             "invoices:read",
+                     *             "invoices:write"
+                     *           ],
+                     *           "created_at": "2026-01-02T03:04:05.000Z",
+                     *           "updated_at": "2026-01-02T03:04:05.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthResourceListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOauthResource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "indicator": "https://invoices.example.com",
+                 *       "name": "Invoices API",
+                 *       "scopes": [
+                 *         "invoices:read",
+                 *         "invoices:write"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateOauthResourceRequest"];
+            };
+        };
+        responses: {
+            /** @description The API. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 1,
+                     *         "indicator": "https://invoices.example.com",
+                     *         "name": "Invoices API",
+                     *         "scopes": [
+                     *           "invoices:read",
+                     *           "invoices:write"
+                     *         ],
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthResourceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOauthResource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The API's id. */
+                id: components["parameters"]["OauthResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The API. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 1,
+                     *         "indicator": "https://invoices.example.com",
+                     *         "name": "Invoices API",
+                     *         "scopes": [
+                     *           "invoices:read",
+                     *           "invoices:write"
+                     *         ],
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-02T03:04:05.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthResourceResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOauthResource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The API's id. */
+                id: components["parameters"]["OauthResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scopes": [
+                 *         "invoices:read",
+                 *         "invoices:write",
+                 *         "invoices:approve"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateOauthResourceRequest"];
+            };
+        };
+        responses: {
+            /** @description The API as changed. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 1,
+                     *         "indicator": "https://invoices.example.com",
+                     *         "name": "Invoices API",
+                     *         "scopes": [
+                     *           "invoices:read",
+                     *           "invoices:write",
+                     *           "invoices:approve"
+                     *         ],
+                     *         "created_at": "2026-01-02T03:04:05.000Z",
+                     *         "updated_at": "2026-01-04T10:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OauthResourceResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOauthResource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The API's id. */
+                id: components["parameters"]["OauthResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

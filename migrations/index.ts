@@ -25,6 +25,7 @@ import * as organizationInvitations from './20261207110000_organization_invitati
 import * as organizationMemberCounts from './20261208120000_organization_member_counts.js';
 import * as oidcDevicePolls from './20261210050000_oidc_device_polls.js';
 import * as backchannelLogouts from './20261210060000_backchannel_logouts.js';
+import * as oauthResources from './20261210070000_oauth_resources.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -54,4 +55,5 @@ export const migrations: Record<string, Migration> = {
   '20261208120000_organization_member_counts': organizationMemberCounts,
   '20261210050000_oidc_device_polls': oidcDevicePolls,
   '20261210060000_backchannel_logouts': backchannelLogouts,
+  '20261210070000_oauth_resources': oauthResources,
 };

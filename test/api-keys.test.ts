@@ -333,6 +333,11 @@ function suite(t: () => TestContext) {
           ['updateOauthClient', true],
           ['deleteOauthClient', true],
           ['rotateOauthClientSecret', true],
+          ['listOauthResources', true],
+          ['createOauthResource', true],
+          ['getOauthResource', true],
+          ['updateOauthResource', true],
+          ['deleteOauthResource', true],
           ['listOauthGrants', true],
           ['revokeOauthGrant', true],
           ['logout', true],
@@ -366,6 +371,14 @@ function suite(t: () => TestContext) {
       const provider = await links().selectFrom('identity_providers').selectAll().where('slug', '=', 'corp').executeTakeFirstOrThrow();
       const client = await seedOauthClient(t(), { name: 'Web app', type: 'confidential', redirect_uris: ['http://app.test/callback'] });
       const clientsBefore = await listOauthClients(t().db);
+      const resource = (
+        await t().post(
+          '/api/oauth/resources',
+          { indicator: 'https://invoices.example.test', name: 'Invoices', scopes: [] },
+          { token: admin },
+        )
+      ).body.data as { id: number };
+      const resourcesBefore = (await t().get('/api/oauth/resources', { token: admin })).body.data;
       const identity = await links()
         .insertInto('user_identities')
         .values({ user_id: user.id, provider_id: provider.id, subject: 'corp-subject-1', email: user.email })
@@ -421,6 +434,11 @@ function suite(t: () => TestContext) {
         updateOauthClient: { token: adminKey.key, id: client.id, body: { redirect_uris: ['http://attacker.test/callback'] } },
         deleteOauthClient: { token: adminKey.key, id: client.id },
         rotateOauthClientSecret: { token: adminKey.key, id: client.id },
+        listOauthResources: { token: adminKey.key },
+        createOauthResource: { token: adminKey.key, body: { indicator: 'https://keyed.example.test', name: 'Keyed', scopes: [] } },
+        getOauthResource: { token: adminKey.key, id: resource.id },
+        updateOauthResource: { token: adminKey.key, id: resource.id, body: { indicator: 'https://attacker.example.test' } },
+        deleteOauthResource: { token: adminKey.key, id: resource.id },
         listOauthGrants: { token: key.key },
         // The refusal comes before the grant is looked up, so any well-formed id would do.
         revokeOauthGrant: { token: key.key, id: client.id },
@@ -453,6 +471,7 @@ function suite(t: () => TestContext) {
       // Nor did anything that manages sign-in: the provider, the client, the users.
       expect(await links().selectFrom('identity_providers').selectAll().execute()).toEqual([provider]);
       expect(await listOauthClients(t().db)).toEqual(clientsBefore);
+      expect((await t().get('/api/oauth/resources', { token: admin })).body.data).toEqual(resourcesBefore);
       const made = await t()
         .db.selectFrom('users')
         .select('email')

@@ -7,6 +7,7 @@ import * as health from './health.js';
 import * as identityProviders from './identity-providers.js';
 import * as keys from './keys.js';
 import * as oauth from './oauth.js';
+import * as oauthResources from './oauth-resources.js';
 import * as organizations from './organizations.js';
 import * as overview from './overview.js';
 import * as organizationDomains from './organization-domains.js';
@@ -29,6 +30,7 @@ export const handlers = {
   ...webhooks,
   ...identityProviders,
   ...oauth,
+  ...oauthResources,
   ...organizations,
   ...organizationDomains,
   ...organizationInvitations,

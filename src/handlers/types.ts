@@ -1,5 +1,6 @@
 import type { OauthClients } from '../oidc/clients.js';
 import type { OauthGrants } from '../oidc/grants.js';
+import type { OauthResources } from '../oidc/resources.js';
 import type { operations } from '../../generated/openapi.js';
 import type { KeyRing } from '../config/keys.js';
 import type { LinkedIdentities } from '../providers/identities.js';
@@ -121,6 +122,8 @@ export interface Services {
   oauthClients: OauthClients;
   /** What people allowed the provider's clients. */
   oauthGrants: OauthGrants;
+  /** The APIs the provider issues JWT access tokens for, for admins. */
+  oauthResources: OauthResources;
   identities: LinkedIdentities;
   /** Proof of presence before a new way in, and its renewal. */
   reauthentication: Reauthentication;

@@ -82,7 +82,16 @@ export function databaseInteractions(
       const known = builtIn.get(clientId);
       const client = known ? { name: known.name, first_party: true, registered: false } : await findOauthClient(db, clientId);
       const requested = scopesOf(interaction.params.scope);
-      const missing = scopesOf((interaction.prompt.details.missingOIDCScope as string[] | undefined)?.join(' '));
+      // The scopes the person has not allowed yet: OpenID ones, and those of the APIs the request names.
+      const missingForApis = Object.values(
+        (interaction.prompt.details.missingResourceScopes as Record<string, string[]> | undefined) ?? {},
+      );
+      const missing = [
+        ...new Set([
+          ...scopesOf((interaction.prompt.details.missingOIDCScope as string[] | undefined)?.join(' ')),
+          ...missingForApis.flat(),
+        ]),
+      ];
       const loginHint = interaction.params.login_hint;
       return {
         uid: interaction.uid,
@@ -136,7 +145,8 @@ export function databaseInteractions(
       const claims = details.missingOIDCClaims as string[] | undefined;
       if (claims && claims.length > 0) grant.addOIDCClaims(claims);
       const resources = details.missingResourceScopes as Record<string, string[]> | undefined;
-      for (const [resource, resourceScopes] of Object.entries(resources ?? {})) grant.addResourceScope(resource, resourceScopes.join(' '));
+      for (const [resource, resourceScopes] of Object.entries(resources ?? {}))
+        grant.addResourceScope(resource, resourceScopes.filter((scope) => allowed.has(scope)).join(' '));
       const grantId = await grant.save();
       await finish(ctx, { consent: { grantId } }, true);
     },

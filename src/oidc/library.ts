@@ -11,6 +11,7 @@ export interface ProviderModule {
     InvalidRequest: new (description: string) => Error;
     AccessDenied: new (description: string) => Error;
     SlowDown: new (description?: string) => Error;
+    InvalidTarget: new (description?: string) => Error;
   };
 }
 

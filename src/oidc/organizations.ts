@@ -103,6 +103,12 @@ export function organizationSupport(options: {
       await grant.save();
     },
 
+    /** The membership's claims of the organisation an access token's grant acts for, permissions included. */
+    async activeClaims(ctx: ProviderContext, token: { grantId?: string; accountId?: string }) {
+      if (!token.accountId || !ctx.oidc) return undefined;
+      return grantClaims(ctx.oidc.provider, token.grantId, token.accountId);
+    },
+
     /** extraTokenClaims: an access token acting for an organisation says which, and the person's role in it. */
     async tokenClaims(ctx: ProviderContext, token: { kind?: string; grantId?: string; accountId?: string }) {
       if (token.kind !== 'AccessToken' || !token.accountId || !ctx.oidc) return undefined;

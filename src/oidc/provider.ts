@@ -35,6 +35,7 @@ import {
   type DevicePages,
 } from './device-flow.js';
 import type { ExtraGrantType } from './token-exchange.js';
+import { resourceTokenSupport } from './resource-tokens.js';
 import type { ClientInfo, Principal } from '../principal.js';
 
 /** Where the provider's endpoints are; discovery is at /.well-known/openid-configuration. */
@@ -271,6 +272,13 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   // The requests answered with the service's error page.
   const errorPages = new WeakSet<object>();
   const organizations = organizationSupport({ db, organizations: options.organizations, errors });
+  const resources = resourceTokenSupport({
+    db,
+    algorithm: algorithms[0],
+    accessTokenSeconds: options.accessTokenMinutes * 60,
+    organizationClaims: (ctx, token) => organizations.activeClaims(ctx, token),
+    InvalidTarget: errors.InvalidTarget,
+  });
 
   const configuration: Record<string, unknown> = {
     adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx, sessionMaxDays: options.sessionDays }),
@@ -303,8 +311,14 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
       [ORGANIZATIONS_SCOPE]: [ORGANIZATIONS_SCOPE],
     },
     extraParams: organizations.extraParams,
-    extraTokenClaims: (ctx: ProviderContext, token: { kind?: string; grantId?: string; accountId?: string }) =>
-      organizations.tokenClaims(ctx, token),
+    extraTokenClaims: async (ctx: ProviderContext, token: { kind?: string; grantId?: string; accountId?: string }) =>
+      (await resources.claims(ctx, token)) ?? organizations.tokenClaims(ctx, token),
+    // An API's access token (RFC 9068) carries the `scope` its claims settle on.
+    formats: {
+      customizers: {
+        jwt: (ctx: unknown, token: object, jwt: { payload: Record<string, unknown> }) => resources.customizeJwt(ctx, token, jwt),
+      },
+    },
     // The ID token carries the claims of the scopes granted, as Keycloak's and Auth0's do: relying
     // parties that read the person from it alone (most do) get the e-mail address and the name.
     conformIdTokenClaims: false,
@@ -344,6 +358,8 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     },
     features: {
       devInteractions: { enabled: false },
+      // APIs (resource servers, RFC 8707) that admins made: their tokens are JWTs (RFC 9068), `typ: at+jwt`.
+      resourceIndicators: resources.feature,
       // A confidential client (a resource server) may introspect any token; a public one only its own.
       introspection: {
         enabled: true,
@@ -401,6 +417,7 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
         grant.addOIDCScope([...oidc.requestParamScopes].join(' '));
         const claims = [...oidc.requestParamClaims];
         if (claims.length > 0) grant.addOIDCClaims(claims);
+        resources.grantRequested(ctx, grant);
         await grant.save();
       }
       if (grant && accountId) await organizations.choose(ctx, grant, accountId);

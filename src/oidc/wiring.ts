@@ -6,6 +6,7 @@ import type { ProviderPages } from './default-pages.js';
 import { OauthGrants } from './grants.js';
 import { createOidcProvider, type OidcProviderOptions } from './provider.js';
 import { impersonationGrant } from '../impersonation/wiring.js';
+import { OauthResources } from './resources.js';
 
 /**
  * The service as an OpenID Connect provider (when OIDC_ENABLED): the provider itself, the admins'
@@ -54,5 +55,6 @@ export function oidcRoom(
     jwks,
     oauthClients: new OauthClients(db, transact, config.secret.key, config.providers.allowPrivateUrls, config.impersonation.enabled),
     oauthGrants: new OauthGrants(db, transact),
+    oauthResources: new OauthResources(db, transact),
   };
 }

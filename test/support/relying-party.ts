@@ -42,14 +42,16 @@ export async function authorizationRequest(oidc: OpenIdClient, config: Configura
     nonce,
     ...params,
   });
-  const exchange = (landed: Page) => {
+  /** The code exchange; `tokenParams` go to the token request too (`resource`, RFC 8707). */
+  const exchange = (landed: Page, tokenParams?: Record<string, string>) => {
     if (landed.status !== 0)
       throw new Error(`expected a redirect to the application, got ${landed.status} at ${landed.url}:\n${landed.html}`);
-    return oidc.authorizationCodeGrant(config, new URL(landed.url), {
-      pkceCodeVerifier: verifier,
-      expectedNonce: nonce,
-      idTokenExpected: true,
-    });
+    return oidc.authorizationCodeGrant(
+      config,
+      new URL(landed.url),
+      { pkceCodeVerifier: verifier, expectedNonce: nonce, idTokenExpected: true },
+      tokenParams,
+    );
   };
   return { url, exchange };
 }
