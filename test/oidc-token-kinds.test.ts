@@ -116,8 +116,13 @@ describe('discovery', () => {
 
 describe('acr and amr of the ID token', () => {
   const verified = async (idToken: string) =>
-    (await jose.jwtVerify(idToken, jose.createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`)), { issuer, audience: app.id }))
-      .payload;
+    (
+      await jose.jwtVerify(idToken, jose.createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`)), {
+        issuer,
+        audience: app.id,
+        typ: 'JWT',
+      })
+    ).payload;
 
   it('say aal1 and pwd after a password alone', async () => {
     const who = await t.register();
@@ -210,8 +215,8 @@ describe('the provider’s tokens and the API’s are not interchangeable', () =
     // Signed with the very key of the API's tokens, by the same issuer, for the same person.
     const header = jose.decodeProtectedHeader(tokens.id_token!);
     expect(header).toMatchObject({ alg: 'RS256', kid: jose.decodeProtectedHeader(who.access).kid });
-    // A plain JWT (RFC 7519 lets `typ` out), never an access token's type.
-    expect([undefined, 'JWT']).toContain(header.typ);
+    // A plain JWT (RFC 7519 §5.1), never an access token's type.
+    expect(header.typ).toBe('JWT');
     expectError(await t.get('/api/auth/me', { token: tokens.id_token! }), 401, 'UNAUTHORIZED');
     // The application is first party: its access token acts through the session its sign-in opened.
     expect((await t.get('/api/auth/me', { token: tokens.access_token })).status).toBe(200);

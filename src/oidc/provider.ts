@@ -24,6 +24,7 @@ import { offlineAccessForFirstParty } from './offline-access.js';
 import { keepOrganizationOnGrants, organizationSupport, ORGANIZATIONS_SCOPE, type OrganizationDirectory } from './organizations.js';
 import { CHECKED_METADATA, registrationValidator, SELF_REGISTERED } from './registration.js';
 import { providerTokenAuthenticator } from './api-access.js';
+import { typedIdTokens } from './id-token-type.js';
 import { queueProviderLogouts, type BackchannelLogoutDispatcher } from './backchannel-logout.js';
 import {
   deviceFlowFeature,
@@ -429,6 +430,10 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   const provider = new (withPacedDevicePolling(Provider, db, errors.SlowDown))(options.issuer, configuration);
   provider.proxy = options.trustProxy;
   keepOrganizationOnGrants(provider);
+  typedIdTokens(
+    provider.IdToken,
+    signing.map(({ key, algorithm }) => ({ key, algorithm, kid: publicJwk(createPublicKey(key)).kid })),
+  );
   // ID tokens carry `sid` for every client, not only those that asked for back-channel logout.
   Object.defineProperty(provider.Client.prototype, 'includeSid', { value: () => true });
   refuseOpenIdScopesWithoutUser(provider.ClientCredentials.prototype, errors.InvalidScope);
