@@ -2302,7 +2302,7 @@ export interface paths {
          *     client authenticates with HTTP Basic (`client_id:client_secret`); a public one sends
          *     `client_id` alone. No implicit, hybrid or password grant.
          *
-         *     The ID token (a JWT signed with a key of the JWK Set, with no `typ` but `JWT`) carries
+         *     The ID token (a JWT signed with a key of the JWK Set, header `typ: JWT`) carries
          *     `sub`, `auth_time`, `nonce`, `sid`, `acr` (`aal1`, or `aal2` after a second factor), `amr`
          *     and the claims of the scopes granted, as `userinfo` answers them (`email` and
          *     `email_verified` with `email`, `name` and `updated_at` with `profile`), as Keycloak's and
