@@ -15,7 +15,10 @@ interface SigningKey {
  * §5.1), as the API's tokens say `access+jwt`, resource tokens `at+jwt` and logout tokens `logout+jwt`.
  * Anything else the library issues (logout tokens, encrypted tokens) is left as it is.
  */
-export function typedIdTokens(IdToken: { prototype: { issue(options: { use: string }): Promise<string> } }, keys: SigningKey[]): void {
+export function typedIdTokens(
+  IdToken: { prototype: { issue: (this: unknown, options: { use: string }) => Promise<string> } },
+  keys: SigningKey[],
+): void {
   const issue = IdToken.prototype.issue;
   Object.defineProperty(IdToken.prototype, 'issue', {
     async value(this: unknown, options: { use: string }) {

@@ -94,7 +94,7 @@ export interface Provider {
   readonly Grant: { new (properties: { accountId: string; clientId: string }): Grant; find(id: string): Promise<Grant | undefined> };
   readonly Client: { find(id: string): Promise<ClientModel | undefined>; prototype: ClientModel };
   readonly ClientCredentials: { prototype: { save: (this: unknown, ...args: unknown[]) => Promise<string>; scope?: string } };
-  readonly IdToken: { prototype: { issue(options: { use: string }): Promise<string> } };
+  readonly IdToken: { prototype: { issue: (this: unknown, options: { use: string }) => Promise<string> } };
   readonly AccessToken: { find(value: string): Promise<AccessTokenModel | undefined> };
 }
 
