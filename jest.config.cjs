@@ -39,11 +39,11 @@ if (process.env.TEST_DATABASE_URL) {
 module.exports = {
   projects,
   testTimeout: 60000,
-  // Three workers on two cores: a test file spends much of its time waiting (on the server processes,
-  // browsers and mail servers it starts, on PostgreSQL, on timers), and a third file fills those waits.
-  // The suite's whole CPU time was some 800 s against 1,480 s of cores in a run on two workers.
-  // (A count, not '150%': Jest reads a percentage above 100 as a number of workers.)
-  maxWorkers: Math.max(2, Math.round(availableParallelism() * 1.5)),
+  // Two workers per core: a test file spends much of its time waiting (on the server processes,
+  // browsers and mail servers it starts, on PostgreSQL, on timers), and the other files fill those
+  // waits. With three workers on two cores, the suite's processes used about 1.5 of the 2 cores.
+  // (A count, not '200%': Jest reads a percentage above 100 as a number of workers.)
+  maxWorkers: Math.max(2, availableParallelism() * 2),
   // A worker keeps what every test file it ran left behind (each embedded database's WebAssembly
   // memory among it) and slows down as its heap grows; past this after a file, it is replaced.
   workerIdleMemoryLimit: '800MB',

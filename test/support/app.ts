@@ -11,6 +11,7 @@ import type { Database } from '../../src/db/types.js';
 import { createLogger } from '../../src/logger.js';
 import { assertMatchesContract } from './contract.js';
 import { copyOfCluster } from './pglite-template.js';
+import { createPostgresDatabase } from './postgres-template.js';
 
 export const TEST_SECRET = 'test-secret-key-that-is-long-enough-for-hs256';
 export const ADMIN = { email: 'admin@example.com', password: 'admin-password-1' };
@@ -87,7 +88,7 @@ export interface StartOptions {
 
 /**
  * The database a suite runs on: a fresh PGlite in a folder of its own, or a fresh PostgreSQL database.
- * An embedded one comes migrated unless `empty` (the app migrates a PostgreSQL one as it starts).
+ * Either comes migrated unless `empty`.
  */
 export async function suiteDatabase({ empty = false } = {}): Promise<SuiteDatabase> {
   if (process.env.TEST_DATABASE_KIND !== 'postgres') {
@@ -98,14 +99,9 @@ export async function suiteDatabase({ empty = false } = {}): Promise<SuiteDataba
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) throw new Error('TEST_DATABASE_URL is required for the postgres project');
   const name = `account_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = new Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
+  const url = await createPostgresDatabase(serverUrl, name, { empty });
   return {
-    env: { DATABASE_URL: url.toString() },
+    env: { DATABASE_URL: url },
     kind: 'postgres',
     drop: async () => {
       const client = new Client({ connectionString: serverUrl });

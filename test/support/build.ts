@@ -31,7 +31,7 @@ function filesUnder(path: string): string[] {
 }
 
 /** What the build depends on, hashed: a build is only reused by the checkout and sources that made it. */
-function sourcesHash(inputs: string[] = INPUTS, keep: (path: string) => boolean = () => true): string {
+export function sourcesHash(inputs: string[] = INPUTS, keep: (path: string) => boolean = () => true): string {
   // The checkout too: a build links to its checkout's node_modules.
   const hash = createHash('sha256').update(`${ROOT}\0`);
   for (const file of inputs.flatMap((input) => filesUnder(join(ROOT, input))).filter(keep)) {
@@ -117,7 +117,7 @@ export function builtConsole(): Promise<string> {
  * complete), unless it is there already: the first test process to ask builds, the others wait for
  * that build and read it. Nothing writes into a build once it is made.
  */
-async function buildOnce(name: string, make: (staging: string) => Promise<void>): Promise<string> {
+export async function buildOnce(name: string, make: (staging: string) => Promise<void>): Promise<string> {
   const dir = join(tmpdir(), name);
   const lock = `${dir}.lock`;
   const deadline = Date.now() + 300_000;

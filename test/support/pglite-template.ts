@@ -38,7 +38,7 @@ const SETTINGS_HASH = createHash('sha256').update(TEST_SETTINGS.join('\n')).dige
 const TEMPLATE = join(BASE, `account-test-pglite-${PGLITE_VERSION}-${SETTINGS_HASH}`);
 const MIGRATIONS_DIR = join(import.meta.dirname, '..', '..', 'migrations');
 /** The migrations' sources, hashed: a migrated template is only reused by the code that made it. */
-const MIGRATIONS_HASH = createHash('sha256')
+export const MIGRATIONS_HASH = createHash('sha256')
   .update(
     readdirSync(MIGRATIONS_DIR)
       .sort()
