@@ -2330,8 +2330,8 @@ export interface paths {
          *     interval then grows by 5 seconds, for that poll and every later one), `access_denied` when
          *     the person cancelled or denied, `expired_token` once `expires_in` has passed, and the
          *     tokens once the person has signed in and allowed it; a device code is spent by the answer
-         *     that gives them (or says `access_denied`). A client without the grant is refused with
-         *     `unauthorized_client`.
+         *     that gives them (or says `access_denied`). A client without the grant it asks for (any of
+         *     these) is refused with 400 `unauthorized_client` (RFC 6749, section 5.2).
          *
          *     `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693; only with
          *     `IMPERSONATION_ENABLED=true`, and only then listed in discovery's `grant_types_supported`)
@@ -2351,7 +2351,7 @@ export interface paths {
          *     (with `IMPERSONATION_NOTICE=true`, the user is mailed). A subject token that is not a live
          *     access token, or an unknown, disabled or deleted user, is refused with `invalid_grant`;
          *     the subject token of someone who is not an admin with `access_denied`; a client without
-         *     the grant with `invalid_request`, a public one with `unauthorized_client`.
+         *     the grant, or a public one, with `unauthorized_client`.
          */
         post: operations["oauth2Token"];
         delete?: never;

@@ -74,7 +74,7 @@ it('stops guessing a client secret at the token endpoint after the auth limit, t
   const elsewhere = await tokenRequest(client.secret!, freshIp());
   expect(elsewhere.status).toBe(400);
   expect(elsewhere.body).toMatchObject({
-    error: 'invalid_request',
+    error: 'unauthorized_client',
     error_description: 'requested grant type is not allowed for this client',
   });
 });

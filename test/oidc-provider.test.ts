@@ -303,7 +303,7 @@ describe('client credentials, introspection and revocation', () => {
 
   it('is not for a client without the grant, nor the password grant for anyone', async () => {
     const client = await newClient({ name: 'Web', type: 'confidential' });
-    expect(await oauthError(oidc.clientCredentialsGrant(await configFor(client)))).toBe('invalid_request');
+    expect(await oauthError(oidc.clientCredentialsGrant(await configFor(client)))).toBe('unauthorized_client');
     const res = await fetch(`${base}/oauth2/token`, {
       method: 'POST',
       headers: {

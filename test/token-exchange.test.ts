@@ -219,7 +219,7 @@ describe('token exchange', () => {
 
   it('refuses a client without the grant', async () => {
     const other = await createClient(rig.t, rig.adminToken, ['client_credentials']);
-    expect(await refusal(exchange(rig, other, rig.adminToken, user.id))).toBe('invalid_request');
+    expect(await refusal(exchange(rig, other, rig.adminToken, user.id))).toBe('unauthorized_client');
   });
 
   it('stops working when the admin signs out', async () => {

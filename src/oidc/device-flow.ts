@@ -138,9 +138,10 @@ const WITHOUT_GRANT: Record<string, string> = {
 };
 
 /**
- * oidc-provider middleware (`provider.use`) for a client that asks for the device grant without
- * having it: the library says `invalid_request`; RFC 6749's code for a client not allowed a grant
- * is `unauthorized_client`, which device libraries expect.
+ * oidc-provider middleware (`provider.use`) for a client that asks for a grant it was not given (the
+ * device grant at either endpoint, or any grant at the token endpoint): the library says
+ * `invalid_request`; RFC 6749 (section 5.2) names this `unauthorized_client`, which client
+ * libraries, device ones among them, expect.
  */
 export function unauthorizedClientWithoutGrant(): ProviderMiddleware {
   return async (ctx: DeviceContext, next) => {
@@ -149,7 +150,7 @@ export function unauthorizedClientWithoutGrant(): ProviderMiddleware {
     const route = ctx.oidc?.route ?? '';
     if (body?.error !== 'invalid_request' || !Object.hasOwn(WITHOUT_GRANT, route) || body.error_description !== WITHOUT_GRANT[route])
       return;
-    if (route === 'device_authorization' || ctx.oidc?.params?.grant_type === DEVICE_CODE_GRANT) body.error = 'unauthorized_client';
+    body.error = 'unauthorized_client';
   };
 }
 
