@@ -26,6 +26,7 @@ import * as organizationMemberCounts from './20261208120000_organization_member_
 import * as oidcDevicePolls from './20261210050000_oidc_device_polls.js';
 import * as backchannelLogouts from './20261210060000_backchannel_logouts.js';
 import * as oauthResources from './20261210070000_oauth_resources.js';
+import * as oauthClientChanges from './20261211090000_oauth_client_changes.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '20261210050000_oidc_device_polls': oidcDevicePolls,
   '20261210060000_backchannel_logouts': backchannelLogouts,
   '20261210070000_oauth_resources': oauthResources,
+  '20261211090000_oauth_client_changes': oauthClientChanges,
 };

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { findOauthClient, upsertRegisteredClient, deleteOauthClient } from './client-repository.js';
+import type { OauthClientCache } from './client-cache.js';
+import { upsertRegisteredClient, deleteOauthClient } from './client-repository.js';
 import {
   consumeOidcRecord,
   deleteOidcRecordsOfGrant,
@@ -35,6 +36,8 @@ const text = (value: unknown): string | null => (typeof value === 'string' && va
 
 export interface AdapterOptions {
   db: Kysely<Database>;
+  /** Clients are read through it, and what the provider changes is forgotten by it. */
+  clients: OauthClientCache;
   /** Seals client secrets at rest. */
   secretKey: Buffer;
   /** The request being answered, where the provider keeps the result of the hosted sign-in. */
@@ -99,6 +102,7 @@ export function adapterClass(options: AdapterOptions) {
           first_party: false,
           registered: true,
         });
+        options.clients.forget(id);
         return;
       }
       const login = this.model === 'Session' ? options.currentContext()?.oidc?.result?.login : undefined;
@@ -127,7 +131,7 @@ export function adapterClass(options: AdapterOptions) {
 
     async find(id: string): Promise<Payload | undefined> {
       if (this.model === 'Client') {
-        const row = await findOauthClient(db, id);
+        const row = await options.clients.find(id);
         return row && clientMetadata(row, secretKey);
       }
       if (this.model === 'Session') return withConsumed(await findLiveProviderSession(db, { id }));
@@ -150,6 +154,7 @@ export function adapterClass(options: AdapterOptions) {
     async destroy(id: string): Promise<void> {
       if (this.model === 'Client') {
         await deleteOauthClient(db, id);
+        options.clients.forget(id);
         return;
       }
       // Signing out at an application's request ends the service session the hosted sign-in opened

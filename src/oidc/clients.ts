@@ -195,6 +195,8 @@ export class OauthClients {
     private readonly allowPrivateUrls = false,
     /** IMPERSONATION_ENABLED: whether a client may be given the token-exchange grant. */
     private readonly tokenExchange = false,
+    /** Told each client changed here once the change is committed, so that this process reads it afresh. */
+    private readonly changed: (clientId: string) => void = () => {},
   ) {
     this.key = clientSealingKey(secretKey);
   }
@@ -243,7 +245,7 @@ export class OauthClients {
 
   async update(principal: Principal | null, clientId: string, patch: ClientChanges): Promise<ClientView> {
     if (principal) requireAdmin(principal);
-    return this.transact(async (trx) => {
+    const updated = await this.transact(async (trx) => {
       const current = found(await findOauthClient(trx, clientId));
       const view = clientView(current);
       const settings = {
@@ -269,6 +271,8 @@ export class OauthClients {
       await recordAdminEvent(trx, principal, 'oauth_client.updated', { client_id: clientId, fields: Object.keys(patch) });
       return clientView(row);
     });
+    this.changed(clientId);
+    return updated;
   }
 
   async remove(principal: Principal | null, clientId: string): Promise<void> {
@@ -277,11 +281,12 @@ export class OauthClients {
       if (!(await deleteOauthClient(trx, clientId))) throw new NotFound('OAuth client not found');
       await recordAdminEvent(trx, principal, 'oauth_client.deleted', { client_id: clientId });
     });
+    this.changed(clientId);
   }
 
   async rotateSecret(principal: Principal | null, clientId: string): Promise<{ client_id: string; client_secret: string }> {
     if (principal) requireAdmin(principal);
-    return this.transact(async (trx) => {
+    const rotated = await this.transact(async (trx) => {
       const current = found(await findOauthClient(trx, clientId));
       if (current.type !== 'confidential')
         throw new Validation([{ field: 'path.client_id', message: 'is a public client, which has no secret' }]);
@@ -290,6 +295,8 @@ export class OauthClients {
       await recordAdminEvent(trx, principal, 'oauth_client.secret_rotated', { client_id: clientId });
       return { client_id: clientId, client_secret: secret };
     });
+    this.changed(clientId);
+    return rotated;
   }
 }
 

@@ -1,7 +1,5 @@
 import type Koa from 'koa';
-import type { Kysely } from 'kysely';
-import { findOauthClient } from './client-repository.js';
-import type { Database } from '../db/types.js';
+import type { OauthClientCache } from './client-cache.js';
 import { BadRequest, NotFound } from '../errors.js';
 import type { Interaction, Provider } from './library.js';
 
@@ -45,7 +43,7 @@ const scopesOf = (value: unknown): string[] => (typeof value === 'string' ? valu
 /** The hosted pages' side of oidc-provider's interactions, over interactionDetails and interactionResult. */
 export function databaseInteractions(
   instance: () => Promise<Provider>,
-  db: Kysely<Database>,
+  clients: OauthClientCache,
   builtIn: ReadonlyMap<string, { name: string }> = new Map(),
 ): OidcInteractions {
   const load = async (ctx: Koa.Context): Promise<Interaction> => {
@@ -80,7 +78,7 @@ export function databaseInteractions(
       if (!PROMPTS.has(name)) throw new BadRequest(`This sign-in request asks for ${name}, which these pages do not offer`);
       const clientId = String(interaction.params.client_id);
       const known = builtIn.get(clientId);
-      const client = known ? { name: known.name, first_party: true, registered: false } : await findOauthClient(db, clientId);
+      const client = known ? { name: known.name, first_party: true, registered: false } : await clients.find(clientId);
       const requested = scopesOf(interaction.params.scope);
       // The scopes the person has not allowed yet: OpenID ones, and those of the APIs the request names.
       const missingForApis = Object.values(

@@ -5,7 +5,7 @@ import type Koa from 'koa';
 import type { Kysely } from 'kysely';
 import type { OidcConfig, PublicJwk } from '../config/index.js';
 import { publicJwk } from '../config/keys.js';
-import { findOauthClient } from './client-repository.js';
+import type { OauthClientCache } from './client-cache.js';
 import type { Database } from '../db/types.js';
 import { findUserById } from '../users/user-repository.js';
 import { deriveKey } from '../infra/sealed.js';
@@ -49,6 +49,8 @@ export const JWKS_PATH = '/.well-known/jwks.json';
 
 export interface OidcProviderOptions {
   db: Kysely<Database>;
+  /** The OAuth clients as this process keeps them, current on every process. */
+  clients: OauthClientCache;
   config: OidcConfig;
   /** JWT_ISSUER: the provider's issuer, as the API's tokens' `iss`. */
   issuer: string;
@@ -223,7 +225,7 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
   };
   return {
     instance,
-    interactions: databaseInteractions(instance, options.db, builtInClientViews(options.builtInClients)),
+    interactions: databaseInteractions(instance, options.clients, builtInClientViews(options.builtInClients)),
     authenticate: providerTokenAuthenticator(instance, options.db, firstPartyCheck(options)),
     async publishedKeys() {
       return ((await keys.current()) ?? []).map((signing) => publicJwk(createPublicKey(signing.key)));
@@ -233,9 +235,9 @@ export function createOidcProvider(options: OidcProviderOptions): OidcProvider {
 }
 
 /** Whether a client is first party: a built-in one, or one an admin marked so. */
-function firstPartyCheck(options: Pick<OidcProviderOptions, 'db' | 'builtInClients'>): (clientId: string) => Promise<boolean> {
+function firstPartyCheck(options: Pick<OidcProviderOptions, 'clients' | 'builtInClients'>): (clientId: string) => Promise<boolean> {
   const builtIn = new Set((options.builtInClients ?? []).map((client) => String(client.client_id)));
-  return async (clientId) => builtIn.has(clientId) || (await findOauthClient(options.db, clientId))?.first_party === true;
+  return async (clientId) => builtIn.has(clientId) || (await options.clients.find(clientId))?.first_party === true;
 }
 
 /** The built-in clients as the hosted pages describe them: first party, made by the service. */
@@ -282,7 +284,13 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
   });
 
   const configuration: Record<string, unknown> = {
-    adapter: adapterClass({ db, secretKey, currentContext: () => Provider.ctx, sessionMaxDays: options.sessionDays }),
+    adapter: adapterClass({
+      db,
+      clients: options.clients,
+      secretKey,
+      currentContext: () => Provider.ctx,
+      sessionMaxDays: options.sessionDays,
+    }),
     clients: (options.builtInClients ?? []).map((client) => ({ ...client, [SELF_REGISTERED]: false })),
     async findAccount(ctx: ProviderContext, sub: string, token?: { grantId?: string }) {
       const id = userIdOf(sub);

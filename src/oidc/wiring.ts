@@ -14,7 +14,7 @@ import { OauthResources } from './resources.js';
  * (the same key when ALGORITHM is RS256 or ES256, and the RSA key beside an ES256 one).
  */
 export function oidcRoom(
-  core: Pick<Core, 'config' | 'db' | 'transact' | 'logger' | 'backchannelLogouts' | 'tokens' | 'mail'>,
+  core: Pick<Core, 'config' | 'db' | 'transact' | 'logger' | 'backchannelLogouts' | 'tokens' | 'mail' | 'clientCache'>,
   needs: {
     pages: ProviderPages;
     devicePages: OidcProviderOptions['devicePages'];
@@ -26,6 +26,7 @@ export function oidcRoom(
   const oidc = config.oidc.enabled
     ? createOidcProvider({
         db,
+        clients: core.clientCache,
         config: config.oidc,
         issuer: config.tokens.issuer,
         secret: config.secret.key,
@@ -53,7 +54,14 @@ export function oidcRoom(
   return {
     oidc,
     jwks,
-    oauthClients: new OauthClients(db, transact, config.secret.key, config.providers.allowPrivateUrls, config.impersonation.enabled),
+    oauthClients: new OauthClients(
+      db,
+      transact,
+      config.secret.key,
+      config.providers.allowPrivateUrls,
+      config.impersonation.enabled,
+      (clientId) => core.clientCache.forget(clientId),
+    ),
     oauthGrants: new OauthGrants(db, transact),
     oauthResources: new OauthResources(db, transact),
   };

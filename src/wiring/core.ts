@@ -21,6 +21,7 @@ import { LoginGuard } from '../sessions/login-guard.js';
 import { TokenService } from '../sessions/tokens.js';
 import { WebhookDispatcher } from '../webhooks/delivery.js';
 import { BackchannelLogoutDispatcher } from '../oidc/backchannel-logout.js';
+import { OauthClientCache } from '../oidc/client-cache.js';
 
 export interface CoreOptions {
   logger?: Logger;
@@ -56,6 +57,8 @@ export interface Core {
   webhooks: WebhookDispatcher;
   /** Delivery of logout tokens to clients (back-channel logout), once the provider signs them. */
   backchannelLogouts: BackchannelLogoutDispatcher;
+  /** The OAuth clients as this process keeps them in memory, current on every process. */
+  clientCache: OauthClientCache;
   now: Clock;
   /** Readiness turns 503 and responses ask clients to close their connections once `draining`. */
   lifecycle: { draining: boolean };
@@ -72,6 +75,7 @@ export async function openCore(config: Config, options: CoreOptions = {}): Promi
     const housekeeping = new Housekeeping(db, config.housekeeping, config.audit, logger);
     const webhooks = new WebhookDispatcher(db, config.webhooks, config.secret.key, logger);
     const backchannelLogouts = new BackchannelLogoutDispatcher(db, config.webhooks, config.providers.allowPrivateUrls, logger);
+    const clientCache = new OauthClientCache(db, pool && config.database.url ? { url: config.database.url, logger } : undefined);
     const metrics = config.metrics.enabled
       ? new Metrics(
           { pool, outboxBacklog: () => outbox.backlog(), hashesWaiting: (): number => passwords.queued },
@@ -123,6 +127,7 @@ export async function openCore(config: Config, options: CoreOptions = {}): Promi
       housekeeping,
       webhooks,
       backchannelLogouts,
+      clientCache,
       now: options.clock ?? Date.now,
       lifecycle: { draining: false },
       start() {
@@ -130,12 +135,14 @@ export async function openCore(config: Config, options: CoreOptions = {}): Promi
         housekeeping.start();
         webhooks.start();
         backchannelLogouts.start();
+        void clientCache.start();
       },
       async stop() {
         await housekeeping.stop();
         await outbox.stop();
         await webhooks.stop();
         await backchannelLogouts.stop();
+        await clientCache.stop();
         await db.destroy();
       },
     };
