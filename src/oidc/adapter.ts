@@ -10,6 +10,7 @@ import {
   findOidcRecordByUserCode,
   findLiveProviderSession,
   findServiceSessionOfRecord,
+  findTokenRecordsWithGrant,
   followProviderSession,
   upsertOidcRecord,
 } from './record-repository.js';
@@ -109,6 +110,7 @@ export function adapterClass(options: AdapterOptions) {
       const serviceSessionId = typeof login?.serviceSessionId === 'string' ? login.serviceSessionId : undefined;
       const params = payload.params as Payload | undefined;
       const expiresAt = typeof expiresIn === 'number' ? new Date(Date.now() + (expiresIn + keptPastExpiry(this.model)) * 1000) : null;
+      readsOfRequest()?.delete(keyOf(this.model, id));
       await upsertOidcRecord(db, {
         model: this.model,
         id,
@@ -135,7 +137,15 @@ export function adapterClass(options: AdapterOptions) {
         return row && clientMetadata(row, secretKey);
       }
       if (this.model === 'Session') return withConsumed(await findLiveProviderSession(db, { id }));
-      return withConsumed(await findOidcRecord(db, this.model, id));
+      const reads = readsOfRequest();
+      if (!reads) return withConsumed(await findOidcRecord(db, this.model, id));
+      const key = keyOf(this.model, id);
+      if (!reads.has(key)) {
+        if (TOKEN_MODELS.includes(this.model)) readTokensWithGrant(reads, this.model, id);
+        else reads.set(key, findOidcRecord(db, this.model, id));
+      }
+      // A copy each time: the provider builds its models over the payload it is given.
+      return copyOf(withConsumed(await reads.get(key)));
     }
 
     async findByUserCode(userCode: string): Promise<Payload | undefined> {
@@ -148,6 +158,7 @@ export function adapterClass(options: AdapterOptions) {
     }
 
     async consume(id: string): Promise<void> {
+      readsOfRequest()?.delete(keyOf(this.model, id));
       await consumeOidcRecord(db, this.model, id);
     }
 
@@ -160,6 +171,7 @@ export function adapterClass(options: AdapterOptions) {
       // Signing out at an application's request ends the service session the hosted sign-in opened
       // too (and, through it, the provider session's tokens); a provider session given a new id
       // on a later sign-in only drops its old record.
+      readsOfRequest()?.delete(keyOf(this.model, id));
       if (this.model === 'Session' && options.currentContext()?.oidc?.route === 'end_session_confirm') {
         const serviceSession = await findServiceSessionOfRecord(db, id);
         if (serviceSession) await revokeSession(db, serviceSession);
@@ -168,10 +180,72 @@ export function adapterClass(options: AdapterOptions) {
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
+      readsOfRequest()?.clear();
       await deleteOidcRecordsOfGrant(db, this.model, grantId);
     }
   };
+
+  /**
+   * What the provider has read in the request it is answering, by model and id. It reads a token's
+   * grant several times in one request (to check it, to find the account's claims, to issue the next
+   * token), and each was a round trip; a write to a record forgets it. Outside a request (a token the
+   * API checks), nothing is kept.
+   */
+  function readsOfRequest(): Reads | undefined {
+    const ctx = options.currentContext();
+    if (!ctx) return undefined;
+    let reads = readsByRequest.get(ctx);
+    if (!reads) {
+      reads = new Map() as Reads;
+      readsByRequest.set(ctx, reads);
+    }
+    return reads;
+  }
+
+  /**
+   * Reads a token with its grant in one round trip, and keeps both. Introspection and revocation look
+   * a token up as every kind at once (the caller need not say which it is): those lookups share the
+   * one read.
+   */
+  function readTokensWithGrant(reads: Reads, model: string, id: string): void {
+    const route = options.currentContext()?.oidc?.route;
+    const models = route === 'introspection' || route === 'revocation' ? TOKEN_MODELS : [model];
+    const rows = findTokenRecordsWithGrant(db, models, id);
+    // Before the tokens' own callbacks, so that the grant is known by the time the token is returned.
+    void rows.then(
+      (found) => {
+        for (const row of found) {
+          const grantKey = row.grant_id === null ? undefined : keyOf('Grant', row.grant_id);
+          if (grantKey && !reads.has(grantKey)) {
+            reads.set(
+              grantKey,
+              Promise.resolve(row.grant_payload === null ? undefined : { payload: row.grant_payload, consumed_at: row.grant_consumed_at }),
+            );
+          }
+        }
+      },
+      () => undefined,
+    );
+    for (const each of models) {
+      const key = keyOf(each, id);
+      if (reads.has(key)) continue;
+      reads.set(
+        key,
+        rows.then((found) => {
+          const row = found.find((candidate) => candidate.model === each);
+          return row && { payload: row.payload, consumed_at: row.consumed_at };
+        }),
+      );
+    }
+  }
 }
+
+type Reads = Map<string, Promise<{ payload: Payload; consumed_at: Date | null } | undefined>>;
+const readsByRequest = new WeakMap<object, Reads>();
+const keyOf = (model: string, id: string) => `${model}\0${id}`;
+/** The models that are tokens a client presents, each found with its grant. */
+const TOKEN_MODELS: readonly string[] = ['AccessToken', 'ClientCredentials', 'RefreshToken'];
+const copyOf = (payload: Payload | undefined): Payload | undefined => payload && structuredClone(payload);
 
 /**
  * Seconds a record is kept after the provider counts it expired. A device code stays an hour, so that

@@ -156,6 +156,36 @@ export function findOidcRecord(
   return live(db).where('model', '=', model).where('id', '=', id).executeTakeFirst();
 }
 
+/** A token's record as found with its grant's: each unexpired, the grant's fields null when it has none or it is gone. */
+export interface TokenRecordWithGrant {
+  model: string;
+  payload: Record<string, unknown>;
+  consumed_at: Date | null;
+  grant_id: string | null;
+  grant_payload: Record<string, unknown> | null;
+  grant_consumed_at: Date | null;
+}
+
+/**
+ * The unexpired records of any of `models` with this id, each with its unexpired grant, in one read:
+ * the provider reads a token and then, for nearly every use of it, the grant it belongs to.
+ */
+export function findTokenRecordsWithGrant(db: Executor, models: readonly string[], id: string): Promise<TokenRecordWithGrant[]> {
+  return records(db)
+    .selectFrom('oidc_records as t')
+    .leftJoin('oidc_records as g', (join) =>
+      join
+        .on('g.model', '=', 'Grant')
+        .onRef('g.id', '=', 't.grant_id')
+        .on((eb) => eb.or([eb('g.expires_at', 'is', null), eb('g.expires_at', '>', sql<Date>`now()`)])),
+    )
+    .select(['t.model', 't.payload', 't.consumed_at', 't.grant_id', 'g.payload as grant_payload', 'g.consumed_at as grant_consumed_at'])
+    .where('t.model', 'in', models)
+    .where('t.id', '=', id)
+    .where((eb) => eb.or([eb('t.expires_at', 'is', null), eb('t.expires_at', '>', sql<Date>`now()`)]))
+    .execute();
+}
+
 export function findOidcRecordByUid(
   db: Executor,
   model: string,
