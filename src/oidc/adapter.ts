@@ -134,7 +134,14 @@ export function adapterClass(options: AdapterOptions) {
     async find(id: string): Promise<Payload | undefined> {
       if (this.model === 'Client') {
         const row = await options.clients.find(id);
-        return row && clientMetadata(row, secretKey);
+        if (!row) return undefined;
+        // The cache hands out the same row until the client changes: its secret is unsealed once.
+        let metadata = metadataOfRow.get(row);
+        if (!metadata) {
+          metadata = clientMetadata(row, secretKey);
+          metadataOfRow.set(row, metadata);
+        }
+        return { ...metadata };
       }
       if (this.model === 'Session') return withConsumed(await findLiveProviderSession(db, { id }));
       const reads = readsOfRequest();
@@ -239,6 +246,8 @@ export function adapterClass(options: AdapterOptions) {
     }
   }
 }
+
+const metadataOfRow = new WeakMap<object, Payload>();
 
 type Reads = Map<string, Promise<{ payload: Payload; consumed_at: Date | null } | undefined>>;
 const readsByRequest = new WeakMap<object, Reads>();

@@ -1,4 +1,5 @@
-import { sql, type ColumnType, type Generated, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type ColumnType, type Generated, type Selectable } from 'kysely';
+import { preparedStatement } from '../db/prepared.js';
 import type { Executor, Timestamp } from '../db/types.js';
 
 // Type aliases rather than interfaces: withTables wants types with an implicit index signature.
@@ -57,9 +58,15 @@ export async function upsertRegisteredClient(db: Executor, client: NewOauthClien
     .execute();
 }
 
-export function findOauthClient(db: Executor, clientId: string): Promise<OauthClientRow | undefined> {
-  return clients(db).selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+export async function findOauthClient(db: Executor, clientId: string): Promise<OauthClientRow | undefined> {
+  return (await db.executeQuery<OauthClientRow>(CompiledQuery.raw(CLIENT_SQL, [clientId]))).rows[0];
 }
+
+const CLIENT_SQL = preparedStatement(
+  'oauth_client',
+  `select client_id, name, type, client_secret_sealed, metadata, first_party, registered, created_at, updated_at
+  from oauth_clients where client_id = $1`,
+);
 
 export function listOauthClients(db: Executor): Promise<OauthClientRow[]> {
   return clients(db).selectFrom('oauth_clients').selectAll().orderBy('created_at').orderBy('client_id').execute();

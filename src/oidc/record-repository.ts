@@ -1,4 +1,5 @@
-import { sql, type ColumnType, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type ColumnType, type Selectable } from 'kysely';
+import { preparedStatement } from '../db/prepared.js';
 import type { Executor, NullableTimestamp, Timestamp } from '../db/types.js';
 
 // Type aliases rather than interfaces: withTables wants types with an implicit index signature.
@@ -43,37 +44,41 @@ export interface OidcRecord {
 
 /** Saves a record, replacing the one of the same model and id. */
 export async function upsertOidcRecord(db: Executor, record: OidcRecord): Promise<void> {
-  const values = {
-    model: record.model,
-    id: record.id,
-    payload: JSON.stringify(record.payload),
-    grant_id: record.grantId,
-    uid: record.uid,
-    session_uid: record.sessionUid,
-    user_code: record.userCode,
-    user_id: record.userId,
-    client_id: record.clientId,
-    expires_at: record.expiresAt,
-    ...(record.serviceSessionId === undefined ? {} : { service_session_id: record.serviceSessionId }),
-  };
-  await records(db)
-    .insertInto('oidc_records')
-    .values(values)
-    .onConflict((oc) =>
-      oc.columns(['model', 'id']).doUpdateSet({
-        payload: (eb) => eb.ref('excluded.payload'),
-        grant_id: (eb) => eb.ref('excluded.grant_id'),
-        uid: (eb) => eb.ref('excluded.uid'),
-        session_uid: (eb) => eb.ref('excluded.session_uid'),
-        user_code: (eb) => eb.ref('excluded.user_code'),
-        user_id: (eb) => eb.ref('excluded.user_id'),
-        client_id: (eb) => eb.ref('excluded.client_id'),
-        expires_at: (eb) => eb.ref('excluded.expires_at'),
-        ...(record.serviceSessionId === undefined ? {} : { service_session_id: (eb) => eb.ref('excluded.service_session_id') }),
-      }),
-    )
-    .execute();
+  // The provider saves a record for nearly every request (each token it issues): the statement is
+  // written once rather than built per call, and PostgreSQL prepares it once per connection.
+  const values = [
+    record.model,
+    record.id,
+    JSON.stringify(record.payload),
+    record.grantId,
+    record.uid,
+    record.sessionUid,
+    record.userCode,
+    record.userId,
+    record.clientId,
+    record.expiresAt,
+  ];
+  await db.executeQuery(
+    record.serviceSessionId === undefined
+      ? CompiledQuery.raw(UPSERT_RECORD_SQL, values)
+      : CompiledQuery.raw(UPSERT_RECORD_WITH_SERVICE_SESSION_SQL, [...values, record.serviceSessionId]),
+  );
 }
+
+const RECORD_COLUMNS = 'model, id, payload, grant_id, uid, session_uid, user_code, user_id, client_id, expires_at';
+const RECORD_UPDATES = `payload = excluded.payload, grant_id = excluded.grant_id, uid = excluded.uid,
+    session_uid = excluded.session_uid, user_code = excluded.user_code, user_id = excluded.user_id,
+    client_id = excluded.client_id, expires_at = excluded.expires_at`;
+const UPSERT_RECORD_SQL = preparedStatement(
+  'oidc_record_upsert',
+  `insert into oidc_records (${RECORD_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+  on conflict (model, id) do update set ${RECORD_UPDATES}`,
+);
+const UPSERT_RECORD_WITH_SERVICE_SESSION_SQL = preparedStatement(
+  'oidc_record_upsert_with_service_session',
+  `insert into oidc_records (${RECORD_COLUMNS}, service_session_id) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+  on conflict (model, id) do update set ${RECORD_UPDATES}, service_session_id = excluded.service_session_id`,
+);
 
 /** The service session a provider session with this uid was opened by, if any. */
 export async function findServiceSessionOfProviderSession(db: Executor, uid: string): Promise<string | undefined> {
@@ -170,21 +175,19 @@ export interface TokenRecordWithGrant {
  * The unexpired records of any of `models` with this id, each with its unexpired grant, in one read:
  * the provider reads a token and then, for nearly every use of it, the grant it belongs to.
  */
-export function findTokenRecordsWithGrant(db: Executor, models: readonly string[], id: string): Promise<TokenRecordWithGrant[]> {
-  return records(db)
-    .selectFrom('oidc_records as t')
-    .leftJoin('oidc_records as g', (join) =>
-      join
-        .on('g.model', '=', 'Grant')
-        .onRef('g.id', '=', 't.grant_id')
-        .on((eb) => eb.or([eb('g.expires_at', 'is', null), eb('g.expires_at', '>', sql<Date>`now()`)])),
-    )
-    .select(['t.model', 't.payload', 't.consumed_at', 't.grant_id', 'g.payload as grant_payload', 'g.consumed_at as grant_consumed_at'])
-    .where('t.model', 'in', models)
-    .where('t.id', '=', id)
-    .where((eb) => eb.or([eb('t.expires_at', 'is', null), eb('t.expires_at', '>', sql<Date>`now()`)]))
-    .execute();
+export async function findTokenRecordsWithGrant(db: Executor, models: readonly string[], id: string): Promise<TokenRecordWithGrant[]> {
+  // Every request about a token runs this: its SQL is written once rather than built per call, and
+  // PostgreSQL prepares it once per connection.
+  return (await db.executeQuery<TokenRecordWithGrant>(CompiledQuery.raw(TOKEN_WITH_GRANT_SQL, [models, id]))).rows;
 }
+
+const TOKEN_WITH_GRANT_SQL = preparedStatement(
+  'oidc_token_with_grant',
+  `select t.model, t.payload, t.consumed_at, t.grant_id, g.payload as grant_payload, g.consumed_at as grant_consumed_at
+  from oidc_records t
+  left join oidc_records g on g.model = 'Grant' and g.id = t.grant_id and (g.expires_at is null or g.expires_at > now())
+  where t.model = any($1::text[]) and t.id = $2 and (t.expires_at is null or t.expires_at > now())`,
+);
 
 export function findOidcRecordByUid(
   db: Executor,

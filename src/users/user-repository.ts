@@ -1,5 +1,5 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
-import { preparedShape } from '../db/prepared.js';
+import { CompiledQuery, sql, type SelectQueryBuilder } from 'kysely';
+import { preparedShape, preparedStatement } from '../db/prepared.js';
 import type { Database, Executor, NewUserRow, UserRow, UserUpdate } from '../db/types.js';
 
 export type UserStatus = 'active' | 'inactive' | 'deleted';
@@ -11,9 +11,16 @@ export interface UserFilter {
   q?: string;
 }
 
-export function findUserById(db: Executor, id: number): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+/** A user by id, deleted or not. The provider reads one for every token it answers about a person. */
+export async function findUserById(db: Executor, id: number): Promise<UserRow | undefined> {
+  return (await db.executeQuery<UserRow>(CompiledQuery.raw(USER_BY_ID_SQL, [id]))).rows[0];
 }
+
+const USER_BY_ID_SQL = preparedStatement(
+  'user_by_id',
+  `select id, email, name, password_hash, role, is_active, email_verified, pending_email, created_at, updated_at, deleted_at
+  from users where id = $1`,
+);
 
 /** The users with these ids, deleted or not, in no particular order. */
 export function findUsersByIds(db: Executor, ids: readonly number[]): Promise<UserRow[]> {
