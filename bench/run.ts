@@ -100,6 +100,16 @@ async function startService(workers: number, extra: Record<string, string> = {})
   return startProcess(['dist/src/server.js'], serviceEnv(workers, extra), await freePort(), '/health/ready');
 }
 
+/**
+ * The service for the provider's rows. Its issuer is its own address: the provider writes the addresses
+ * it sends a browser to (the authorization's resumption after the sign-in page) at the issuer, and the
+ * bench's browsers follow only the service's.
+ */
+async function startProvider(extra: Record<string, string>): Promise<Proc> {
+  const port = await freePort();
+  return startProcess(['dist/src/server.js'], serviceEnv(1, { ...extra, JWT_ISSUER: `http://127.0.0.1:${port}` }), port, '/health/ready');
+}
+
 async function startBaseline(workers: number, prepared = false, extra: Record<string, string> = {}): Promise<Proc> {
   const env = { DATABASE_URL, SECRET_KEY, WORKERS: String(workers), PREPARED: prepared ? '1' : '0', ...extra };
   return startProcess(['--import', './test/support/ts-register.mjs', 'bench/baseline.ts'], env, await freePort());
@@ -919,7 +929,7 @@ async function oidcRows(): Promise<Row[]> {
   ]);
   const userIds = users.map((u) => Number(u.id));
 
-  let service = await startService(1, oidcEnv);
+  let service = await startProvider(oidcEnv);
   const baseline = await startBaseline(1, false, oidcEnv);
   const browsers = await signedInBrowsers(service.url);
 
@@ -994,7 +1004,7 @@ async function oidcRows(): Promise<Row[]> {
 
   // Whole logins through the hosted page, in a fresh process, against the bcrypt ceiling measured here.
   await service.stop();
-  service = await startService(1, oidcEnv);
+  service = await startProvider(oidcEnv);
   const ceiling = await bcryptCeiling(5);
   const logins = await hostedLogins(service.url, LOGIN_SECONDS);
   const cores = availableParallelism();
