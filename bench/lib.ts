@@ -184,6 +184,9 @@ export async function loadEach(
       connections: options.connections,
       duration: options.seconds,
       amount: options.amount,
+      // autocannon ends a run at its next sample, by default a second after the last answer at worst:
+      // a turn of a number of requests would be timed in whole seconds.
+      sampleInt: 10,
       requests: [
         {
           setupRequest: (request) => {

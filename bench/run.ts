@@ -14,8 +14,10 @@
  * The OpenID Connect provider's rows, against the same baseline's minimal OAuth endpoints: the token
  * endpoint exchanging codes (each request a fresh code, made beforehand by a browser signed in through
  * the hosted page) and rotating refresh tokens (a pool of grants, each refreshed in turn), and
- * /oauth2/userinfo; then whole logins through the hosted page (authorize, the sign-in form, the code's
- * exchange) against the bcrypt ceiling, and /oauth2/userinfo probed meanwhile.
+ * /oauth2/userinfo; the refreshes and /oauth2/userinfo, /oauth2/introspect and the client credentials
+ * grant against oidc-provider alone on its in-memory store too (bench/bare-provider.ts), the provider's
+ * ceiling; then whole logins through the hosted page (authorize, the sign-in form, the code's exchange)
+ * against the bcrypt ceiling, and /oauth2/userinfo probed meanwhile.
  *
  * BENCH_SECONDS sets the length of each measured run (5 by default; a comparison's runs add up to
  * rounds × servers × seconds). BENCH_ONLY=oidc runs only the OpenID Connect rows.
@@ -100,9 +102,31 @@ async function startService(workers: number, extra: Record<string, string> = {})
   return startProcess(['dist/src/server.js'], serviceEnv(workers, extra), await freePort(), '/health/ready');
 }
 
+/**
+ * The service for the provider's rows. Its issuer is its own address: the provider writes the addresses
+ * it sends a browser to (the authorization's resumption after the sign-in page) at the issuer, and the
+ * bench's browsers follow only the service's.
+ */
+async function startProvider(extra: Record<string, string>): Promise<Proc> {
+  const port = await freePort();
+  return startProcess(['dist/src/server.js'], serviceEnv(1, { ...extra, JWT_ISSUER: `http://127.0.0.1:${port}` }), port, '/health/ready');
+}
+
 async function startBaseline(workers: number, prepared = false, extra: Record<string, string> = {}): Promise<Proc> {
   const env = { DATABASE_URL, SECRET_KEY, WORKERS: String(workers), PREPARED: prepared ? '1' : '0', ...extra };
   return startProcess(['--import', './test/support/ts-register.mjs', 'bench/baseline.ts'], env, await freePort());
+}
+
+/** oidc-provider alone (bench/bare-provider.ts), with the bench's users and application and the service's signing key. */
+async function startBareProvider(privateKeyPem: string): Promise<Proc> {
+  const env = {
+    OIDC_PRIVATE_KEY: privateKeyPem,
+    CLIENT_ID: CLIENT.id,
+    CLIENT_SECRET: CLIENT.secret,
+    REDIRECT_URI: CLIENT.redirect,
+    USERS: String(USERS),
+  };
+  return startProcess(['--import', './test/support/ts-register.mjs', 'bench/bare-provider.ts'], env, await freePort());
 }
 
 /** 1,000 users (one admin) with real cost-12 hashes, loaded with SQL. */
@@ -741,6 +765,9 @@ const clientAuth = {
 const exchangeBody = (code: string) =>
   new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: CLIENT.redirect, code_verifier: VERIFIER }).toString();
 const refreshBody = (token: string) => new URLSearchParams({ grant_type: 'refresh_token', refresh_token: token }).toString();
+const introspectionBody = (token: string) => new URLSearchParams({ token, token_type_hint: 'access_token' }).toString();
+const BARE_NOTE = 'against the bare oidc-provider (memory)';
+const OFFLINE_SCOPE = 'openid profile email offline_access';
 
 /** An authorization request of the client; with offline_access, the consent prompt it needs for a refresh token. */
 function authorizeUrl(url: string, offline = false): string {
@@ -862,7 +889,8 @@ async function serviceClient(client: Client): Promise<void> {
       JSON.stringify({
         client_name: 'Bench',
         redirect_uris: [CLIENT.redirect],
-        grant_types: ['authorization_code', 'refresh_token'],
+        // client_credentials as an admin would allow it, for the row of that grant.
+        grant_types: ['authorization_code', 'refresh_token', 'client_credentials'],
         response_types: ['code'],
         scope: 'openid profile email offline_access',
         token_endpoint_auth_method: 'client_secret_basic',
@@ -906,6 +934,34 @@ const refreshTurn = (proc: Proc, pool: string[], amount: number) =>
     proc.child.pid,
   );
 
+/** Tokens of `count` grants of the bench's application, made by the bare provider as a code's exchange would have given them. */
+async function bareTokens(proc: Proc, count: number, scope: string): Promise<Array<{ access_token: string; refresh_token?: string }>> {
+  const res = await fetch(`${proc.url}/bench/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ count, scope }),
+  });
+  if (res.status !== 200) throw new Error(`the bare provider's tokens: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { tokens: Array<{ access_token: string; refresh_token?: string }> }).tokens;
+}
+
+/** Throws unless the provider at `proc` says the access token is active: an inactive one is answered 200 all the same. */
+async function expectActive(proc: Proc, token: string): Promise<void> {
+  const res = await fetch(`${proc.url}/oauth2/introspect`, { method: 'POST', headers: clientAuth, body: introspectionBody(token) });
+  const body = (await res.json()) as { active?: boolean };
+  if (res.status !== 200 || body.active !== true) throw new Error(`introspection at ${proc.url}: ${res.status} ${JSON.stringify(body)}`);
+}
+
+/** The bench's application at the token or introspection endpoint, with `body`. */
+const formPost = (proc: Proc, label: string, path: string, body: string): Contender => ({
+  label,
+  url: proc.url + path,
+  method: 'POST',
+  headers: clientAuth,
+  body,
+  pid: proc.child.pid,
+});
+
 async function oidcRows(): Promise<Row[]> {
   const rows: Row[] = [];
   const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -919,8 +975,9 @@ async function oidcRows(): Promise<Row[]> {
   ]);
   const userIds = users.map((u) => Number(u.id));
 
-  let service = await startService(1, oidcEnv);
+  let service = await startProvider(oidcEnv);
   const baseline = await startBaseline(1, false, oidcEnv);
+  const bare = await startBareProvider(pem);
   const browsers = await signedInBrowsers(service.url);
 
   // The code's exchange. Each turn's codes are made just before it: the service's by the signed-in
@@ -959,13 +1016,14 @@ async function oidcRows(): Promise<Row[]> {
     ourPool.push(tokens.refresh_token);
   }
   const theirPool = await baselineRefreshTokens(db, userIds, GRANTS);
+  const barePool = (await bareTokens(bare, GRANTS, OFFLINE_SCOPE)).map((tokens) => tokens.refresh_token!);
   // A warm-up turn of each sizes the turns: about SECONDS of requests.
-  const pools = [ourPool, theirPool];
-  const servers = [service, baseline];
+  const pools = [ourPool, theirPool, barePool];
+  const servers = [service, baseline, bare];
   const amounts: number[] = [];
   for (let i = 0; i < servers.length; i++)
     amounts.push(Math.max(100, Math.round((await refreshTurn(servers[i], pools[i], 200)).rps * SECONDS)));
-  const refreshed: Figures[][] = [[], []];
+  const refreshed: Figures[][] = servers.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < servers.length; i++) {
       const at = (round + i) % servers.length;
@@ -981,20 +1039,55 @@ async function oidcRows(): Promise<Row[]> {
       `${amounts[0]} and ${amounts[1]} refreshes a turn over ${GRANTS} grants each; ${ourPool.length} and ${theirPool.length} grants left at the end`,
     ),
   );
+  rows.push(
+    against(
+      'POST /oauth2/token (refresh_token, rotated)',
+      1,
+      refreshed[0],
+      refreshed[2],
+      `${BARE_NOTE}; ${amounts[0]} and ${amounts[2]} refreshes a turn over ${GRANTS} grants each; ${ourPool.length} and ${barePool.length} grants left at the end`,
+    ),
+  );
 
   // The user info, with an access token of each server's own.
   const ourToken = (await exchange(service.url, (await serviceCodes(service.url, browsers, 1)).codes[0])).access_token;
   const theirToken = (await exchange(baseline.url, (await baselineCodes(db, userIds, 1))[0])).access_token;
+  // The bare provider's is bound to a provider session, as the service's is (no offline_access).
+  const bareToken = (await bareTokens(bare, 1, 'openid profile email'))[0].access_token;
   const info = await takeTurns([
     on(service, 'service', '/oauth2/userinfo', ourToken),
     on(baseline, 'baseline', '/oauth2/userinfo', theirToken),
+    on(bare, 'bare provider', '/oauth2/userinfo', bareToken),
   ]);
   rows.push(against('GET /oauth2/userinfo', 1, info[0], info[1]));
+  rows.push(against('GET /oauth2/userinfo', 1, info[0], info[2], BARE_NOTE));
   await baseline.stop();
+
+  // The application introspecting the same access tokens; the baseline has no such endpoint.
+  const bothActive = async () => {
+    await expectActive(service, ourToken);
+    await expectActive(bare, bareToken);
+  };
+  await bothActive();
+  const introspected = await takeTurns([
+    formPost(service, 'service', '/oauth2/introspect', introspectionBody(ourToken)),
+    formPost(bare, 'bare provider', '/oauth2/introspect', introspectionBody(bareToken)),
+  ]);
+  await bothActive();
+  rows.push(against('POST /oauth2/introspect (an access token)', 1, introspected[0], introspected[1], BARE_NOTE));
+
+  // The client credentials grant: an opaque access token stored on every request.
+  const credentials = 'grant_type=client_credentials';
+  const issued = await takeTurns([
+    formPost(service, 'service', '/oauth2/token', credentials),
+    formPost(bare, 'bare provider', '/oauth2/token', credentials),
+  ]);
+  rows.push(against('POST /oauth2/token (client_credentials)', 1, issued[0], issued[1], BARE_NOTE));
+  await bare.stop();
 
   // Whole logins through the hosted page, in a fresh process, against the bcrypt ceiling measured here.
   await service.stop();
-  service = await startService(1, oidcEnv);
+  service = await startProvider(oidcEnv);
   const ceiling = await bcryptCeiling(5);
   const logins = await hostedLogins(service.url, LOGIN_SECONDS);
   const cores = availableParallelism();
