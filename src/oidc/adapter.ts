@@ -10,7 +10,7 @@ import {
   findOidcRecordByUserCode,
   findLiveProviderSession,
   findServiceSessionOfRecord,
-  findTokenRecordsWithGrant,
+  findTokenRecordsWithRelated,
   followProviderSession,
   upsertOidcRecord,
 } from './record-repository.js';
@@ -20,6 +20,7 @@ import { UnreadableSecret } from '../errors.js';
 import { seal, unseal } from '../infra/sealed.js';
 import type { ProviderContext } from './library.js';
 import { SELF_REGISTERED } from './registration.js';
+import { readsOf, recordKey, type KeptRecord, type RequestReads } from './request-reads.js';
 
 type Payload = Record<string, unknown>;
 
@@ -110,7 +111,7 @@ export function adapterClass(options: AdapterOptions) {
       const serviceSessionId = typeof login?.serviceSessionId === 'string' ? login.serviceSessionId : undefined;
       const params = payload.params as Payload | undefined;
       const expiresAt = typeof expiresIn === 'number' ? new Date(Date.now() + (expiresIn + keptPastExpiry(this.model)) * 1000) : null;
-      readsOfRequest()?.delete(keyOf(this.model, id));
+      forgetRecord(this.model, id);
       await upsertOidcRecord(db, {
         model: this.model,
         id,
@@ -146,13 +147,13 @@ export function adapterClass(options: AdapterOptions) {
       if (this.model === 'Session') return withConsumed(await findLiveProviderSession(db, { id }));
       const reads = readsOfRequest();
       if (!reads) return withConsumed(await findOidcRecord(db, this.model, id));
-      const key = keyOf(this.model, id);
-      if (!reads.has(key)) {
-        if (TOKEN_MODELS.includes(this.model)) readTokensWithGrant(reads, this.model, id);
-        else reads.set(key, findOidcRecord(db, this.model, id));
+      const key = recordKey(this.model, id);
+      if (!reads.records.has(key)) {
+        if (TOKEN_MODELS.includes(this.model)) readTokensWithRelated(reads, this.model, id);
+        else reads.records.set(key, findOidcRecord(db, this.model, id));
       }
       // A copy each time: the provider builds its models over the payload it is given.
-      return copyOf(withConsumed(await reads.get(key)));
+      return copyOf(withConsumed(await reads.records.get(key)));
     }
 
     async findByUserCode(userCode: string): Promise<Payload | undefined> {
@@ -160,12 +161,16 @@ export function adapterClass(options: AdapterOptions) {
     }
 
     async findByUid(uid: string): Promise<Payload | undefined> {
-      if (this.model === 'Session') return withConsumed(await findLiveProviderSession(db, { uid }));
+      if (this.model === 'Session') {
+        // Read with the token bound to it, when the request presented one.
+        const kept = readsOfRequest()?.sessionsByUid.get(uid);
+        return kept ? copyOf(withConsumed(await kept)) : withConsumed(await findLiveProviderSession(db, { uid }));
+      }
       return withConsumed(await findOidcRecordByUid(db, this.model, uid));
     }
 
     async consume(id: string): Promise<void> {
-      readsOfRequest()?.delete(keyOf(this.model, id));
+      forgetRecord(this.model, id);
       await consumeOidcRecord(db, this.model, id);
     }
 
@@ -178,7 +183,7 @@ export function adapterClass(options: AdapterOptions) {
       // Signing out at an application's request ends the service session the hosted sign-in opened
       // too (and, through it, the provider session's tokens); a provider session given a new id
       // on a later sign-in only drops its old record.
-      readsOfRequest()?.delete(keyOf(this.model, id));
+      forgetRecord(this.model, id);
       if (this.model === 'Session' && options.currentContext()?.oidc?.route === 'end_session_confirm') {
         const serviceSession = await findServiceSessionOfRecord(db, id);
         if (serviceSession) await revokeSession(db, serviceSession);
@@ -187,56 +192,55 @@ export function adapterClass(options: AdapterOptions) {
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
-      readsOfRequest()?.clear();
+      const reads = readsOfRequest();
+      reads?.records.clear();
+      reads?.sessionsByUid.clear();
       await deleteOidcRecordsOfGrant(db, this.model, grantId);
     }
   };
 
-  /**
-   * What the provider has read in the request it is answering, by model and id. It reads a token's
-   * grant several times in one request (to check it, to find the account's claims, to issue the next
-   * token), and each was a round trip; a write to a record forgets it. Outside a request (a token the
-   * API checks), nothing is kept.
-   */
-  function readsOfRequest(): Reads | undefined {
-    const ctx = options.currentContext();
-    if (!ctx) return undefined;
-    let reads = readsByRequest.get(ctx);
-    if (!reads) {
-      reads = new Map() as Reads;
-      readsByRequest.set(ctx, reads);
-    }
-    return reads;
+  /** What the provider has read in the request it is answering (see request-reads.ts). */
+  function readsOfRequest(): RequestReads | undefined {
+    return readsOf(options.currentContext());
+  }
+
+  /** A write to a record: what was read of it in this request no longer holds. */
+  function forgetRecord(model: string, id: string): void {
+    const reads = readsOfRequest();
+    if (!reads) return;
+    reads.records.delete(recordKey(model, id));
+    // A provider session is also kept by uid, which its id does not tell.
+    if (model === 'Session') reads.sessionsByUid.clear();
   }
 
   /**
-   * Reads a token with its grant in one round trip, and keeps both. Introspection and revocation look
-   * a token up as every kind at once (the caller need not say which it is): those lookups share the
-   * one read.
+   * Reads a token with its grant, its provider session and its person in one round trip, and keeps
+   * them all. Introspection and revocation look a token up as every kind at once (the caller need not
+   * say which it is): those lookups share the one read.
    */
-  function readTokensWithGrant(reads: Reads, model: string, id: string): void {
+  function readTokensWithRelated(reads: RequestReads, model: string, id: string): void {
     const route = options.currentContext()?.oidc?.route;
     const models = route === 'introspection' || route === 'revocation' ? TOKEN_MODELS : [model];
-    const rows = findTokenRecordsWithGrant(db, models, id);
-    // Before the tokens' own callbacks, so that the grant is known by the time the token is returned.
+    const rows = findTokenRecordsWithRelated(db, models, id);
+    // Before the tokens' own callbacks, so that the rest is kept by the time the token is returned.
     void rows.then(
       (found) => {
         for (const row of found) {
-          const grantKey = row.grant_id === null ? undefined : keyOf('Grant', row.grant_id);
-          if (grantKey && !reads.has(grantKey)) {
-            reads.set(
-              grantKey,
-              Promise.resolve(row.grant_payload === null ? undefined : { payload: row.grant_payload, consumed_at: row.grant_consumed_at }),
-            );
+          if (row.grant_id !== null && !reads.records.has(recordKey('Grant', row.grant_id))) {
+            reads.records.set(recordKey('Grant', row.grant_id), kept(row.grant_payload, row.grant_consumed_at));
           }
+          if (row.session_uid !== null && !reads.sessionsByUid.has(row.session_uid)) {
+            reads.sessionsByUid.set(row.session_uid, kept(row.session_payload, row.session_consumed_at));
+          }
+          if (row.user_id !== null && !reads.users.has(row.user_id)) reads.users.set(row.user_id, Promise.resolve(row.user ?? undefined));
         }
       },
       () => undefined,
     );
     for (const each of models) {
-      const key = keyOf(each, id);
-      if (reads.has(key)) continue;
-      reads.set(
+      const key = recordKey(each, id);
+      if (reads.records.has(key)) continue;
+      reads.records.set(
         key,
         rows.then((found) => {
           const row = found.find((candidate) => candidate.model === each);
@@ -247,12 +251,10 @@ export function adapterClass(options: AdapterOptions) {
   }
 }
 
+const kept = (payload: Payload | null, consumedAt: Date | null): Promise<KeptRecord | undefined> =>
+  Promise.resolve(payload === null ? undefined : { payload, consumed_at: consumedAt });
 const metadataOfRow = new WeakMap<object, Payload>();
-
-type Reads = Map<string, Promise<{ payload: Payload; consumed_at: Date | null } | undefined>>;
-const readsByRequest = new WeakMap<object, Reads>();
-const keyOf = (model: string, id: string) => `${model}\0${id}`;
-/** The models that are tokens a client presents, each found with its grant. */
+/** The models that are tokens a client presents, each found with what the provider reads next. */
 const TOKEN_MODELS: readonly string[] = ['AccessToken', 'ClientCredentials', 'RefreshToken'];
 const copyOf = (payload: Payload | undefined): Payload | undefined => payload && structuredClone(payload);
 

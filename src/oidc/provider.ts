@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely';
 import type { OidcConfig, PublicJwk } from '../config/index.js';
 import { publicJwk } from '../config/keys.js';
 import type { OauthClientCache } from './client-cache.js';
+import { readsOf } from './request-reads.js';
 import type { Database } from '../db/types.js';
 import { findUserById } from '../users/user-repository.js';
 import { deriveKey } from '../infra/sealed.js';
@@ -294,7 +295,8 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
     clients: (options.builtInClients ?? []).map((client) => ({ ...client, [SELF_REGISTERED]: false })),
     async findAccount(ctx: ProviderContext, sub: string, token?: { grantId?: string }) {
       const id = userIdOf(sub);
-      const user = id === null ? undefined : await findUserById(db, id);
+      // Read with the token that names this person, when the request presented one.
+      const user = id === null ? undefined : await (readsOf(ctx)?.users.get(id) ?? findUserById(db, id));
       if (!user || !user.is_active || user.deleted_at !== null) return undefined;
       return {
         accountId: sub,

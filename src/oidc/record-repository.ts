@@ -1,6 +1,6 @@
 import { CompiledQuery, sql, type ColumnType, type Selectable } from 'kysely';
 import { preparedStatement } from '../db/prepared.js';
-import type { Executor, NullableTimestamp, Timestamp } from '../db/types.js';
+import type { Executor, NullableTimestamp, Timestamp, UserRow } from '../db/types.js';
 
 // Type aliases rather than interfaces: withTables wants types with an implicit index signature.
 export type OidcRecordTable = {
@@ -161,31 +161,90 @@ export function findOidcRecord(
   return live(db).where('model', '=', model).where('id', '=', id).executeTakeFirst();
 }
 
-/** A token's record as found with its grant's: each unexpired, the grant's fields null when it has none or it is gone. */
-export interface TokenRecordWithGrant {
+/**
+ * A token's record as found with what the provider asks for next: its grant, the provider session it
+ * is bound to (live as `findLiveProviderSession` says), and its person. Each is null when the token
+ * has none or it is gone.
+ */
+export interface TokenRecordWithRelated {
   model: string;
   payload: Record<string, unknown>;
   consumed_at: Date | null;
   grant_id: string | null;
   grant_payload: Record<string, unknown> | null;
   grant_consumed_at: Date | null;
+  session_uid: string | null;
+  session_payload: Record<string, unknown> | null;
+  session_consumed_at: Date | null;
+  user_id: number | null;
+  /** The person's row as `findUserById` gives it, when the token names one who exists. */
+  user: UserRow | null;
 }
 
 /**
- * The unexpired records of any of `models` with this id, each with its unexpired grant, in one read:
- * the provider reads a token and then, for nearly every use of it, the grant it belongs to.
+ * The unexpired records of any of `models` with this id, each with its grant, its provider session
+ * and its person, in one read: for nearly every use of a token the provider then reads those three,
+ * one round trip each.
  */
-export async function findTokenRecordsWithGrant(db: Executor, models: readonly string[], id: string): Promise<TokenRecordWithGrant[]> {
+export async function findTokenRecordsWithRelated(db: Executor, models: readonly string[], id: string): Promise<TokenRecordWithRelated[]> {
   // Every request about a token runs this: its SQL is written once rather than built per call, and
   // PostgreSQL prepares it once per connection.
-  return (await db.executeQuery<TokenRecordWithGrant>(CompiledQuery.raw(TOKEN_WITH_GRANT_SQL, [models, id]))).rows;
+  const { rows } = await db.executeQuery<TokenRow>(CompiledQuery.raw(TOKEN_WITH_RELATED_SQL, [models, id]));
+  return rows.map(
+    ({
+      u_id,
+      u_email,
+      u_name,
+      u_password_hash,
+      u_role,
+      u_is_active,
+      u_email_verified,
+      u_pending_email,
+      u_created_at,
+      u_updated_at,
+      u_deleted_at,
+      ...row
+    }) => ({
+      ...row,
+      user:
+        u_id === null
+          ? null
+          : {
+              id: u_id,
+              email: u_email!,
+              name: u_name!,
+              password_hash: u_password_hash!,
+              role: u_role!,
+              is_active: u_is_active!,
+              email_verified: u_email_verified!,
+              pending_email: u_pending_email,
+              created_at: u_created_at!,
+              updated_at: u_updated_at!,
+              deleted_at: u_deleted_at,
+            },
+    }),
+  );
 }
 
-const TOKEN_WITH_GRANT_SQL = preparedStatement(
-  'oidc_token_with_grant',
-  `select t.model, t.payload, t.consumed_at, t.grant_id, g.payload as grant_payload, g.consumed_at as grant_consumed_at
+type Nullable<T> = { [K in keyof T as `u_${string & K}`]: T[K] | null };
+type TokenRow = Omit<TokenRecordWithRelated, 'user'> & Nullable<UserRow>;
+
+const TOKEN_WITH_RELATED_SQL = preparedStatement(
+  'oidc_token_with_related',
+  `select t.model, t.payload, t.consumed_at, t.grant_id, g.payload as grant_payload, g.consumed_at as grant_consumed_at,
+    t.session_uid, ps.payload as session_payload, ps.consumed_at as session_consumed_at, t.user_id,
+    u.id as u_id, u.email as u_email, u.name as u_name, u.password_hash as u_password_hash, u.role as u_role,
+    u.is_active as u_is_active, u.email_verified as u_email_verified, u.pending_email as u_pending_email,
+    u.created_at as u_created_at, u.updated_at as u_updated_at, u.deleted_at as u_deleted_at
   from oidc_records t
   left join oidc_records g on g.model = 'Grant' and g.id = t.grant_id and (g.expires_at is null or g.expires_at > now())
+  left join lateral (
+    select r.payload, r.consumed_at from oidc_records r left join sessions s on s.id = r.service_session_id
+    where r.model = 'Session' and r.uid = t.session_uid and (r.expires_at is null or r.expires_at > now())
+      and (r.user_id is null or (s.revoked_at is null and s.expires_at > now()))
+    limit 1
+  ) ps on true
+  left join users u on u.id = t.user_id
   where t.model = any($1::text[]) and t.id = $2 and (t.expires_at is null or t.expires_at > now())`,
 );
 
