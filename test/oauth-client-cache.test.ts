@@ -121,6 +121,21 @@ onPostgres('in every other process', () => {
     expect(await grant(b, client)).toEqual(UNKNOWN_CLIENT);
   });
 
+  it('drops a client within seconds even when its change was never announced', async () => {
+    const client = await newClient();
+    expect(await grant(b, client)).toEqual(ACCEPTED);
+    // Triggers off, as a restore or a replica's apply would run: no NOTIFY goes out for this deletion.
+    await a.db.transaction().execute(async (trx) => {
+      await sql`set local session_replication_role = replica`.execute(trx);
+      await trx
+        .deleteFrom('oauth_clients' as never)
+        .where('client_id' as never, '=', client.id as never)
+        .execute();
+    });
+    await until(async () => (await grant(b, client)).status === 401, 'the other process forgetting the unannounced deletion', 15_000);
+    expect(await grant(b, client)).toEqual(UNKNOWN_CLIENT);
+  });
+
   it('misses no change made while its listening connection was lost', async () => {
     const client = await newClient();
     expect(await grant(b, client)).toEqual(ACCEPTED);

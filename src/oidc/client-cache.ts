@@ -11,6 +11,12 @@ export const CLIENT_CHANGES_CHANNEL = 'oauth_clients';
 
 /** How many clients a process keeps; the least recently read is dropped past this. */
 const MAX_CLIENTS = 10_000;
+/**
+ * How long a client is kept at most, announcements or not: a change made where no announcement is
+ * sent (triggers turned off for a restore, `session_replication_role = replica`) or not delivered
+ * (a listener behind a pool in transaction mode) still reaches every process within this.
+ */
+const MAX_AGE_MS = 5_000;
 /** How long the listener waits before it connects again after losing its connection, doubling up to the last. */
 const RECONNECT_DELAYS_MS = [100, 500, 1000, 2000, 5000];
 
@@ -27,11 +33,15 @@ const RECONNECT_DELAYS_MS = [100, 500, 1000, 2000, 5000];
  * emptied again when listening resumes. On the embedded database one process holds the data, so
  * its own changes are all there are.
  *
+ * A client is kept for a few seconds at most (MAX_AGE_MS), so that even a change nobody announced
+ * reaches every process soon; under load that is still one read of a client every few seconds
+ * instead of one or more per request.
+ *
  * Only clients that exist are kept: an unknown id costs a read each time, and nobody can fill the
  * memory with made-up ids.
  */
 export class OauthClientCache {
-  private readonly rows = new Map<string, Promise<OauthClientRow | undefined>>();
+  private readonly rows = new Map<string, { read: Promise<OauthClientRow | undefined>; at: number }>();
   /** Bumped by every change heard: a read that began before it is not kept. */
   private generation = 0;
   private listening: boolean;
@@ -44,6 +54,7 @@ export class OauthClientCache {
     private readonly db: Executor,
     /** The PostgreSQL server to listen to; absent on the embedded database. */
     private readonly listenTo: { url: string; logger: Logger } | undefined,
+    private readonly now: () => number = Date.now,
   ) {
     this.listening = listenTo === undefined;
   }
@@ -51,27 +62,26 @@ export class OauthClientCache {
   /** The client's row, from memory when it is known to be current. */
   find(clientId: string): Promise<OauthClientRow | undefined> {
     if (!this.listening) return findOauthClient(this.db, clientId);
+    const now = this.now();
     const kept = this.rows.get(clientId);
-    if (kept) {
+    if (kept && now - kept.at < MAX_AGE_MS) {
       // Read again now: it becomes the most recently used.
       this.rows.delete(clientId);
       this.rows.set(clientId, kept);
-      return kept;
+      return kept.read;
     }
     const generation = this.generation;
-    const read: Promise<OauthClientRow | undefined> = findOauthClient(this.db, clientId).then(
-      (row) => {
-        if ((row === undefined || generation !== this.generation) && this.rows.get(clientId) === read) this.rows.delete(clientId);
-        return row;
-      },
-      (error: unknown) => {
-        if (this.rows.get(clientId) === read) this.rows.delete(clientId);
-        throw error;
-      },
-    );
-    this.rows.set(clientId, read);
+    const entry = { read: findOauthClient(this.db, clientId), at: now };
+    const unkeep = () => {
+      if (this.rows.get(clientId) === entry) this.rows.delete(clientId);
+    };
+    entry.read.then((row) => {
+      if (row === undefined || generation !== this.generation) unkeep();
+    }, unkeep);
+    this.rows.delete(clientId);
+    this.rows.set(clientId, entry);
     if (this.rows.size > MAX_CLIENTS) this.rows.delete(this.rows.keys().next().value!);
-    return read;
+    return entry.read;
   }
 
   /** Forgets one client, after a change to it has committed. */
