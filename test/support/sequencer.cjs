@@ -1,4 +1,4 @@
-const { readFileSync, writeFileSync } = require('node:fs');
+const { existsSync, readFileSync, writeFileSync } = require('node:fs');
 const { join, relative } = require('node:path');
 const Sequencer = require('@jest/test-sequencer').default;
 
@@ -15,9 +15,9 @@ const Sequencer = require('@jest/test-sequencer').default;
 const ROOT = join(__dirname, '..', '..');
 const DURATIONS = join(__dirname, 'durations.json');
 
-function readDurations() {
+function readDurations(file = DURATIONS) {
   try {
-    return JSON.parse(readFileSync(DURATIONS, 'utf8'));
+    return JSON.parse(readFileSync(file, 'utf8'));
   } catch {
     return {};
   }
@@ -45,7 +45,8 @@ class LongestFirst extends Sequencer {
     super.cacheResults(tests, results);
     const file = process.env.JEST_DURATIONS_FILE;
     if (!file) return;
-    const durations = readDurations();
+    // What an earlier run into the same file wrote (`make test` runs jest twice), else the kept ones.
+    const durations = readDurations(existsSync(file) ? file : DURATIONS);
     const byPath = new Map(tests.map((test) => [test.path, test]));
     for (const result of results.testResults) {
       const test = byPath.get(result.testFilePath);
