@@ -113,10 +113,7 @@ onPostgres('in every other process', () => {
   it('forgets a client deleted straight in the database, as a command or another version would', async () => {
     const client = await newClient();
     expect(await grant(b, client)).toEqual(ACCEPTED);
-    await a.db
-      .deleteFrom('oauth_clients' as never)
-      .where('client_id' as never, '=', client.id as never)
-      .execute();
+    await sql`delete from oauth_clients where client_id = ${client.id}`.execute(a.db);
     await until(async () => (await grant(b, client)).status === 401, 'the other process forgetting the deleted client');
     expect(await grant(b, client)).toEqual(UNKNOWN_CLIENT);
   });
@@ -127,10 +124,7 @@ onPostgres('in every other process', () => {
     // Triggers off, as a restore or a replica's apply would run: no NOTIFY goes out for this deletion.
     await a.db.transaction().execute(async (trx) => {
       await sql`set local session_replication_role = replica`.execute(trx);
-      await trx
-        .deleteFrom('oauth_clients' as never)
-        .where('client_id' as never, '=', client.id as never)
-        .execute();
+      await sql`delete from oauth_clients where client_id = ${client.id}`.execute(trx);
     });
     await until(async () => (await grant(b, client)).status === 401, 'the other process forgetting the unannounced deletion', 15_000);
     expect(await grant(b, client)).toEqual(UNKNOWN_CLIENT);
@@ -143,11 +137,8 @@ onPostgres('in every other process', () => {
     // The server ends every listening connection; the secret changes before they are back.
     await sql`select pg_terminate_backend(pid) from pg_stat_activity where pid in (${sql.join(before)})`.execute(a.db);
     const secret = 'a-secret-set-while-nobody-listened-0123456789';
-    await a.db
-      .updateTable('oauth_clients' as never)
-      .set({ client_secret_sealed: seal(deriveKey(TEST_SECRET, 'oauth-client-secret'), secret) } as never)
-      .where('client_id' as never, '=', client.id as never)
-      .execute();
+    const sealed = seal(deriveKey(TEST_SECRET, 'oauth-client-secret'), secret);
+    await sql`update oauth_clients set client_secret_sealed = ${sealed} where client_id = ${client.id}`.execute(a.db);
     await until(async () => (await grant(b, client)).status === 401, 'the other process refusing the old secret');
     expect(await grant(b, { id: client.id, secret })).toEqual(ACCEPTED);
     // Both listen again, on new connections.

@@ -108,6 +108,14 @@ export async function findServiceSessionOfRecord(db: Executor, id: string): Prom
  * session the person sees in their list (nor its removal by housekeeping). A record without a person
  * (a browser that has not signed in) needs none.
  */
+/**
+ * When a provider session's record `r`, with its service session `s` (left joined), is live: the
+ * record unexpired, and the service session behind it neither revoked nor expired when it has a person.
+ * Written once for the two reads that apply it.
+ */
+const LIVE_PROVIDER_SESSION = `(r.expires_at is null or r.expires_at > now())
+      and (r.user_id is null or (s.revoked_at is null and s.expires_at > now()))`;
+
 export function findLiveProviderSession(
   db: Executor,
   by: { id: string } | { uid: string },
@@ -118,10 +126,7 @@ export function findLiveProviderSession(
     .select(['r.payload', 'r.consumed_at'])
     .where('r.model', '=', 'Session')
     .where('id' in by ? 'r.id' : 'r.uid', '=', 'id' in by ? by.id : by.uid)
-    .where((eb) => eb.or([eb('r.expires_at', 'is', null), eb('r.expires_at', '>', sql<Date>`now()`)]))
-    .where((eb) =>
-      eb.or([eb('r.user_id', 'is', null), eb.and([eb('s.revoked_at', 'is', null), eb('s.expires_at', '>', sql<Date>`now()`)])]),
-    )
+    .where(sql<boolean>`${sql.raw(LIVE_PROVIDER_SESSION)}`)
     .executeTakeFirst();
 }
 
@@ -163,7 +168,7 @@ export function findOidcRecord(
 
 /**
  * A token's record as found with what the provider asks for next: its grant, the provider session it
- * is bound to (live as `findLiveProviderSession` says), and its person. Each is null when the token
+ * is bound to (while live, as `findLiveProviderSession` reads it), and its person. Each is null when the token
  * has none or it is gone.
  */
 export interface TokenRecordWithRelated {
@@ -240,8 +245,7 @@ const TOKEN_WITH_RELATED_SQL = preparedStatement(
   left join oidc_records g on g.model = 'Grant' and g.id = t.grant_id and (g.expires_at is null or g.expires_at > now())
   left join lateral (
     select r.payload, r.consumed_at from oidc_records r left join sessions s on s.id = r.service_session_id
-    where r.model = 'Session' and r.uid = t.session_uid and (r.expires_at is null or r.expires_at > now())
-      and (r.user_id is null or (s.revoked_at is null and s.expires_at > now()))
+    where r.model = 'Session' and r.uid = t.session_uid and ${LIVE_PROVIDER_SESSION}
     limit 1
   ) ps on true
   left join users u on u.id = t.user_id
