@@ -12,6 +12,8 @@ import {
   findServiceSessionOfRecord,
   findTokenRecordsWithRelated,
   followProviderSession,
+  ANY_TOKEN,
+  TOKEN_MODELS,
   upsertOidcRecord,
 } from './record-repository.js';
 import { revokeSession } from '../sessions/session-repository.js';
@@ -220,8 +222,9 @@ export function adapterClass(options: AdapterOptions) {
    */
   function readTokensWithRelated(reads: RequestReads, model: string, id: string): void {
     const route = options.currentContext()?.oidc?.route;
-    const models = route === 'introspection' || route === 'revocation' ? TOKEN_MODELS : [model];
-    const rows = findTokenRecordsWithRelated(db, models, id);
+    const anyToken = route === 'introspection' || route === 'revocation';
+    const models = anyToken ? TOKEN_MODELS : [model];
+    const rows = findTokenRecordsWithRelated(db, anyToken ? ANY_TOKEN : model, id);
     // Before the tokens' own callbacks, so that the rest is kept by the time the token is returned.
     void rows.then(
       (found) => {
@@ -254,8 +257,6 @@ export function adapterClass(options: AdapterOptions) {
 const kept = (payload: Payload | null, consumedAt: Date | null): Promise<KeptRecord | undefined> =>
   Promise.resolve(payload === null ? undefined : { payload, consumed_at: consumedAt });
 const metadataOfRow = new WeakMap<object, Payload>();
-/** The models that are tokens a client presents, each found with what the provider reads next. */
-const TOKEN_MODELS: readonly string[] = ['AccessToken', 'ClientCredentials', 'RefreshToken'];
 const copyOf = (payload: Payload | undefined): Payload | undefined => payload && structuredClone(payload);
 
 /**
