@@ -23,6 +23,7 @@ import { seal, unseal } from '../infra/sealed.js';
 import type { ProviderContext } from './library.js';
 import { SELF_REGISTERED } from './registration.js';
 import { readsOf, recordKey, type KeptRecord, type RequestReads } from './request-reads.js';
+import { writesOf } from './request-writes.js';
 
 type Payload = Record<string, unknown>;
 
@@ -114,7 +115,7 @@ export function adapterClass(options: AdapterOptions) {
       const params = payload.params as Payload | undefined;
       const expiresAt = typeof expiresIn === 'number' ? new Date(Date.now() + (expiresIn + keptPastExpiry(this.model)) * 1000) : null;
       forgetRecord(this.model, id);
-      await upsertOidcRecord(db, {
+      const record = {
         model: this.model,
         id,
         payload,
@@ -126,7 +127,14 @@ export function adapterClass(options: AdapterOptions) {
         clientId: text(payload.clientId) ?? text(params?.client_id),
         serviceSessionId,
         expiresAt,
-      });
+      };
+      const writes = writesOf(options.currentContext());
+      if (writes && TOKEN_MODELS.includes(this.model)) {
+        await writes.save(record);
+        return;
+      }
+      await writeHeld();
+      await upsertOidcRecord(db, record);
       // The service session the hosted sign-in opened lives as long as the provider session it backs
       // (to the second the provider counts in).
       if (this.model === 'Session' && typeof payload.exp === 'number') {
@@ -146,6 +154,7 @@ export function adapterClass(options: AdapterOptions) {
         }
         return { ...metadata };
       }
+      if (writesOf(options.currentContext())?.holds(this.model, id)) await writeHeld();
       if (this.model === 'Session') return withConsumed(await findLiveProviderSession(db, { id }));
       const reads = readsOfRequest();
       if (!reads) return withConsumed(await findOidcRecord(db, this.model, id));
@@ -159,10 +168,12 @@ export function adapterClass(options: AdapterOptions) {
     }
 
     async findByUserCode(userCode: string): Promise<Payload | undefined> {
+      await writeHeld();
       return withConsumed(await findOidcRecordByUserCode(db, this.model, userCode));
     }
 
     async findByUid(uid: string): Promise<Payload | undefined> {
+      await writeHeld();
       if (this.model === 'Session') {
         // Read with the token bound to it, when the request presented one.
         const kept = readsOfRequest()?.sessionsByUid.get(uid);
@@ -173,10 +184,16 @@ export function adapterClass(options: AdapterOptions) {
 
     async consume(id: string): Promise<void> {
       forgetRecord(this.model, id);
+      const writes = writesOf(options.currentContext());
+      if (writes) {
+        await writes.consume(this.model, id);
+        return;
+      }
       await consumeOidcRecord(db, this.model, id);
     }
 
     async destroy(id: string): Promise<void> {
+      await writeHeld();
       if (this.model === 'Client') {
         await deleteOauthClient(db, id);
         options.clients.forget(id);
@@ -194,12 +211,18 @@ export function adapterClass(options: AdapterOptions) {
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
+      await writeHeld();
       const reads = readsOfRequest();
       reads?.records.clear();
       reads?.sessionsByUid.clear();
       await deleteOidcRecordsOfGrant(db, this.model, grantId);
     }
   };
+
+  /** Makes the writes held for the request being answered (see request-writes.ts), before a write or read that must follow them. */
+  async function writeHeld(): Promise<void> {
+    await writesOf(options.currentContext())?.write();
+  }
 
   /** What the provider has read in the request it is answering (see request-reads.ts). */
   function readsOfRequest(): RequestReads | undefined {

@@ -12,6 +12,8 @@ export interface ProviderModule {
     AccessDenied: new (description: string) => Error;
     SlowDown: new (description?: string) => Error;
     InvalidTarget: new (description?: string) => Error;
+    /** Answered `grant request is invalid`; its detail is only logged. */
+    InvalidGrant: new (detail?: string) => Error;
   };
 }
 

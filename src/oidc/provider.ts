@@ -7,6 +7,7 @@ import type { OidcConfig, PublicJwk } from '../config/index.js';
 import { publicJwk } from '../config/keys.js';
 import type { OauthClientCache } from './client-cache.js';
 import { readsOf } from './request-reads.js';
+import { heldTokenWrites } from './request-writes.js';
 import type { Database } from '../db/types.js';
 import { findUserById } from '../users/user-repository.js';
 import { deriveKey } from '../infra/sealed.js';
@@ -462,6 +463,8 @@ async function makeProvider(options: OidcProviderOptions, keys: SigningKeys, pag
       (error as { allow_redirect?: boolean }).allow_redirect = false;
   });
   const use = (middleware: ProviderMiddleware) => (provider as Provider & { use(middleware: ProviderMiddleware): void }).use(middleware);
+  // First, so that the token endpoint's held writes are made once every other middleware is done.
+  use(heldTokenWrites(db, ROUTES.token, () => new errors.InvalidGrant('the code or refresh token was used meanwhile')));
   use(logoutWithoutSession(pages));
   use(offlineAccessForFirstParty(ROUTES.authorization, firstParty));
   use(formPostToRedirectUri(errorPages));

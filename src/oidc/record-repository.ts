@@ -80,6 +80,54 @@ const UPSERT_RECORD_WITH_SERVICE_SESSION_SQL = preparedStatement(
   on conflict (model, id) do update set ${RECORD_UPDATES}, service_session_id = excluded.service_session_id`,
 );
 
+/**
+ * Saves `records` (tokens; none with a service session) and marks `consumed` used, in one statement
+ * and one transaction, as the token endpoint does at the end of a refresh or a code's exchange. The
+ * record to consume must not have been used already: when another request used it first (the same
+ * refresh token presented twice at once), nothing is saved and false is returned.
+ */
+export async function saveTokenRecords(
+  db: Executor,
+  consumed: { model: string; id: string } | undefined,
+  records: readonly OidcRecord[],
+): Promise<boolean> {
+  const column = <T>(pick: (record: OidcRecord) => T) => records.map(pick);
+  const { rows } = await db.executeQuery<{ consumed: number }>(
+    CompiledQuery.raw(SAVE_TOKEN_RECORDS_SQL, [
+      consumed?.model ?? null,
+      consumed?.id ?? null,
+      column((record) => record.model),
+      column((record) => record.id),
+      column((record) => JSON.stringify(record.payload)),
+      column((record) => record.grantId),
+      column((record) => record.uid),
+      column((record) => record.sessionUid),
+      column((record) => record.userCode),
+      column((record) => record.userId),
+      column((record) => record.clientId),
+      column((record) => record.expiresAt),
+    ]),
+  );
+  return consumed === undefined || rows[0].consumed === 1;
+}
+
+const SAVE_TOKEN_RECORDS_SQL = preparedStatement(
+  'oidc_token_records_save',
+  `with consumed as (
+    update oidc_records set consumed_at = now()
+    where model = $1::text and id = $2::text and consumed_at is null
+    returning 1
+  ), saved as (
+    insert into oidc_records (${RECORD_COLUMNS})
+    select * from unnest($3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int[],
+      $11::text[], $12::timestamptz[])
+    where $1::text is null or exists (select 1 from consumed)
+    on conflict (model, id) do update set ${RECORD_UPDATES}
+    returning 1
+  )
+  select (select count(*) from consumed)::int as consumed, (select count(*) from saved)::int as saved`,
+);
+
 /** The service session a provider session with this uid was opened by, if any. */
 export async function findServiceSessionOfProviderSession(db: Executor, uid: string): Promise<string | undefined> {
   const row = await records(db)
