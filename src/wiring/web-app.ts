@@ -74,6 +74,9 @@ export async function webApp(
   if (metrics) koa.use(requestMetrics(metrics));
   if (config.server.corsOrigins.length > 0) koa.use(corsFor(config.server.corsOrigins));
   koa.use(errors(logger));
+  // The provider's endpoints (under /oauth2/ and discovery) before the routes none of them is: the
+  // provider answers its requests itself, and the routers below would only look for a match on each.
+  if (oidc) koa.use(oidc.middleware);
   if (metrics) koa.use(metricsEndpoint(metrics, config.metrics.token));
   if (config.docs.enabled) koa.use(docsRouter(document).routes());
   if (config.console.enabled) koa.use(consoleAssets(config.console.folder));
@@ -104,7 +107,6 @@ export async function webApp(
         service: config.oidc.brandName,
       }).routes(),
     );
-    koa.use(oidc.middleware);
   }
   koa.use(router.routes());
   koa.use(async (ctx) => {
