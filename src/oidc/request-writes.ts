@@ -1,6 +1,6 @@
 import type { Executor } from '../db/types.js';
 import type { ProviderContext, ProviderMiddleware } from './library.js';
-import { saveTokenRecords, type OidcRecord } from './record-repository.js';
+import { saveTokenRecords, upsertOidcRecord, type OidcRecord } from './record-repository.js';
 import { recordKey } from './request-reads.js';
 
 /**
@@ -60,6 +60,11 @@ export class RequestWrites {
     const saved = [...this.saved.values()];
     this.consumed = undefined;
     this.saved.clear();
+    // One token alone (the client credentials grant) is the plain save, without the arrays.
+    if (consumed === undefined && saved.length === 1) {
+      await upsertOidcRecord(this.db, saved[0]);
+      return true;
+    }
     return saveTokenRecords(this.db, consumed, saved);
   }
 }
