@@ -160,7 +160,7 @@ export function adapterClass(options: AdapterOptions) {
       if (!reads) return withConsumed(await findOidcRecord(db, this.model, id));
       const key = recordKey(this.model, id);
       if (!reads.records.has(key)) {
-        if (TOKEN_MODELS.includes(this.model)) readTokensWithRelated(reads, this.model, id);
+        if (READ_WITH_RELATED.includes(this.model)) readTokensWithRelated(reads, this.model, id);
         else reads.records.set(key, findOidcRecord(db, this.model, id));
       }
       // A copy each time: the provider builds its models over the payload it is given.
@@ -280,6 +280,8 @@ export function adapterClass(options: AdapterOptions) {
 const kept = (payload: Payload | null, consumedAt: Date | null): Promise<KeptRecord | undefined> =>
   Promise.resolve(payload === null ? undefined : { payload, consumed_at: consumedAt });
 const metadataOfRow = new WeakMap<object, Payload>();
+/** The models read with their grant, provider session and person: the tokens, and the code a client exchanges for them. */
+const READ_WITH_RELATED: readonly string[] = [...TOKEN_MODELS, 'AuthorizationCode'];
 const copyOf = (payload: Payload | undefined): Payload | undefined => payload && (copyOfJson(payload) as Payload);
 
 /**
