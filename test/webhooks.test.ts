@@ -691,7 +691,11 @@ describe('processes', () => {
     `two apps on one database never deliver a message twice${onPostgres ? '' : ' (PostgreSQL only: the embedded database serves a single process)'}`,
     async () => {
       const r = await receiver();
-      const env = { ...FAST, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' };
+      // An answer later than WEBHOOK_TIMEOUT_MS is an attempt that failed, retried by design (a
+      // delivery is at least once): on a machine the suite keeps busy, 1 s was sometimes too short
+      // for the receiver, and the retry came as a second delivery. What this test is about is the
+      // two processes never both taking one delivery.
+      const env = { ...FAST, WEBHOOK_TIMEOUT_MS: '10000', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' };
       const a = await startTestApp(env);
       const b = await startTestApp(env, { sameDatabaseAs: a });
       try {
