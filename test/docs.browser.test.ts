@@ -136,7 +136,9 @@ describeInBrowser('documentation in a browser', () => {
 
       await step('open-redoc', async () => {
         await page.goto(`${base}/redoc`);
-        await page.locator('.menu-content').waitFor();
+        // ReDoc lays the whole contract out before it shows its menu: a few seconds alone, several
+        // times that on a machine busy with the rest of the suite.
+        await page.locator('.menu-content').waitFor({ timeout: 50_000 });
       });
 
       await step('redoc-tags', async () => {
