@@ -1561,7 +1561,8 @@ export interface paths {
         /**
          * List an organisation's pending invitations
          * @description The invitations not yet accepted, declined or revoked, newest first, expired ones included
-         *     (their `expires_at` is past; resend one to renew it). Needs `members:invite`, or the admin role.
+         *     (their `expires_at` is past; resend one to renew it) until housekeeping deletes them,
+         *     `HOUSEKEEPING_RETENTION_HOURS` after they expired. Needs `members:invite`, or the admin role.
          */
         get: operations["listOrganizationInvitations"];
         put?: never;

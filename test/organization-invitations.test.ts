@@ -298,6 +298,43 @@ describe('expiry and resending', () => {
     expect(await pending(first.id)).toBeUndefined();
   });
 
+  it('keeps an expired invitation listed, and sendable again, for HOUSEKEEPING_RETENTION_HOURS; then housekeeping removes it', async () => {
+    const owner = await verifiedUser(t);
+    const org = await createOrg(owner.access);
+    const live = await invite(owner.access, org.id, uniqueEmail('live'));
+    const lately = await invite(owner.access, org.id, uniqueEmail('lately'));
+    const longAgo = await invite(owner.access, org.id, uniqueEmail('long-ago'));
+    const expire = (id: string, hoursAgo: number) =>
+      tables()
+        .updateTable('organization_invitations')
+        .set({ expires_at: new Date(Date.now() - hoursAgo * 3600_000) })
+        .where('id', '=', id)
+        .execute();
+    await expire(lately.id, 1);
+    await expire(longAgo.id, t.config.housekeeping.retentionHours + 1);
+    const listed = async () =>
+      ((await t.get(`/api/organizations/${org.id}/invitations`, { token: owner.access })).body.data as { id: string }[]).map(
+        (invitation) => invitation.id,
+      );
+    expect((await listed()).sort()).toEqual([live.id, lately.id, longAgo.id].sort());
+
+    // The app's own pass may be under way: wait for one of ours to go through.
+    const pass = await until(async () => {
+      const result = await t.app.housekeeping.purge();
+      return result.status === 'done' && result;
+    }, 'a housekeeping pass');
+    expect(pass.removed.organization_invitations ?? 0).toBeGreaterThanOrEqual(1);
+    expect(await pending(longAgo.id)).toBeUndefined();
+    expect((await listed()).sort()).toEqual([live.id, lately.id].sort());
+    const gone = await t.post(`/api/organizations/${org.id}/invitations/${longAgo.id}/resend`, undefined, { token: owner.access });
+    expectError(gone, 404, 'NOT_FOUND');
+
+    // The one that expired within the retention is still there to be sent again.
+    expect((await t.post(`/api/organizations/${org.id}/invitations/${lately.id}/resend`, undefined, { token: owner.access })).status).toBe(
+      202,
+    );
+  });
+
   it('reads ORG_INVITATION_EXPIRE_MINUTES', async () => {
     const short = await startTestApp({ ORG_INVITATION_EXPIRE_MINUTES: '90' });
     try {

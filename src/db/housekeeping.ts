@@ -8,7 +8,8 @@ import type { Database, Executor } from './types.js';
  * message once sent or given up, an audit event once it happened (kept only while the audit retention
  * is set). A row goes once any such moment is past the retention; a row with none (a live session, a
  * message still to send) is never touched. The OpenID Connect provider's records (its sessions,
- * interactions, grants, codes and tokens) go once expired. Second-factor challenges clear themselves as new ones are
+ * interactions, grants, codes and tokens) go once expired, and so do organisations' invitations (an
+expired one is listed, and can be sent again, until then). Second-factor challenges clear themselves as new ones are
  * made (see insertChallenge).
  */
 export const PURGE_RULES = {
@@ -20,6 +21,7 @@ export const PURGE_RULES = {
   mail_outbox: ['sent_at', 'failed_at'],
   audit_events: ['occurred_at'],
   oidc_records: ['expires_at'],
+  organization_invitations: ['expires_at'],
 } as const;
 
 export type PurgeTarget = keyof typeof PURGE_RULES;

@@ -8,7 +8,8 @@ import type { Logger } from '../logger.js';
 /**
  * Rows deleted per table; `audit_events` only while AUDIT_RETENTION_DAYS is set; `oidc_records`
  * (the OpenID Connect provider's expired sessions, grants, codes and tokens), `provider_flows` and
- * `provider_codes` (upstream sign-ins under way and their one-time codes) only when it removed some.
+ * `provider_codes` (upstream sign-ins under way and their one-time codes) and `organization_invitations`
+ * (expired ones) only when it removed some.
  */
 export type PurgeCounts = Partial<Record<PurgeTarget, number>>;
 
@@ -22,7 +23,12 @@ export interface PurgeResult {
 }
 
 /** Tables counted in a pass's result only when rows were removed from them. */
-const ONLY_WHEN_REMOVED: ReadonlySet<PurgeTarget> = new Set(['oidc_records', 'provider_flows', 'provider_codes']);
+const ONLY_WHEN_REMOVED: ReadonlySet<PurgeTarget> = new Set([
+  'oidc_records',
+  'provider_flows',
+  'provider_codes',
+  'organization_invitations',
+]);
 
 /** The first pass comes this long after start-up at most, so that short-lived processes purge too. */
 const FIRST_PASS_MAX_DELAY_MS = 60_000;
