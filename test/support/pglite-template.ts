@@ -1,8 +1,10 @@
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { appendFile, cp, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config/index.js';
 import { openMigratedDatabase } from '../../src/db/migrate.js';
 
@@ -95,6 +97,19 @@ function migratedPgliteTemplate(): Promise<string> {
 }
 
 /**
+ * Copies a cluster's 1,200 files: the system's `cp` takes some 40 ms of CPU for it, Node's own
+ * recursive copy ten times that (and every embedded app a suite starts begins with one). Node's is
+ * the fallback where there is no `cp`.
+ */
+async function copyFolder(source: string, target: string): Promise<void> {
+  try {
+    await promisify(execFile)('cp', ['-R', `${source}/.`, target]);
+  } catch {
+    await cp(source, target, { recursive: true, force: true });
+  }
+}
+
+/**
  * A folder of its own holding a copy of the created cluster, with every migration applied unless
  * `empty` (for the tests of the migrations themselves); `drop` removes it.
  */
@@ -102,7 +117,7 @@ export async function copyOfCluster({ empty = false } = {}): Promise<{ dir: stri
   const source = await (empty ? pgliteTemplate() : migratedPgliteTemplate());
   const dir = await mkdtemp(join(BASE, 'account-test-'));
   copies.add(dir);
-  await cp(source, dir, { recursive: true });
+  await copyFolder(source, dir);
   return {
     dir,
     drop: async () => {
