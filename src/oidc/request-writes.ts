@@ -17,7 +17,7 @@ import { recordKey } from './request-reads.js';
  * both would otherwise have been given a new pair.
  */
 export class RequestWrites {
-  private consumed: { model: string; id: string } | undefined;
+  private consumed: { model: string; id: string; key: string } | undefined;
   private readonly saved = new Map<string, OidcRecord>();
 
   constructor(
@@ -29,7 +29,7 @@ export class RequestWrites {
   /** Whether a write of this record is held. */
   holds(model: string, id: string): boolean {
     const key = recordKey(model, id);
-    return this.saved.has(key) || (this.consumed !== undefined && recordKey(this.consumed.model, this.consumed.id) === key);
+    return this.saved.has(key) || this.consumed?.key === key;
   }
 
   get empty(): boolean {
@@ -38,14 +38,16 @@ export class RequestWrites {
 
   /** Holds a token's save; a later save of the same record replaces it. */
   async save(record: OidcRecord): Promise<void> {
-    if (this.consumed && recordKey(this.consumed.model, this.consumed.id) === recordKey(record.model, record.id)) await this.write();
-    this.saved.set(recordKey(record.model, record.id), record);
+    const key = recordKey(record.model, record.id);
+    if (this.consumed?.key === key) await this.write();
+    this.saved.set(key, record);
   }
 
   /** Holds marking a record used; one at a time (the statement marks one). */
   async consume(model: string, id: string): Promise<void> {
-    if (this.consumed !== undefined || this.saved.has(recordKey(model, id))) await this.write();
-    this.consumed = { model, id };
+    const key = recordKey(model, id);
+    if (this.consumed !== undefined || this.saved.has(key)) await this.write();
+    this.consumed = { model, id, key };
   }
 
   /** Writes what is held, in one statement; throws `usedMeanwhile()` when the record to mark used was used meanwhile. */
