@@ -4,7 +4,16 @@ const { availableParallelism } = require('node:os');
 const common = {
   testEnvironment: 'node',
   // The sources are ES modules, and so are the tests: swc strips the types and keeps the imports.
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'es6' } }] },
+  // `with { type: 'json' }` is kept: Node's loader (and Jest's) asks for it on a JSON module.
+  transform: {
+    '^.+\\.ts$': [
+      '@swc/jest',
+      {
+        jsc: { target: 'es2022', parser: { syntax: 'typescript' }, experimental: { keepImportAttributes: true } },
+        module: { type: 'es6' },
+      },
+    ],
+  },
   extensionsToTreatAsEsm: ['.ts'],
   // The sources import each other as `./x.js`, the compiled file's name; here it is the TypeScript file.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
