@@ -47,7 +47,14 @@ export interface App {
   close(): Promise<void>;
 }
 
-export type AppOptions = CoreOptions;
+export interface AppOptions extends CoreOptions {
+  /**
+   * Compile every operation's request validator in the background once the app has started (the
+   * default), so that no request waits for its own. An app that serves a few operations and stops
+   * soon (a test's) does better to compile each when it is first asked for.
+   */
+  compileValidatorsAhead?: boolean;
+}
 
 /**
  * Wires the service: the core (the migrated database and the machinery every capability shares),
@@ -95,7 +102,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
     // The parts of the contract a setting turns off, by the `x-feature` their operations carry.
     const features = { oidc: config.oidc.enabled, 'email-code': config.emailCode.enabled };
-    const web = await webApp(core, services, oidc, features);
+    const web = await webApp(core, services, oidc, features, { compileValidatorsAhead: options.compileValidatorsAhead ?? true });
     core.start();
     core.logger.debug({ database: core.kind }, 'app ready');
     return {

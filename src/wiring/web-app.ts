@@ -33,6 +33,7 @@ export async function webApp(
   services: Services,
   oidc: OidcProvider | undefined,
   features: Features,
+  { compileValidatorsAhead }: { compileValidatorsAhead: boolean },
 ): Promise<WebApp> {
   const { config, logger, metrics, lifecycle, limits } = core;
   const document = contractFor(config.server, features);
@@ -122,8 +123,10 @@ export async function webApp(
       headers: { Allow: allow },
     });
   });
-  const stop = compileValidators((error, operationId) =>
-    logger.error({ err: error, operationId }, 'the contract has a request schema that does not compile'),
-  );
+  const stop = compileValidatorsAhead
+    ? compileValidators((error, operationId) =>
+        logger.error({ err: error, operationId }, 'the contract has a request schema that does not compile'),
+      )
+    : () => {};
   return { koa, stop };
 }
