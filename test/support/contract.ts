@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import ajvFormats from 'ajv-formats';
@@ -10,7 +12,31 @@ const addFormats = ajvFormats as unknown as typeof ajvFormats.default;
 type Json = Record<string, any>;
 
 /** api/openapi.yaml, as data. */
-export const document = yaml.load(readFileSync(join(import.meta.dirname, '..', '..', 'api', 'openapi.yaml'), 'utf8')) as Json;
+export const document = readContract(join(import.meta.dirname, '..', '..', 'api', 'openapi.yaml'));
+
+/**
+ * Every test file reads the contract, and parsing its YAML took some 80 ms of each: the data is
+ * kept as JSON in the temporary folder, under a hash of the YAML's text, and read from there.
+ */
+function readContract(file: string): Json {
+  const text = readFileSync(file, 'utf8');
+  const cached = join(tmpdir(), `account-test-contract-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.json`);
+  try {
+    return JSON.parse(readFileSync(cached, 'utf8')) as Json;
+  } catch {
+    // not kept yet
+  }
+  const parsed = yaml.load(text) as Json;
+  try {
+    // Written aside and renamed, so that another test process never reads half a file.
+    const staging = `${cached}.${process.pid}`;
+    writeFileSync(staging, JSON.stringify(parsed));
+    renameSync(staging, cached);
+  } catch {
+    // a read-only or full temporary folder: parse every time
+  }
+  return parsed;
+}
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 ajv.addSchema({ components: document.components }, 'contract');
