@@ -4382,7 +4382,7 @@ export interface components {
              */
             email: string;
             role: components["schemas"]["OrganizationRoleKey"];
-            /** @description Who invited; null once their account is purged. */
+            /** @description Who invited; null once their account is purged, and for an operator's invitation (`npm run cli -- organizations invite`). */
             invited_by: {
                 /** @example 7 */
                 id: number;

@@ -8,7 +8,7 @@ import { expectError } from './support/expect.js';
 import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
 import { until } from './support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
-import { addMember, subscribe, verifiedUser } from './support/organizations.js';
+import { addMember, cli, subscribe, verifiedUser } from './support/organizations.js';
 
 const APP_URL = 'https://app.example.test';
 const INVITED = 'You are invited to join an organization';
@@ -168,6 +168,86 @@ describe('inviting a person without an account', () => {
       member: { user: { id: grace.id, email, name: grace.name }, role: 'member' },
       invitation: about,
     });
+  });
+});
+
+describe('the command line', () => {
+  it('invites from no one in particular; the service mails the link once it runs, and the person accepts as any invitee', async () => {
+    const env = { APP_URL, SMTP_URL: smtp.url, MAIL_POLL_INTERVAL_MS: '100' };
+    const c = await startTestApp(env);
+    const owner = await verifiedUser(c);
+    const org = (await c.post('/api/organizations', { name: 'Operated Ltd' }, { token: owner.access })).body.data;
+    const email = uniqueEmail('operated');
+    // The embedded database serves one process: the operator stops the server first.
+    await c.stop();
+    let id = '';
+    try {
+      const invited = await cli(
+        c,
+        ['organizations', 'invite', '--slug', org.slug, '--email', `  ${email.toUpperCase()}`, '--role', 'owner'],
+        { APP_URL },
+      );
+      expect(invited).toEqual({
+        code: 0,
+        stdout: expect.stringMatching(
+          new RegExp(
+            `^invited ${email} to ${org.slug} as owner: invitation ([0-9a-f-]{36}), mailed by the running service, valid until \\S+Z\n$`,
+          ),
+        ),
+        stderr: '',
+      });
+      id = /invitation ([0-9a-f-]{36})/.exec(invited.stdout)![1];
+      // The rules of the API's invitations hold.
+      expect(await cli(c, ['organizations', 'invite', '--slug', org.slug, '--email', email, '--role', 'member'], { APP_URL })).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: 'error: This address has a pending invitation already: resend it, or revoke it first\n',
+      });
+      expect(
+        await cli(c, ['organizations', 'invite', '--slug', org.slug, '--email', owner.email, '--role', 'member'], { APP_URL }),
+      ).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: 'error: The account with this address is a member of the organization already\n',
+      });
+      expect(
+        (await cli(c, ['organizations', 'invite', '--slug', 'nowhere', '--email', email, '--role', 'member'], { APP_URL })).stderr,
+      ).toBe('error: no organization has the slug "nowhere"\n');
+      expect(
+        (await cli(c, ['organizations', 'invite', '--slug', org.slug, '--email', email, '--role', 'emperor'], { APP_URL })).stderr,
+      ).toBe('error: no role has the key "emperor"\n');
+      expect(
+        (await cli(c, ['organizations', 'invite', '--slug', org.slug, '--email', 'not-an-address', '--role', 'member'], { APP_URL })).code,
+      ).toBe(2);
+      expect((await cli(c, ['organizations', 'invite', '--slug', org.slug, '--email', email], { APP_URL })).code).toBe(2);
+    } finally {
+      const again = await startTestApp(env, { sameDatabaseAs: c });
+      try {
+        const mail = await until(() => smtp.to(email).find((m) => m.subject === INVITED), 'the invitation mail', 10_000);
+        expect(mail.text).toContain(`${APP_URL}/console/invitations/${id}`);
+        expect(mail.text).toContain('You were invited to join Operated Ltd as owner.');
+
+        const listed = await again.get(`/api/organizations/${org.id}/invitations`, { token: owner.access });
+        expect(listed.body.data).toEqual([expect.objectContaining({ id, email, role: 'owner', invited_by: null })]);
+
+        const invitee = await verifiedUser(again, email);
+        expect((await again.post(`/api/auth/invitations/${id}/accept`, undefined, { token: invitee.access })).status).toBe(200);
+        const members = await again.get(`/api/organizations/${org.id}/members`, { token: owner.access });
+        expect(members.body.data.map((m: { user: { id: number }; role: string }) => [m.user.id, m.role])).toEqual([
+          [owner.id, 'owner'],
+          [invitee.id, 'owner'],
+        ]);
+        const audit = await auditTable(again)
+          .selectFrom('audit_events')
+          .select(['event_type', 'actor_user_id', 'subject_user_id'])
+          .where('event_type', '=', 'organization.invitation_created')
+          .execute();
+        expect(audit).toEqual([{ event_type: 'organization.invitation_created', actor_user_id: null, subject_user_id: null }]);
+      } finally {
+        await again.stop();
+        await c.database.drop();
+      }
+    }
   });
 });
 

@@ -1,15 +1,13 @@
-import { Readable } from 'node:stream';
 import { sql } from 'kysely';
-import { main } from '../src/cli/index.js';
 import type { OrganizationMemberTable } from '../src/organizations/organization-repository.js';
-import { startTestApp, TEST_SECRET, type RegisteredUser, type TestContext } from './support/app.js';
+import { startTestApp, type RegisteredUser, type TestContext } from './support/app.js';
 import { auditTable } from './support/audit.js';
 import { assertWebhookMatchesContract } from './support/contract.js';
 import { expectError } from './support/expect.js';
 import { claimsOf } from './support/jwt.js';
 import { until } from './support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
-import { addMember, subscribe, verifiedUser } from './support/organizations.js';
+import { addMember, cli, subscribe, verifiedUser } from './support/organizations.js';
 
 const ALL = ['org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove'];
 
@@ -516,16 +514,3 @@ describe('the command line', () => {
     }
   });
 });
-
-/** Runs the command line in this process, on the database of `app` (stopped, for the embedded one). */
-async function cli(app: TestContext, args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, {
-    stdin: Readable.from([]),
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    env: { SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', LOG_LEVEL: 'silent', ...app.database.env },
-  });
-  return { code, stdout, stderr };
-}

@@ -44,6 +44,9 @@ Commands:
                              create an organisation owned by that user; prints its id
   organizations add-member --slug <slug> --email <e-mail> --role <role>
                              add the user to the organisation with the role, or give a member it
+  organizations invite --slug <slug> --email <e-mail> --role <role>
+                             invite the address to the organisation with the role, as the API's
+                             invitations; the running service mails the link
   help                       show this text
 
 The database is the server's: DATABASE_URL, or the embedded one in DATA_DIR. The embedded

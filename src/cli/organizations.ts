@@ -4,13 +4,14 @@ import { checkedSlug } from '../organizations/organizations.js';
 import { allowArguments, allowOptions, CommandError, UsageError, type Command, type Context, type Invocation } from './command.js';
 import { commandServices } from './services.js';
 
-const ACTIONS = ['create', 'add-member'] as const;
+const ACTIONS = ['create', 'add-member', 'invite'] as const;
 type Action = (typeof ACTIONS)[number];
 
 /**
- * `organizations create --name --slug --owner-email` and `organizations add-member --slug --email
- * --role`: an operator's way to make an organisation and to put people in it, recorded in the audit
- * trail and sent to webhooks as the API's changes are.
+ * `organizations create --name --slug --owner-email`, `organizations add-member --slug --email
+ * --role` and `organizations invite --slug --email --role`: an operator's way to make an
+ * organisation and to put people in it, or to invite someone who has no account yet, recorded in the
+ * audit trail and sent to webhooks as the API's changes are.
  */
 export function organizationsCommand(invocation: Invocation): Command {
   const [action, ...rest] = invocation.rest;
@@ -35,9 +36,19 @@ export function organizationsCommand(invocation: Invocation): Command {
   }
   allowOptions(words, 'slug', 'email', 'role');
   if (slug === undefined || email === undefined || role === undefined) {
-    throw new UsageError('organizations add-member needs --slug <slug> --email <e-mail> --role <role>');
+    throw new UsageError(`organizations ${action} needs --slug <slug> --email <e-mail> --role <role>`);
   }
   const member = address(email, '--email');
+  if (action === 'invite') {
+    return command(async (context) => {
+      const { invitations } = commandServices(context);
+      const invitation = await invitations.createByOperator(slug, { email: member, role });
+      context.io.stdout.write(
+        `invited ${invitation.email} to ${invitation.organization_slug} as ${invitation.role}: invitation ${invitation.id}, ` +
+          `mailed by the running service, valid until ${invitation.expires_at.toISOString()}\n`,
+      );
+    });
+  }
   return command(async (context) => {
     const { organizations } = commandServices(context);
     const user = await liveUser(context, member);

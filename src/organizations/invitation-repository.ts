@@ -89,7 +89,7 @@ export function listInvitationsTo(db: Executor, email: string, now: Date): Promi
 /** Adds an invitation; false when the address already has one for the organisation. */
 export async function insertInvitation(
   db: Executor,
-  invitation: { id: string; organizationId: number; email: string; role: string; invitedBy: number; expiresAt: Date },
+  invitation: { id: string; organizationId: number; email: string; role: string; invitedBy: number | null; expiresAt: Date },
 ): Promise<boolean> {
   const row = await invitations(db)
     .insertInto('organization_invitations')

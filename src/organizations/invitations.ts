@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { recordEvent } from '../audit/audit-events.js';
+import { recordEvent, type RequestOrigin } from '../audit/audit-events.js';
 import type { AccountConfig, OrganizationConfig } from '../config/index.js';
-import type { Transact } from '../db/transaction.js';
+import type { Transact, UnitOfWork } from '../db/transaction.js';
 import type { Database, Executor } from '../db/types.js';
 import { requestedEmail } from '../email-address.js';
 import { Conflict, Forbidden, NotFound, Validation } from '../errors.js';
@@ -42,38 +42,66 @@ export class OrganizationInvitations {
         throw new Validation([{ field: 'body.role', message: `no role has the key "${input.role}": see GET /api/organization-roles` }]);
       }
       if (input.role === OWNER) onlyAnOwner(principal, caller);
-      if (await invitations.isMemberAddress(trx, organizationId, email)) {
-        throw new Conflict('The account with this address is a member of the organization already');
-      }
-      const pending = await invitations.findInvitationFor(trx, organizationId, email);
-      if (pending && pending.expires_at.getTime() > this.now()) {
-        throw new Conflict('This address has a pending invitation already: resend it, or revoke it first');
-      }
-      // An expired invitation gives way to the new one.
-      if (pending) await invitations.deleteInvitation(trx, pending.id);
-      const id = randomUUID();
-      const inserted = await invitations.insertInvitation(trx, {
-        id,
-        organizationId,
-        email,
-        role: input.role,
-        invitedBy: principal.user.id,
-        expiresAt: this.expiry(),
-      });
-      if (!inserted) throw new Conflict('This address has a pending invitation already: resend it, or revoke it first');
-      const created = await this.found(trx, id);
-      await this.mail(trx, created);
-      await recordEvent(trx, {
-        type: 'organization.invitation_created',
-        actor: principal.user.id,
-        subject: null,
-        details: about(created),
-        origin: principal.client,
-      });
-      return created;
+      return this.invite(trx, organizationId, email, input.role, { actor: principal.user.id, origin: principal.client });
     });
     this.outbox.wake();
     return invitation;
+  }
+
+  /**
+   * The operator's invitation (the command line): to the organisation with this slug, from no one in
+   * particular (its `invited_by` is null, and so is its event's actor), in any role.
+   */
+  async createByOperator(slug: string, input: { email: string; role: string }): Promise<InvitationRow> {
+    const email = requestedEmail(input.email, 'email');
+    const invitation = await this.transact(async (trx) => {
+      const found = await repo.findOrganizationBySlug(trx, slug);
+      const organization = found && (await repo.lockOrganization(trx, found.id));
+      if (!organization) throw new NotFound(`no organization has the slug "${slug}"`);
+      if (!(await repo.findRole(trx, input.role, 'share'))) throw new NotFound(`no role has the key "${input.role}"`);
+      return this.invite(trx, organization.id, email, input.role, { actor: null, origin: null });
+    });
+    this.outbox.wake();
+    return invitation;
+  }
+
+  /** Makes the invitation, queues its mail and records it; one pending invitation per address, none for a member. */
+  private async invite(
+    trx: UnitOfWork,
+    organizationId: number,
+    email: string,
+    role: string,
+    by: { actor: number | null; origin: RequestOrigin },
+  ): Promise<InvitationRow> {
+    if (await invitations.isMemberAddress(trx, organizationId, email)) {
+      throw new Conflict('The account with this address is a member of the organization already');
+    }
+    const pending = await invitations.findInvitationFor(trx, organizationId, email);
+    if (pending && pending.expires_at.getTime() > this.now()) {
+      throw new Conflict('This address has a pending invitation already: resend it, or revoke it first');
+    }
+    // An expired invitation gives way to the new one.
+    if (pending) await invitations.deleteInvitation(trx, pending.id);
+    const id = randomUUID();
+    const inserted = await invitations.insertInvitation(trx, {
+      id,
+      organizationId,
+      email,
+      role,
+      invitedBy: by.actor,
+      expiresAt: this.expiry(),
+    });
+    if (!inserted) throw new Conflict('This address has a pending invitation already: resend it, or revoke it first');
+    const created = await this.found(trx, id);
+    await this.mail(trx, created);
+    await recordEvent(trx, {
+      type: 'organization.invitation_created',
+      actor: by.actor,
+      subject: null,
+      details: about(created),
+      origin: by.origin,
+    });
+    return created;
   }
 
   async list(principal: Principal, organizationId: number): Promise<InvitationRow[]> {
