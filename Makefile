@@ -90,12 +90,12 @@ CHECKS_LOG := $(shell mktemp -u /tmp/make-checks.XXXXXX)
 test: node_modules
 	@rm -f $(SUMMARY)
 	@nice -n 19 $(MAKE) --no-print-directory check-install checks >$(CHECKS_LOG) 2>&1 & checks=$$!; \
-	  echo "JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --testPathIgnorePatterns '\.timing\.test\.ts\$$'"; \
-	  JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --testPathIgnorePatterns '\.timing\.test\.ts$$'; suite=$$?; \
+	  echo "TEST_PART=main JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test"; \
+	  TEST_PART=main JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test; suite=$$?; \
 	  wait $$checks; checked=$$?; \
 	  echo "--- make check-install checks (exit $$checked)"; cat $(CHECKS_LOG); rm -f $(CHECKS_LOG); \
 	  test $$suite -eq 0 && test $$checked -eq 0
-	JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --runInBand --testPathPatterns '\.timing\.test\.ts$$'
+	TEST_PART=timing JEST_SUMMARY_FILE=$(SUMMARY) $(NPM) test -- --runInBand
 	@rm -f $(SUMMARY)
 
 ## console-screenshots: the console's screenshots in docs/images (light and dark), from a service started with some data

@@ -17,7 +17,11 @@ const common = {
   extensionsToTreatAsEsm: ['.ts'],
   // The sources import each other as `./x.js`, the compiled file's name; here it is the TypeScript file.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
-  testMatch: ['<rootDir>/test/**/*.test.ts'],
+  // `make test` runs the timing tests after the rest, alone: TEST_PART=main leaves them out, and
+  // TEST_PART=timing runs them only. (Set here, not on the command line: a pattern given there
+  // replaces each project's own.)
+  testMatch: [process.env.TEST_PART === 'timing' ? '<rootDir>/test/**/*.timing.test.ts' : '<rootDir>/test/**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', ...(process.env.TEST_PART === 'main' ? ['\\.timing\\.test\\.ts$'] : [])],
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
 
@@ -41,7 +45,7 @@ if (process.env.TEST_DATABASE_URL) {
     ...common,
     displayName: 'postgres',
     setupFiles: ['<rootDir>/test/support/use-postgres.cjs'],
-    testPathIgnorePatterns: ['/node_modules/', ...WITHOUT_DATABASE],
+    testPathIgnorePatterns: [...common.testPathIgnorePatterns, ...WITHOUT_DATABASE],
   });
 }
 
