@@ -9,8 +9,8 @@ import type { Database, Executor } from './types.js';
  * is set). A row goes once any such moment is past the retention; a row with none (a live session, a
  * message still to send) is never touched. The OpenID Connect provider's records (its sessions,
  * interactions, grants, codes and tokens) go once expired, and so do organisations' invitations (an
-expired one is listed, and can be sent again, until then). Second-factor challenges clear themselves as new ones are
- * made (see insertChallenge).
+ * expired one is listed, and can be sent again, until then). Second-factor challenges clear
+ * themselves as new ones are made (see insertChallenge).
  */
 export const PURGE_RULES = {
   sessions: ['revoked_at', 'expires_at'],
