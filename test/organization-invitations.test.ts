@@ -8,7 +8,8 @@ import { expectError } from './support/expect.js';
 import { linkToken, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './support/smtp.js';
 import { until } from './support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
-import { addMember, cli, subscribe, verifiedUser } from './support/organizations.js';
+import { cli } from './support/cli.js';
+import { addMember, subscribe, verifiedUser } from './support/organizations.js';
 
 const APP_URL = 'https://app.example.test';
 const INVITED = 'You are invited to join an organization';

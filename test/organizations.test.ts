@@ -7,7 +7,8 @@ import { expectError } from './support/expect.js';
 import { claimsOf } from './support/jwt.js';
 import { until } from './support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
-import { addMember, cli, subscribe, verifiedUser } from './support/organizations.js';
+import { cli } from './support/cli.js';
+import { addMember, subscribe, verifiedUser } from './support/organizations.js';
 
 const ALL = ['org:read', 'org:update', 'org:delete', 'members:read', 'members:invite', 'members:update', 'members:remove'];
 

@@ -1,10 +1,9 @@
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import { main } from '../src/cli/index.js';
 import vectors from './fixtures/password-hashes.json' with { type: 'json' };
-import { startTestApp, TEST_SECRET, uniqueEmail, type TestContext } from './support/app.js';
+import { startTestApp, uniqueEmail, type TestContext } from './support/app.js';
+import { cli } from './support/cli.js';
 import { expectError } from './support/expect.js';
 
 const VECTORS: Array<{ format: string; password: string; hash: string }> = vectors;
@@ -158,18 +157,6 @@ describe('npm run cli -- import-users FILE.jsonl', () => {
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  async function cli(args: string[]) {
-    let stdout = '';
-    let stderr = '';
-    const code = await main(args, {
-      stdin: Readable.from([]),
-      stdout: { write: (text: string) => (stdout += text) },
-      stderr: { write: (text: string) => (stderr += text) },
-      env: { SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', LOG_LEVEL: 'silent', ...t.database.env },
-    });
-    return { code, stdout, stderr };
-  }
-
   it('imports a file in batches, lists the rows not created by line, and exits 1 for the invalid ones', async () => {
     const taken = await t.register();
     const users = Array.from({ length: 2500 }, () => row());
@@ -184,7 +171,7 @@ describe('npm run cli -- import-users FILE.jsonl', () => {
     );
     const file = join(dir, 'users.jsonl');
     await writeFile(file, `${lines.join('\n')}\n`);
-    let run = await whileStopped(() => cli(['import-users', file]));
+    let run = await whileStopped(() => cli(t, ['import-users', file]));
     expect(run.stdout).toBe(
       [
         'line 1201: invalid (no e-mail): the row is not a JSON object',
@@ -209,18 +196,18 @@ describe('npm run cli -- import-users FILE.jsonl', () => {
     expect((await t.post('/api/auth/login/json', { email: users[2499].email, password: BCRYPT.password })).status).toBe(200);
 
     // Run again: every row is there already, and says so.
-    run = await whileStopped(() => cli(['import-users', file]));
+    run = await whileStopped(() => cli(t, ['import-users', file]));
     expect(run.stdout).toContain('imported');
     expect(run.stdout).toContain('0 created, 2501 conflicts, 2 invalid, of 2503 rows');
   });
 
   it('says which file it cannot read', async () => {
     const missing = join(dir, 'missing.jsonl');
-    expect(await whileStopped(() => cli(['import-users', missing]))).toEqual({
+    expect(await whileStopped(() => cli(t, ['import-users', missing]))).toEqual({
       code: 1,
       stdout: '',
       stderr: `error: cannot read ${missing}: ENOENT: no such file or directory, open '${missing}'\n`,
     });
-    expect(await cli(['import-users'])).toMatchObject({ code: 2, stderr: expect.stringContaining('import-users needs FILE.jsonl') });
+    expect(await cli(t, ['import-users'])).toMatchObject({ code: 2, stderr: expect.stringContaining('import-users needs FILE.jsonl') });
   });
 });

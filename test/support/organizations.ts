@@ -1,7 +1,5 @@
 import type { OrganizationMemberTable } from '../../src/organizations/organization-repository.js';
-import { Readable } from 'node:stream';
-import { main } from '../../src/cli/index.js';
-import { TEST_SECRET, type RegisteredUser, type TestContext } from './app.js';
+import type { RegisteredUser, TestContext } from './app.js';
 import type { WebhookReceiver } from './webhook-receiver.js';
 
 // Set-up shared by the organisation tests.
@@ -32,17 +30,4 @@ export async function subscribe(t: TestContext, hooks: WebhookReceiver, events: 
   const res = await t.post('/api/webhooks', { url: hooks.url, events }, { token: await t.adminToken() });
   if (res.status !== 201) throw new Error(`the subscription answered ${res.status}: ${JSON.stringify(res.body)}`);
   hooks.trust(res.body.data.secret);
-}
-
-/** Runs the command line in this process, on the database of `app` (stopped, for the embedded one), with `env` over the suite's settings. */
-export async function cli(app: TestContext, args: string[], env: Record<string, string> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, {
-    stdin: Readable.from([]),
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    env: { SECRET_KEY: TEST_SECRET, BCRYPT_COST: '4', LOG_LEVEL: 'silent', ...env, ...app.database.env },
-  });
-  return { code, stdout, stderr };
 }
