@@ -1,5 +1,7 @@
 const { availableParallelism } = require('node:os');
 
+const PART = process.env.TEST_PART;
+
 /** @type {import('jest').Config} */
 const common = {
   testEnvironment: 'node',
@@ -20,8 +22,8 @@ const common = {
   // `make test` runs the timing tests after the rest, alone: TEST_PART=main leaves them out, and
   // TEST_PART=timing runs them only. (Set here, not on the command line: a pattern given there
   // replaces each project's own.)
-  testMatch: [process.env.TEST_PART === 'timing' ? '<rootDir>/test/**/*.timing.test.ts' : '<rootDir>/test/**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', ...(process.env.TEST_PART === 'main' ? ['\\.timing\\.test\\.ts$'] : [])],
+  testMatch: [PART === 'timing' ? '<rootDir>/test/**/*.timing.test.ts' : '<rootDir>/test/**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', ...(PART === 'main' ? ['\\.timing\\.test\\.ts$'] : [])],
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
 

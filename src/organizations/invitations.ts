@@ -14,7 +14,7 @@ import * as invitations from './invitation-repository.js';
 import type { InvitationRow } from './invitation-repository.js';
 import * as repo from './organization-repository.js';
 import type { Membership, OrganizationRow } from './organization-repository.js';
-import { OWNER, type Organizations } from './organizations.js';
+import { OWNER, operatorTarget, type Organizations } from './organizations.js';
 
 const invitationNotFound = () => new NotFound('Invitation not found');
 
@@ -55,10 +55,7 @@ export class OrganizationInvitations {
   async createByOperator(slug: string, input: { email: string; role: string }): Promise<InvitationRow> {
     const email = requestedEmail(input.email, 'email');
     const invitation = await this.transact(async (trx) => {
-      const found = await repo.findOrganizationBySlug(trx, slug);
-      const organization = found && (await repo.lockOrganization(trx, found.id));
-      if (!organization) throw new NotFound(`no organization has the slug "${slug}"`);
-      if (!(await repo.findRole(trx, input.role, 'share'))) throw new NotFound(`no role has the key "${input.role}"`);
+      const organization = await operatorTarget(trx, slug, input.role);
       return this.invite(trx, organization.id, email, input.role, { actor: null, origin: null });
     });
     this.outbox.wake();

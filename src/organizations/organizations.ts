@@ -237,10 +237,7 @@ export class Organizations {
   /** An operator's: adds the user with the role, or gives a member that role. */
   async addMember(slug: string, userId: number, role: string): Promise<'added' | 'changed' | 'unchanged'> {
     return this.transact(async (trx) => {
-      const found = await repo.findOrganizationBySlug(trx, slug);
-      const organization = found && (await repo.lockOrganization(trx, found.id));
-      if (!organization) throw new NotFound(`no organization has the slug "${slug}"`);
-      if (!(await repo.findRole(trx, role, 'share'))) throw new NotFound(`no role has the key "${role}"`);
+      const organization = await operatorTarget(trx, slug, role);
       const member = await repo.findMembership(trx, organization.id, userId);
       if (member?.role === role) return 'unchanged';
       if (member) {
@@ -346,6 +343,18 @@ export class Organizations {
 }
 
 /** Refuses to leave the organisation without an owner whose account is live. */
+/**
+ * What an operator's change (the command line) names: the organisation with this slug, locked for the
+ * rest of the transaction, once the role exists too.
+ */
+export async function operatorTarget(trx: Executor, slug: string, role: string): Promise<OrganizationRow> {
+  const found = await repo.findOrganizationBySlug(trx, slug);
+  const organization = found && (await repo.lockOrganization(trx, found.id));
+  if (!organization) throw new NotFound(`no organization has the slug "${slug}"`);
+  if (!(await repo.findRole(trx, role, 'share'))) throw new NotFound(`no role has the key "${role}"`);
+  return organization;
+}
+
 async function keepAnOwner(db: Executor, organizationId: number, how: 'leave' | 'removed' | 'demoted'): Promise<void> {
   if ((await repo.countOwners(db, organizationId)) > 1) return;
   const what = { leave: 'cannot leave', removed: 'cannot be removed', demoted: 'cannot be demoted' }[how];
